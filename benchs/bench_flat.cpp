@@ -1,0 +1,64 @@
+// GpuIndexFlat throughput beside its floors: n_base = 1M, d = 128.
+// Usage: bench_flat [n_base]
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <faiss_ext/GpuIndexFlat.h>
+
+#include "BenchUtil.h"
+#include "Synthetic.h"
+
+using namespace faiss_ext;
+
+int main(int argc, char** argv) {
+    if (GpuResources::deviceCount() == 0) {
+        std::fprintf(stderr, "bench_flat: no CUDA device found; this benchmark needs a GPU\n");
+        return 2;
+    }
+    const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
+    const int d = 128;
+    GpuResources res;
+    bench::Ceilings ceil = bench::measureCeilings(res);
+    bench::printDevice(res, ceil);
+
+    auto xb = datasets::uniform(nb, d, 1);
+    GpuIndexFlat index(res, d, faiss::METRIC_L2);
+    index.add(nb, xb.data());
+    std::printf("n_base=%lld d=%d device memory %.1f MiB (%.1f bytes/vector)\n\n",
+                (long long)nb, d, index.deviceMemoryBytes() / 1048576.0,
+                double(index.deviceMemoryBytes()) / nb);
+
+    std::printf("| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) |"
+                " floor ms (bytes) | floor ms (flops) | floor / device |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (int64_t nq : {int64_t(1), int64_t(16), int64_t(256), int64_t(10000)}) {
+        auto xq = datasets::uniform(nq, d, 2 + nq);
+        auto qDev = res.alloc<float>(size_t(nq) * d);
+        copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
+        for (int k : {1, 10, 100}) {
+            auto dDev = res.alloc<float>(size_t(nq) * k);
+            auto iDev = res.alloc<int64_t>(size_t(nq) * k);
+            const int reps = nq >= 10000 ? 5 : 30;
+            double devMs = bench::median(bench::timeDevice(res, 2, reps, [&] {
+                index.searchDevice(nq, qDev.data(), k, dDev.data(), iDev.data());
+            }));
+            std::vector<float> D(nq * k);
+            std::vector<int64_t> I(nq * k);
+            double apiMs = bench::median(bench::timeHost(1, reps, [&] {
+                index.search(nq, xq.data(), k, D.data(), I.data());
+            }));
+            // Fewest bytes: the base and its norms once, the queries, the results.
+            double bytes = double(nb) * (d + 1) * 4 + double(nq) * d * 4 + double(nq) * k * 12;
+            double flops = 2.0 * nq * double(nb) * d;
+            double floorBytesMs = bytes / ceil.bytesPerSec * 1e3;
+            double floorFlopsMs = flops / ceil.flopsPerSec * 1e3;
+            std::printf("| %lld | %d | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.2f |\n",
+                        (long long)nq, k, devMs, nq / (devMs * 1e-3), apiMs,
+                        nq / (apiMs * 1e-3), floorBytesMs, floorFlopsMs,
+                        std::max(floorBytesMs, floorFlopsMs) / devMs);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,116 @@
+#include <faiss_ext/GpuIndexFlat.h>
+
+#include <faiss_ext/impl/FlatSearch.h>
+
+namespace faiss_ext {
+
+GpuIndexFlat::GpuIndexFlat(
+        GpuResources& resources,
+        int d,
+        faiss::MetricType metric,
+        GpuIndexFlatConfig config)
+        : GpuIndex(resources, d, metric, config), storage_(resources, d) {}
+
+GpuIndexFlat::GpuIndexFlat(
+        GpuResources& resources,
+        const faiss::IndexFlat* index,
+        GpuIndexFlatConfig config)
+        : GpuIndexFlat(
+                  resources,
+                  index ? index->d : 0,
+                  index ? index->metric_type : faiss::METRIC_L2,
+                  config) {
+    copyFrom(index);
+}
+
+void GpuIndexFlat::copyFrom(const faiss::IndexFlat* index) {
+    FAISS_THROW_IF_NOT_MSG(index != nullptr, "copyFrom: null index");
+    FAISS_THROW_IF_NOT_FMT(index->d > 0, "copyFrom: dimension %d", index->d);
+    FAISS_THROW_IF_NOT_FMT(
+            index->metric_type == faiss::METRIC_L2 ||
+                    index->metric_type == faiss::METRIC_INNER_PRODUCT,
+            "copyFrom: metric %d is not supported", int(index->metric_type));
+    DeviceScope scope(res_.device());
+    FlatStorage fresh(res_, index->d);
+    if (index->ntotal > 0) {
+        fresh.append(index->ntotal, index->get_xb());
+    }
+    storage_ = std::move(fresh);
+    d = index->d;
+    metric_type = index->metric_type;
+    ntotal = index->ntotal;
+}
+
+void GpuIndexFlat::copyTo(faiss::IndexFlat* index) const {
+    FAISS_THROW_IF_NOT_MSG(index != nullptr, "copyTo: null index");
+    DeviceScope scope(res_.device());
+    std::vector<float> host(size_t(ntotal) * d);
+    storage_.copyRowsToHost(0, ntotal, host.data());
+    index->reset();
+    index->d = d;
+    index->code_size = sizeof(float) * d;
+    index->metric_type = metric_type;
+    index->is_trained = true;
+    if (ntotal > 0) {
+        index->add(ntotal, host.data());
+    }
+}
+
+void GpuIndexFlat::reset() {
+    DeviceScope scope(res_.device());
+    storage_.clear();
+    ntotal = 0;
+}
+
+void GpuIndexFlat::reconstruct(int64_t key, float* recons) const {
+    reconstruct_n(key, 1, recons);
+}
+
+void GpuIndexFlat::reconstruct_n(int64_t i0, int64_t ni, float* recons) const {
+    FAISS_THROW_IF_NOT_MSG(recons != nullptr, "reconstruct: null output pointer");
+    FAISS_THROW_IF_NOT_FMT(
+            i0 >= 0 && ni >= 1 && i0 + ni <= ntotal,
+            "reconstruct: keys [%lld, %lld) are outside [0, %lld)",
+            (long long)i0, (long long)(i0 + ni), (long long)ntotal);
+    DeviceScope scope(res_.device());
+    checkHostPointer(recons, "reconstruct");
+    storage_.copyRowsToHost(i0, ni, recons);
+}
+
+size_t GpuIndexFlat::deviceMemoryBytes() const {
+    return storage_.deviceBytes();
+}
+
+void GpuIndexFlat::addImpl_(int64_t n, const float* x, const int64_t*) {
+    storage_.append(n, x);
+    ntotal += n;
+}
+
+void GpuIndexFlat::searchImpl_(
+        int64_t n,
+        const float* xDevice,
+        int k,
+        float* distancesDevice,
+        int64_t* labelsDevice,
+        const faiss::SearchParameters*) const {
+    searchDevice(n, xDevice, k, distancesDevice, labelsDevice);
+}
+
+void GpuIndexFlat::searchDevice(
+        int64_t n,
+        const float* xDevice,
+        int k,
+        float* distancesDevice,
+        int64_t* labelsDevice) const {
+    FlatSearchInput in;
+    in.queries = xDevice;
+    in.nq = n;
+    in.base = storage_.vectors();
+    in.baseNorms = storage_.norms();
+    in.nb = ntotal;
+    in.d = d;
+    in.metric = metric_type;
+    flatSearch(res_, in, k, distancesDevice, labelsDevice);
+}
+
+} // namespace faiss_ext

@@ -1,0 +1,69 @@
+// Exact search on the GPU: a drop-in faiss::Index for faiss::IndexFlat{L2,IP}.
+#pragma once
+
+#include <cstdint>
+
+#include <faiss/IndexFlat.h>
+
+#include <faiss_ext/GpuIndex.h>
+#include <faiss_ext/impl/FlatStorage.h>
+
+namespace faiss_ext {
+
+struct GpuIndexFlatConfig : GpuIndexConfig {};
+
+/// Brute-force k-NN (L2 or inner product) over vectors stored on the GPU: batched
+/// cuBLAS GEMM tiles with precomputed norms and a fused streaming k-selection, so the
+/// full query x base distance matrix never exists. Also usable as the assignment
+/// index of faiss::Clustering (GPU k-means) and as the ground-truth engine.
+class GpuIndexFlat : public GpuIndex {
+   public:
+    GpuIndexFlat(
+            GpuResources& resources,
+            int d,
+            faiss::MetricType metric = faiss::METRIC_L2,
+            GpuIndexFlatConfig config = GpuIndexFlatConfig());
+    /// Builds a copy of a CPU index (see copyFrom).
+    GpuIndexFlat(
+            GpuResources& resources,
+            const faiss::IndexFlat* index,
+            GpuIndexFlatConfig config = GpuIndexFlatConfig());
+
+    /// Replaces this index's contents (dimension, metric, vectors) with the CPU index's.
+    void copyFrom(const faiss::IndexFlat* index);
+    /// Writes this index's dimension, metric and vectors into a CPU index.
+    void copyTo(faiss::IndexFlat* index) const;
+
+    void reset() override;
+    void reconstruct(int64_t key, float* recons) const override;
+    void reconstruct_n(int64_t i0, int64_t ni, float* recons) const override;
+    size_t deviceMemoryBytes() const override;
+
+    /// Search with every array already in device memory (on resources().stream(),
+    /// no host synchronisation): for other indexes and benchmarks.
+    void searchDevice(
+            int64_t n,
+            const float* xDevice,
+            int k,
+            float* distancesDevice,
+            int64_t* labelsDevice) const;
+    /// The stored vectors (ntotal x d, row-major) and squared norms, in device memory.
+    const FlatStorage& storage() const {
+        return storage_;
+    }
+
+   protected:
+    void addImpl_(int64_t n, const float* x, const int64_t* ids) override;
+    void searchImpl_(
+            int64_t n,
+            const float* xDevice,
+            int k,
+            float* distancesDevice,
+            int64_t* labelsDevice,
+            const faiss::SearchParameters* params) const override;
+
+   private:
+    FlatStorage storage_;
+};
+
+} // namespace faiss_ext

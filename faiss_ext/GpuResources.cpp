@@ -1,0 +1,74 @@
+#include <faiss_ext/GpuResources.h>
+
+#include <limits>
+
+namespace faiss_ext {
+
+int GpuResources::deviceCount() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+GpuResources::GpuResources(GpuResourcesConfig config) : config_(config) {
+    int n = deviceCount();
+    FAISS_THROW_IF_NOT_FMT(
+            n > 0,
+            "no CUDA device is available (asked for device %d)",
+            config.device);
+    FAISS_THROW_IF_NOT_FMT(
+            config.device >= 0 && config.device < n,
+            "CUDA device %d does not exist (%d device(s) found)",
+            config.device,
+            n);
+    FAISS_THROW_IF_NOT_FMT(
+            config.tempMemoryBytes >= (size_t(16) << 20),
+            "tempMemoryBytes %zu is below the 16 MiB minimum",
+            config.tempMemoryBytes);
+    DeviceScope scope(config.device);
+
+    cudaDeviceProp prop;
+    FAISS_EXT_CUDA_CHECK(cudaGetDeviceProperties(&prop, config.device));
+    smCount_ = prop.multiProcessorCount;
+    maxSmemOptin_ = prop.sharedMemPerBlockOptin;
+
+    // Keep freed blocks in the stream-ordered pool: temporaries are then re-used
+    // without returning to the driver, which makes the pool our scratch allocator.
+    cudaMemPool_t pool;
+    FAISS_EXT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, config.device));
+    uint64_t keep = std::numeric_limits<uint64_t>::max();
+    FAISS_EXT_CUDA_CHECK(cudaMemPoolSetAttribute(
+            pool, cudaMemPoolAttrReleaseThreshold, &keep));
+
+    FAISS_EXT_CUDA_CHECK(
+            cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    cublasStatus_t st = cublasCreate(&cublas_);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        cudaStreamDestroy(stream_);
+        FAISS_THROW_FMT(
+                "cuBLAS error %d (%s) in cublasCreate",
+                int(st),
+                cublasGetStatusString(st));
+    }
+    FAISS_EXT_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+}
+
+GpuResources::~GpuResources() {
+    int previous = 0;
+    cudaGetDevice(&previous);
+    cudaSetDevice(config_.device);
+    cudaStreamSynchronize(stream_);
+    cublasDestroy(cublas_);
+    cudaStreamDestroy(stream_);
+    cudaSetDevice(previous);
+}
+
+void GpuResources::synchronize() const {
+    DeviceScope scope(config_.device);
+    FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+} // namespace faiss_ext

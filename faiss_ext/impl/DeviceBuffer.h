@@ -1,0 +1,102 @@
+// RAII device memory from the stream-ordered pool of one GpuResources.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include <kernels/CudaCheck.h>
+
+namespace faiss_ext {
+
+/// An owning, move-only array of T in device memory. Allocation and release are
+/// ordered on `stream` (cudaMallocAsync), so temporaries cost no device-wide sync.
+/// Out-of-memory becomes a faiss::FaissException that names the size.
+template <typename T>
+class DeviceBuffer {
+   public:
+    DeviceBuffer() = default;
+    DeviceBuffer(size_t count, cudaStream_t stream) : stream_(stream) {
+        if (count == 0) {
+            return;
+        }
+        void* p = nullptr;
+        cudaError_t err = cudaMallocAsync(&p, count * sizeof(T), stream);
+        if (err != cudaSuccess) {
+            (void)cudaGetLastError();
+            FAISS_THROW_FMT(
+                    "cannot allocate %zu bytes of device memory (%s)",
+                    count * sizeof(T),
+                    cudaGetErrorString(err));
+        }
+        data_ = static_cast<T*>(p);
+        count_ = count;
+    }
+    ~DeviceBuffer() {
+        release();
+    }
+    DeviceBuffer(DeviceBuffer&& o) noexcept {
+        *this = std::move(o);
+    }
+    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+        if (this != &o) {
+            release();
+            data_ = std::exchange(o.data_, nullptr);
+            count_ = std::exchange(o.count_, 0);
+            stream_ = o.stream_;
+        }
+        return *this;
+    }
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+    T* data() {
+        return data_;
+    }
+    const T* data() const {
+        return data_;
+    }
+    size_t size() const {
+        return count_;
+    }
+    size_t bytes() const {
+        return count_ * sizeof(T);
+    }
+
+   private:
+    void release() {
+        if (data_) {
+            cudaFreeAsync(data_, stream_);
+            data_ = nullptr;
+            count_ = 0;
+        }
+    }
+
+    T* data_ = nullptr;
+    size_t count_ = 0;
+    cudaStream_t stream_ = nullptr;
+};
+
+/// Copies `count` elements host -> device on `stream` (then waits: `src` may be freed next).
+template <typename T>
+void copyToDevice(T* dst, const T* src, size_t count, cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+            dst, src, count * sizeof(T), cudaMemcpyHostToDevice, stream));
+    FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+/// Copies `count` elements device -> host on `stream` and waits for them.
+template <typename T>
+void copyToHost(T* dst, const T* src, size_t count, cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+            dst, src, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
+    FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+} // namespace faiss_ext

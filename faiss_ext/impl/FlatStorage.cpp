@@ -1,0 +1,48 @@
+#include <faiss_ext/impl/FlatStorage.h>
+
+#include <algorithm>
+
+#include <kernels/Distances.h>
+
+namespace faiss_ext {
+
+void FlatStorage::append(int64_t n, const float* hostVectors) {
+    cudaStream_t stream = res_->stream();
+    const int64_t capacity = int64_t(norms_.size());
+    if (n_ + n > capacity) {
+        // Grow by a quarter at least, so that many small adds stay linear.
+        const int64_t newCap = std::max(n_ + n, capacity + capacity / 4);
+        auto v = res_->alloc<float>(size_t(newCap) * d_);
+        auto nr = res_->alloc<float>(size_t(newCap));
+        if (n_ > 0) {
+            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                    v.data(), vectors_.data(), size_t(n_) * d_ * sizeof(float),
+                    cudaMemcpyDeviceToDevice, stream));
+            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                    nr.data(), norms_.data(), size_t(n_) * sizeof(float),
+                    cudaMemcpyDeviceToDevice, stream));
+        }
+        vectors_ = std::move(v);
+        norms_ = std::move(nr);
+    }
+    float* dst = vectors_.data() + size_t(n_) * d_;
+    copyToDevice(dst, hostVectors, size_t(n) * d_, stream);
+    kernels::rowSquaredNorms(dst, n, d_, norms_.data() + n_, stream);
+    n_ += n;
+}
+
+void FlatStorage::clear() {
+    vectors_ = DeviceBuffer<float>();
+    norms_ = DeviceBuffer<float>();
+    n_ = 0;
+}
+
+void FlatStorage::copyRowsToHost(int64_t i0, int64_t n, float* out) const {
+    FAISS_THROW_IF_NOT_FMT(
+            i0 >= 0 && n >= 0 && i0 + n <= n_,
+            "rows [%lld, %lld) are outside [0, %lld)",
+            (long long)i0, (long long)(i0 + n), (long long)n_);
+    copyToHost(out, vectors_.data() + size_t(i0) * d_, size_t(n) * d_, res_->stream());
+}
+
+} // namespace faiss_ext

@@ -1,0 +1,53 @@
+// Host entry points of the k-selection kernels (plain C++: no CUDA device code here).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace faiss_ext {
+namespace kernels {
+
+/// Largest k any selection supports.
+constexpr int kMaxSelectK = 2048;
+
+/// Smallest power of two >= v (v >= 1).
+constexpr int nextPow2(int v) {
+    int p = 1;
+    while (p < v) {
+        p <<= 1;
+    }
+    return p;
+}
+
+/// Shared memory one streaming-select block needs for k.
+size_t blockSelectSmemBytes(int k);
+
+/// For each row r < nrows and each segment s of `segLen` columns, selects the k
+/// smallest values of  dist[r * ldDist + c] + colBias[c]  (colBias may be null) over the
+/// segment's columns, and writes them sorted ascending to
+///   outD[r * ldOut + s * k + j], outI[...]
+/// with id = inIds[r * ldIds + c] when inIds is non-null, else idBase + c.
+/// Missing results (fewer than k finite values) are +inf with id -1. NaN is never
+/// selected. Input and output may alias when nsegments == 1: each row is read
+/// whole before it is written.
+struct SelectRowsArgs {
+    const float* dist = nullptr;
+    int64_t ldDist = 0;
+    int64_t nrows = 0;
+    int64_t ncols = 0;
+    int64_t segLen = 0; ///< 0: one segment per row
+    const float* colBias = nullptr;
+    const int64_t* inIds = nullptr;
+    int64_t ldIds = 0;
+    int64_t idBase = 0;
+    int k = 0;
+    float* outD = nullptr;
+    int64_t* outI = nullptr;
+    int64_t ldOut = 0;
+};
+void selectRowsMin(const SelectRowsArgs& args, cudaStream_t stream);
+
+} // namespace kernels
+} // namespace faiss_ext

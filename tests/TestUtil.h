@@ -1,0 +1,95 @@
+// Shared helpers for the test suites: device detection, seeds, result comparison.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <faiss_ext/GpuResources.h>
+
+namespace faiss_ext {
+namespace test {
+
+inline bool haveGpu() {
+    static const bool have = GpuResources::deviceCount() > 0;
+    return have;
+}
+
+/// Every GPU test starts with this: it skips (visibly) when there is no device.
+#define FAISS_EXT_REQUIRE_GPU()                             \
+    do {                                                    \
+        if (!::faiss_ext::test::haveGpu()) {                \
+            GTEST_SKIP() << "no CUDA device on this machine"; \
+        }                                                   \
+    } while (0)
+
+/// A seed taken from FAISS_EXT_TEST_SEED when set, else from the clock; printed so
+/// a failure can be replayed.
+inline uint64_t testSeed() {
+    static const uint64_t seed = [] {
+        const char* env = std::getenv("FAISS_EXT_TEST_SEED");
+        uint64_t s = env ? std::stoull(env) : uint64_t(std::random_device{}());
+        std::printf("FAISS_EXT_TEST_SEED=%llu\n", (unsigned long long)s);
+        return s;
+    }();
+    return seed;
+}
+
+/// Compares k-NN results against a reference, row by row.
+/// - distances at each rank agree within relTol (relative, with absTol as a floor);
+/// - an id that is not in the reference row is allowed only as a tie: its distance
+///   equals the reference's k-th distance within the same tolerance;
+/// - valid ids are unique within a row; -1 ids pair with the missing distance.
+/// Returns the number of rows that failed (with the first few printed).
+inline int64_t compareKnn(
+        const std::vector<float>& refD,
+        const std::vector<int64_t>& refI,
+        const std::vector<float>& D,
+        const std::vector<int64_t>& I,
+        int64_t n,
+        int64_t k,
+        float relTol,
+        float absTol) {
+    int64_t bad = 0;
+    auto close = [&](float a, float b) {
+        if (std::isinf(a) || std::isinf(b)) {
+            return a == b;
+        }
+        return std::fabs(a - b) <= std::max(absTol, relTol * std::fabs(b));
+    };
+    for (int64_t q = 0; q < n; ++q) {
+        std::string why;
+        std::unordered_set<int64_t> ref(refI.begin() + q * k, refI.begin() + (q + 1) * k);
+        std::unordered_set<int64_t> seen;
+        float kth = refD[q * k + k - 1];
+        for (int64_t j = 0; j < k && why.empty(); ++j) {
+            float d = D[q * k + j];
+            int64_t id = I[q * k + j];
+            if (!close(d, refD[q * k + j])) {
+                why = "distance at rank " + std::to_string(j) + ": " + std::to_string(d) +
+                        " vs " + std::to_string(refD[q * k + j]);
+            } else if (id >= 0 && !seen.insert(id).second) {
+                why = "duplicate id " + std::to_string(id);
+            } else if (id != refI[q * k + j] && !ref.count(id) && !close(d, kth)) {
+                why = "id " + std::to_string(id) + " at rank " + std::to_string(j) +
+                        " is not in the reference and not a tie";
+            }
+        }
+        if (!why.empty()) {
+            if (bad < 5) {
+                ADD_FAILURE() << "query " << q << ": " << why;
+            }
+            ++bad;
+        }
+    }
+    return bad;
+}
+
+} // namespace test
+} // namespace faiss_ext

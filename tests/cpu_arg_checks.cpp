@@ -1,0 +1,104 @@
+// Argument checks and tiling plans: host-only logic, run on every machine.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <faiss/impl/FaissAssert.h>
+#include <gtest/gtest.h>
+
+#include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/ArgChecks.h>
+#include <faiss_ext/impl/FlatSearch.h>
+
+using namespace faiss_ext;
+
+TEST(ArgChecks, SearchArgs) {
+    float x[4] = {}, D[4] = {};
+    int64_t I[4] = {};
+    EXPECT_NO_THROW(checkSearchArgs(1, x, 1, D, I));
+    EXPECT_NO_THROW(checkSearchArgs(1, x, kMaxSearchK, D, I));
+    EXPECT_THROW(checkSearchArgs(0, x, 1, D, I), faiss::FaissException);
+    EXPECT_THROW(checkSearchArgs(-3, x, 1, D, I), faiss::FaissException);
+    EXPECT_THROW(checkSearchArgs(1, x, 0, D, I), faiss::FaissException);
+    EXPECT_THROW(checkSearchArgs(1, x, kMaxSearchK + 1, D, I), faiss::FaissException);
+    EXPECT_THROW(checkSearchArgs(1, nullptr, 1, D, I), faiss::FaissException);
+    EXPECT_THROW(checkSearchArgs(1, x, 1, nullptr, I), faiss::FaissException);
+    EXPECT_THROW(checkSearchArgs(1, x, 1, D, nullptr), faiss::FaissException);
+}
+
+TEST(ArgChecks, KLimitIsNamedInMessage) {
+    float x[1] = {}, D[1] = {};
+    int64_t I[1] = {};
+    try {
+        checkSearchArgs(1, x, 5000, D, I);
+        FAIL() << "k=5000 accepted";
+    } catch (const faiss::FaissException& e) {
+        EXPECT_NE(std::string(e.what()).find("2048"), std::string::npos) << e.what();
+    }
+}
+
+TEST(ArgChecks, VectorsArg) {
+    float x[2] = {};
+    EXPECT_NO_THROW(checkVectorsArg(1, x, "add"));
+    EXPECT_THROW(checkVectorsArg(0, x, "add"), faiss::FaissException);
+    EXPECT_THROW(checkVectorsArg(1, nullptr, "add"), faiss::FaissException);
+}
+
+TEST(ArgChecks, FiniteNamesFirstBadRow) {
+    const int d = 8;
+    std::vector<float> x(100 * d, 1.f);
+    EXPECT_NO_THROW(checkFinite(100, d, x.data(), "add"));
+    x[57 * d + 3] = std::nanf("");
+    x[90 * d] = std::numeric_limits<float>::infinity();
+    try {
+        checkFinite(100, d, x.data(), "add");
+        FAIL() << "NaN accepted";
+    } catch (const faiss::FaissException& e) {
+        EXPECT_NE(std::string(e.what()).find("vector 57"), std::string::npos) << e.what();
+    }
+}
+
+TEST(FlatTiling, FitsBudgetForHugeSearches) {
+    const size_t budget = size_t(1) << 30;
+    for (int k : {1, 10, 100, 1024, 2048}) {
+        for (int64_t nq : {int64_t(1), int64_t(16), int64_t(10000)}) {
+            for (int64_t nb : {int64_t(1), int64_t(5000), int64_t(100000000)}) {
+                FlatTiling t = planFlatTiling(nq, nb, k, budget);
+                SCOPED_TRACE(testing::Message() << "k=" << k << " nq=" << nq << " nb=" << nb);
+                EXPECT_LE(t.bytes, budget);
+                EXPECT_GE(t.queryTile, 1);
+                EXPECT_LE(t.queryTile, nq);
+                EXPECT_GE(t.baseTile, 1);
+                EXPECT_LE(t.baseTile, nb);
+                EXPECT_GE(t.segLen, 4 * k);
+                EXPECT_TRUE(t.baseTile == nb || t.baseTile % t.segLen == 0);
+            }
+        }
+    }
+}
+
+TEST(FlatTiling, SmallBudgetStillPlansOneQuery) {
+    FlatTiling t = planFlatTiling(10000, 1000000, 2048, size_t(16) << 20);
+    EXPECT_LE(t.bytes, size_t(16) << 20);
+    EXPECT_GE(t.queryTile, 1);
+    EXPECT_THROW(planFlatTiling(10, 10, 2048, 1024), faiss::FaissException);
+}
+
+TEST(GpuResources, ClearErrorWithoutDevice) {
+    if (GpuResources::deviceCount() > 0) {
+        GpuResources res;
+        EXPECT_GT(res.multiProcessorCount(), 0);
+        EXPECT_GE(res.maxSharedMemoryPerBlock(), size_t(48) * 1024);
+        GpuResourcesConfig bad;
+        bad.device = GpuResources::deviceCount();
+        EXPECT_THROW(GpuResources{bad}, faiss::FaissException);
+    } else {
+        try {
+            GpuResources res;
+            FAIL() << "GpuResources built without a device";
+        } catch (const faiss::FaissException& e) {
+            EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos)
+                    << e.what();
+        }
+    }
+}

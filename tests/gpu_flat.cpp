@@ -1,0 +1,172 @@
+// GpuIndexFlat against faiss::IndexFlat: same ids except ties, distances within 1e-4.
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <faiss/Clustering.h>
+#include <faiss/IndexFlat.h>
+
+#include <faiss_ext/GpuIndexFlat.h>
+
+#include "Synthetic.h"
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+using faiss_ext::test::compareKnn;
+
+namespace {
+
+struct FlatCase {
+    int64_t nb;
+    int64_t nq;
+    int d;
+    int k;
+    faiss::MetricType metric;
+    uint64_t seed;
+};
+
+std::string describe(const FlatCase& c) {
+    return "nb=" + std::to_string(c.nb) + " nq=" + std::to_string(c.nq) +
+            " d=" + std::to_string(c.d) + " k=" + std::to_string(c.k) +
+            " metric=" + (c.metric == faiss::METRIC_L2 ? "L2" : "IP") +
+            " seed=" + std::to_string(c.seed);
+}
+
+void runCase(GpuResources& res, const FlatCase& c) {
+    SCOPED_TRACE(describe(c));
+    auto xb = datasets::uniform(c.nb, c.d, c.seed);
+    auto xq = datasets::uniform(c.nq, c.d, c.seed + 1);
+    faiss::IndexFlat cpu(c.d, c.metric);
+    cpu.add(c.nb, xb.data());
+    GpuIndexFlat gpu(res, c.d, c.metric);
+    // Two adds, to exercise storage growth.
+    gpu.add(c.nb / 2 + 1, xb.data());
+    if (c.nb / 2 + 1 < c.nb) {
+        gpu.add(c.nb - (c.nb / 2 + 1), xb.data() + (c.nb / 2 + 1) * c.d);
+    }
+    ASSERT_EQ(gpu.ntotal, c.nb);
+
+    std::vector<float> refD(c.nq * c.k), D(c.nq * c.k, 12345.f);
+    std::vector<int64_t> refI(c.nq * c.k), I(c.nq * c.k, 777);
+    cpu.search(c.nq, xq.data(), c.k, refD.data(), refI.data());
+    gpu.search(c.nq, xq.data(), c.k, D.data(), I.data());
+    EXPECT_EQ(compareKnn(refD, refI, D, I, c.nq, c.k, 1e-4f, 1e-5f), 0);
+}
+
+} // namespace
+
+TEST(GpuIndexFlat, MatchesCpuOnFixedShapes) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = test::testSeed();
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        for (int k : {1, 10, 100, 1024, 2048}) {
+            runCase(res, {5000, 37, 64, k, m, seed + k});
+        }
+        for (int d : {32, 96, 128, 256, 960}) {
+            runCase(res, {3000, 100, d, 10, m, seed + d});
+        }
+        // Several base tiles and segments: nb above one segment, k at the maximum.
+        runCase(res, {70000, 5, 32, 2048, m, seed + 3});
+        // k above nb: -1 padding.
+        runCase(res, {50, 7, 16, 100, m, seed + 4});
+    }
+}
+
+TEST(GpuIndexFlat, MatchesCpuOnRandomShapes) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(test::testSeed());
+    const int dims[] = {32, 64, 96, 128, 256, 960};
+    const int ks[] = {1, 10, 100, 1024, 2048};
+    for (int iter = 0; iter < 12; ++iter) {
+        FlatCase c;
+        c.d = dims[rng() % 6];
+        c.k = ks[rng() % 5];
+        c.nb = 1 + int64_t(rng() % 20000);
+        c.nq = 1 + int64_t(rng() % 300);
+        c.metric = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
+        c.seed = rng();
+        runCase(res, c);
+    }
+}
+
+TEST(GpuIndexFlat, TenThousandQueriesInSmallPages) {
+    FAISS_EXT_REQUIRE_GPU();
+    // A small page and temp budget force many query pages and tiles.
+    GpuResourcesConfig rc;
+    rc.tempMemoryBytes = size_t(16) << 20;
+    GpuResources res(rc);
+    GpuIndexFlatConfig cfg;
+    cfg.pageBytes = size_t(1) << 20;
+    const int d = 32, k = 10;
+    const int64_t nb = 20000, nq = 10000;
+    auto xb = datasets::uniform(nb, d, 11);
+    auto xq = datasets::uniform(nq, d, 12);
+    faiss::IndexFlatL2 cpu(d);
+    cpu.add(nb, xb.data());
+    GpuIndexFlat gpu(res, d, faiss::METRIC_L2, cfg);
+    gpu.add(nb, xb.data());
+    std::vector<float> refD(nq * k), D(nq * k);
+    std::vector<int64_t> refI(nq * k), I(nq * k);
+    cpu.search(nq, xq.data(), k, refD.data(), refI.data());
+    gpu.search(nq, xq.data(), k, D.data(), I.data());
+    EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-5f), 0);
+}
+
+TEST(GpuIndexFlat, NanQueryGivesMissingResults) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16, k = 5;
+    auto xb = datasets::uniform(100, d, 3);
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        GpuIndexFlat gpu(res, d, m);
+        gpu.add(100, xb.data());
+        auto xq = datasets::uniform(3, d, 4);
+        xq[1 * d + 5] = std::nanf("");
+        std::vector<float> D(3 * k);
+        std::vector<int64_t> I(3 * k);
+        gpu.search(3, xq.data(), k, D.data(), I.data());
+        for (int j = 0; j < k; ++j) {
+            EXPECT_EQ(I[1 * k + j], -1);
+            EXPECT_TRUE(std::isinf(D[1 * k + j]));
+            EXPECT_GE(I[0 * k + j], 0);
+            EXPECT_GE(I[2 * k + j], 0);
+        }
+    }
+}
+
+TEST(GpuIndexFlat, EmptyIndexReturnsMissing) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    GpuIndexFlat gpu(res, 8, faiss::METRIC_INNER_PRODUCT);
+    auto xq = datasets::uniform(2, 8, 1);
+    std::vector<float> D(6, 0.f);
+    std::vector<int64_t> I(6, 0);
+    gpu.search(2, xq.data(), 3, D.data(), I.data());
+    for (int i = 0; i < 6; ++i) {
+        EXPECT_EQ(I[i], -1);
+        EXPECT_EQ(D[i], -std::numeric_limits<float>::infinity());
+    }
+}
+
+TEST(GpuIndexFlat, KMeansAssignerMatchesCpuObjective) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 32, nlist = 64;
+    datasets::ClusteredSpec spec{20000, d, 64, 0.05f, test::testSeed()};
+    auto x = datasets::clustered(spec);
+    faiss::ClusteringParameters cp;
+    cp.niter = 10;
+    cp.seed = 5;
+    faiss::Clustering cpuClus(d, nlist, cp), gpuClus(d, nlist, cp);
+    faiss::IndexFlatL2 cpuAssign(d);
+    GpuIndexFlat gpuAssign(res, d, faiss::METRIC_L2);
+    cpuClus.train(spec.n, x.data(), cpuAssign);
+    gpuClus.train(spec.n, x.data(), gpuAssign);
+    ASSERT_EQ(gpuAssign.ntotal, nlist);
+    float cpuObj = cpuClus.iteration_stats.back().obj;
+    float gpuObj = gpuClus.iteration_stats.back().obj;
+    EXPECT_NEAR(gpuObj, cpuObj, 1e-2 * cpuObj);
+}
