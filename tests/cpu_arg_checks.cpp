@@ -63,7 +63,7 @@ TEST(FlatTiling, FitsBudgetForHugeSearches) {
     for (int k : {1, 10, 100, 1024, 2048}) {
         for (int64_t nq : {int64_t(1), int64_t(16), int64_t(10000)}) {
             for (int64_t nb : {int64_t(1), int64_t(5000), int64_t(100000000)}) {
-                FlatTiling t = planFlatTiling(nq, nb, k, budget);
+                FlatTiling t = planFlatTiling(nq, nb, k, budget, 528);
                 SCOPED_TRACE(testing::Message() << "k=" << k << " nq=" << nq << " nb=" << nb);
                 EXPECT_LE(t.bytes, budget);
                 EXPECT_GE(t.queryTile, 1);
@@ -71,17 +71,19 @@ TEST(FlatTiling, FitsBudgetForHugeSearches) {
                 EXPECT_GE(t.baseTile, 1);
                 EXPECT_LE(t.baseTile, nb);
                 EXPECT_GE(t.segLen, 4 * k);
-                EXPECT_TRUE(t.baseTile == nb || t.baseTile % t.segLen == 0);
+                // Enough selection blocks to fill the device when the shape allows.
+                const int64_t blocks = t.queryTile * ((t.baseTile + t.segLen - 1) / t.segLen);
+                EXPECT_TRUE(blocks >= 528 || t.segLen == std::max(4096, 4 * k)) << blocks;
             }
         }
     }
 }
 
 TEST(FlatTiling, SmallBudgetStillPlansOneQuery) {
-    FlatTiling t = planFlatTiling(10000, 1000000, 2048, size_t(16) << 20);
+    FlatTiling t = planFlatTiling(10000, 1000000, 2048, size_t(16) << 20, 528);
     EXPECT_LE(t.bytes, size_t(16) << 20);
     EXPECT_GE(t.queryTile, 1);
-    EXPECT_THROW(planFlatTiling(10, 10, 2048, 1024), faiss::FaissException);
+    EXPECT_THROW(planFlatTiling(10, 10, 2048, 1024, 528), faiss::FaissException);
 }
 
 TEST(GpuResources, ClearErrorWithoutDevice) {

@@ -11,7 +11,8 @@ namespace {
 constexpr size_t kCandBytes = sizeof(float) + sizeof(int64_t);
 }
 
-FlatTiling planFlatTiling(int64_t nq, int64_t nb, int k, size_t budgetBytes) {
+FlatTiling planFlatTiling(
+        int64_t nq, int64_t nb, int k, size_t budgetBytes, int64_t minBlocks) {
     FAISS_THROW_IF_NOT_FMT(
             nq > 0 && nb > 0 && k >= 1, "bad flat search shape nq=%lld nb=%lld k=%d",
             (long long)nq, (long long)nb, k);
@@ -37,6 +38,11 @@ FlatTiling planFlatTiling(int64_t nq, int64_t nb, int k, size_t budgetBytes) {
                 qt > 1, "temporary memory budget of %zu bytes is too small for k=%d",
                 budgetBytes, k);
     }
+    constexpr int64_t kMaxSegLen = 65536;
+    while (t.segLen * 2 <= std::min(t.baseTile, kMaxSegLen) &&
+           t.queryTile * ((t.baseTile + 2 * t.segLen - 1) / (2 * t.segLen)) >= minBlocks) {
+        t.segLen *= 2;
+    }
     const int64_t segs = (t.baseTile + t.segLen - 1) / t.segLen;
     t.bytes = size_t(t.queryTile) *
             (size_t(t.baseTile) * sizeof(float) + size_t(1 + segs) * k * kCandBytes +
@@ -58,7 +64,8 @@ void flatSearch(
                 res.stream());
         return;
     }
-    const FlatTiling t = planFlatTiling(in.nq, in.nb, k, res.tempMemoryBytes());
+    const FlatTiling t = planFlatTiling(
+            in.nq, in.nb, k, res.tempMemoryBytes(), 4 * int64_t(res.multiProcessorCount()));
     cudaStream_t stream = res.stream();
     const bool l2 = in.metric == faiss::METRIC_L2;
     const int64_t segsPerTile = (t.baseTile + t.segLen - 1) / t.segLen;

@@ -19,8 +19,11 @@ struct FlatTiling {
 };
 
 /// Plans the tiles for nq queries against nb vectors (pure host arithmetic).
-/// Throws if even one query does not fit the budget.
-FlatTiling planFlatTiling(int64_t nq, int64_t nb, int k, size_t budgetBytes);
+/// Segments are made as long as possible while one base tile still yields at least
+/// `minBlocks` selection blocks: each block has a fixed cost (sorting its first
+/// candidates) that long segments amortise. Throws if one query does not fit.
+FlatTiling planFlatTiling(
+        int64_t nq, int64_t nb, int k, size_t budgetBytes, int64_t minBlocks);
 
 /// Vectors of one flat search, all in device memory.
 struct FlatSearchInput {
