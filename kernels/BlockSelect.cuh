@@ -23,9 +23,12 @@ constexpr int kSelectStep = kSelectThreads * kSelectItems;
 /// Results per thread when a block writes k <= kMaxSelectK pairs out.
 constexpr int kSelectOutPerThread = kMaxSelectK / kSelectThreads;
 
+/// The candidate buffer holds at least the best list and one spare step, so a flush
+/// runs only once a whole step's worth of candidates has gathered (with room for
+/// just one step, any single candidate would force a sort every step).
 __host__ __device__ inline int selectBufferCapacity(int k) {
     int kp = nextPow2(k);
-    return kp > kSelectStep ? kp : kSelectStep;
+    return 2 * (kp > kSelectStep ? kp : kSelectStep);
 }
 
 /// Shared memory layout of one block's selection state.
