@@ -1,0 +1,20 @@
+// One function per file that adds its part of the `faiss_ext` module. A new index
+// type is one more bind_<index>.cpp: its class, and a CpuConverter (faiss_bytes.h)
+// so that it moves to and from faiss through serialized bytes.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace faiss_ext {
+namespace python {
+
+namespace py = pybind11;
+
+void bindResources(py::module_& m);       // GpuResources, get_num_gpus
+void bindIndex(py::module_& m);           // GpuIndex base, SearchParameters
+void bindFlat(py::module_& m);            // GpuIndexFlat
+void bindFaissBytes(py::module_& m);      // interop with faiss through bytes
+void bindArgumentChecks(py::module_& m);  // _check_* (the numpy rules, for tests)
+
+} // namespace python
+} // namespace faiss_ext

@@ -1,0 +1,59 @@
+#include <memory>
+
+#include <faiss/IndexFlat.h>
+
+#include <faiss_ext/GpuIndexFlat.h>
+
+#include "bind.h"
+#include "faiss_bytes.h"
+#include "numpy_util.h"
+
+namespace faiss_ext {
+namespace python {
+
+void bindFlat(py::module_& m) {
+    py::class_<GpuIndexFlat, GpuIndex>(
+            m, "GpuIndexFlat",
+            "Exact k-NN (L2 or inner product) on the GPU, like faiss.IndexFlat. "
+            "add_with_ids is refused (ids are sequential).")
+            .def(py::init([](PyGpuResources& res, int d, int metric, size_t pageBytes) {
+                     faiss::MetricType metricType = checkMetric(metric);
+                     GpuIndexFlatConfig config;
+                     config.pageBytes = pageBytes;
+                     DeviceCall call(res);
+                     return std::make_unique<GpuIndexFlat>(res, d, metricType, config);
+                 }),
+                 py::arg("res"), py::arg("d"), py::arg("metric") = int(faiss::METRIC_L2),
+                 py::kw_only(), py::arg("page_bytes") = GpuIndexFlatConfig().pageBytes,
+                 py::keep_alive<1, 2>(),
+                 "GpuIndexFlat(res, d, metric=METRIC_L2, *, page_bytes=256 MiB): "
+                 "page_bytes bounds the device memory staging host queries.");
+
+    CpuConverter flat;
+    flat.gpuClass = "GpuIndexFlat";
+    flat.accepts = [](const faiss::Index& cpu) {
+        return dynamic_cast<const faiss::IndexFlat*>(&cpu) != nullptr;
+    };
+    flat.fromCpu = [](PyGpuResources& res, const faiss::Index& cpu) -> std::unique_ptr<GpuIndex> {
+        return std::make_unique<GpuIndexFlat>(
+                res, dynamic_cast<const faiss::IndexFlat*>(&cpu));
+    };
+    flat.toCpu = [](const GpuIndex& gpu) -> std::unique_ptr<faiss::Index> {
+        auto* index = dynamic_cast<const GpuIndexFlat*>(&gpu);
+        if (index == nullptr) {
+            return nullptr;
+        }
+        std::unique_ptr<faiss::IndexFlat> cpu;
+        if (index->metric_type == faiss::METRIC_L2) {
+            cpu = std::make_unique<faiss::IndexFlatL2>(index->d);
+        } else {
+            cpu = std::make_unique<faiss::IndexFlatIP>(index->d);
+        }
+        index->copyTo(cpu.get());
+        return cpu;
+    };
+    registerCpuConverter(std::move(flat));
+}
+
+} // namespace python
+} // namespace faiss_ext

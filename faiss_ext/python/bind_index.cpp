@@ -1,0 +1,161 @@
+// Methods every faiss_ext index shares (faiss::Index's API over numpy arrays).
+#include <string>
+
+#include <faiss/Index.h>
+
+#include "bind.h"
+#include "numpy_util.h"
+#include "resources.h"
+
+namespace faiss_ext {
+namespace python {
+
+namespace {
+
+std::string metricName(faiss::MetricType metric) {
+    switch (metric) {
+        case faiss::METRIC_L2:
+            return "L2";
+        case faiss::METRIC_INNER_PRODUCT:
+            return "INNER_PRODUCT";
+        default:
+            return std::to_string(int(metric));
+    }
+}
+
+void train(GpuIndex& index, py::handle x) {
+    FloatMatrix v = checkVectors(x, index.d, "train");
+    const int64_t n = v.shape(0);
+    const float* data = v.data();
+    DeviceCall call(index);
+    index.train(n, data);
+}
+
+void add(GpuIndex& index, py::handle x) {
+    FloatMatrix v = checkVectors(x, index.d, "add");
+    const int64_t n = v.shape(0);
+    const float* data = v.data();
+    if (n == 0) {
+        return;
+    }
+    DeviceCall call(index);
+    index.add(n, data);
+}
+
+void addWithIds(GpuIndex& index, py::handle x, py::handle ids) {
+    FloatMatrix v = checkVectors(x, index.d, "add_with_ids");
+    const int64_t n = v.shape(0);
+    IdVector i = checkIds(ids, n, "add_with_ids");
+    const float* data = v.data();
+    const int64_t* idData = i.data();
+    if (n == 0) {
+        return;
+    }
+    DeviceCall call(index);
+    index.add_with_ids(n, data, idData);
+}
+
+py::tuple search(
+        const GpuIndex& index,
+        py::handle x,
+        int64_t k,
+        const faiss::SearchParameters* params) {
+    checkK(k);
+    FloatMatrix q = checkVectors(x, index.d, "search");
+    const int64_t n = q.shape(0);
+    py::array_t<float> distances({n, k});
+    py::array_t<int64_t> labels({n, k});
+    const float* queries = q.data();
+    float* dOut = distances.mutable_data();
+    int64_t* iOut = labels.mutable_data();
+    if (n > 0) {
+        DeviceCall call(index);
+        index.search(n, queries, k, dOut, iOut, params);
+    }
+    return py::make_tuple(distances, labels);
+}
+
+py::array_t<float> reconstructN(const GpuIndex& index, int64_t i0, int64_t n) {
+    if (n < 0) {
+        throw py::value_error("reconstruct_n: n=" + std::to_string(n) + " is negative");
+    }
+    py::array_t<float> out({n, int64_t(index.d)});
+    float* dst = out.mutable_data();
+    if (n == 0) {
+        return out;
+    }
+    DeviceCall call(index);
+    index.reconstruct_n(i0, n, dst);
+    return out;
+}
+
+py::array_t<float> reconstruct(const GpuIndex& index, int64_t key) {
+    py::array_t<float> out(py::ssize_t(index.d));
+    float* dst = out.mutable_data();
+    DeviceCall call(index);
+    index.reconstruct(key, dst);
+    return out;
+}
+
+} // namespace
+
+void bindIndex(py::module_& m) {
+    py::class_<faiss::SearchParameters>(
+            m, "SearchParameters",
+            "Per-call search parameters with no knobs set (indexes with knobs have "
+            "their own subclass). IDSelectors are not supported.")
+            .def(py::init<>());
+
+    py::class_<GpuIndex>(
+            m, "GpuIndex",
+            "Base of the faiss_ext indexes: faiss.Index's methods over numpy arrays. "
+            "Vectors are (n, d) arrays, converted to C-contiguous float32 (with a copy) "
+            "when they are another real dtype or layout. The GIL is released during "
+            "train, add and search.")
+            .def_property_readonly("d", [](const GpuIndex& i) { return i.d; })
+            .def_property_readonly("ntotal", [](const GpuIndex& i) { return i.ntotal; })
+            .def_property_readonly(
+                    "metric_type", [](const GpuIndex& i) { return int(i.metric_type); })
+            .def_property_readonly("is_trained", [](const GpuIndex& i) { return i.is_trained; })
+            .def("train", &train, py::arg("x"))
+            .def("add", &add, py::arg("x"),
+                 "Adds (n, d) vectors with ids ntotal, ntotal + 1, ... (an empty batch "
+                 "does nothing).")
+            .def("add_with_ids", &addWithIds, py::arg("x"), py::arg("ids"),
+                 "Adds (n, d) vectors with the given (n,) int64 ids, where the index "
+                 "supports it.")
+            .def("search", &search, py::arg("x"), py::arg("k"),
+                 py::arg("params") = nullptr,
+                 "D, I = search(x, k): (n, k) float32 distances and int64 ids, best "
+                 "first; missing results are id -1.")
+            .def("reset",
+                 [](GpuIndex& index) {
+                     DeviceCall call(index);
+                     index.reset();
+                 },
+                 "Removes every vector.")
+            .def("reconstruct", &reconstruct, py::arg("key"),
+                 "Stored vector `key` as a (d,) float32 array.")
+            .def("reconstruct_n", &reconstructN, py::arg("i0"), py::arg("n"),
+                 "Stored vectors i0 .. i0 + n - 1 as an (n, d) float32 array.")
+            .def("device_memory_bytes",
+                 [](const GpuIndex& index) {
+                     DeviceCall call(index);
+                     return index.deviceMemoryBytes();
+                 },
+                 "Device memory the index holds (not counting temporaries).")
+            .def_property_readonly(
+                    "resources",
+                    [](const GpuIndex& index) -> PyGpuResources& { return pyResources(index); },
+                    py::return_value_policy::reference)
+            .def("__repr__", [](py::object self) {
+                const auto& index = self.cast<const GpuIndex&>();
+                std::string name = py::str(self.get_type().attr("__name__"));
+                return "<faiss_ext." + name + " d=" + std::to_string(index.d) +
+                        " ntotal=" + std::to_string(index.ntotal) +
+                        " metric=" + metricName(index.metric_type) + ">";
+            });
+}
+
+} // namespace python
+} // namespace faiss_ext

@@ -1,0 +1,42 @@
+#include <memory>
+
+#include "bind.h"
+#include "resources.h"
+
+namespace faiss_ext {
+namespace python {
+
+void bindResources(py::module_& m) {
+    m.def("get_num_gpus", &GpuResources::deviceCount,
+          "Number of CUDA devices usable here (0 without a device or driver).");
+
+    py::class_<PyGpuResources>(
+            m, "GpuResources",
+            "One CUDA device as the indexes use it: a stream, a cuBLAS handle and a "
+            "bound on the temporary device memory of one call. Raises FaissException "
+            "when the device does not exist. Indexes keep their GpuResources alive; "
+            "calls of the indexes sharing one GpuResources run one at a time.")
+            .def(py::init([](int device, size_t tempMemoryBytes) {
+                     GpuResourcesConfig config;
+                     config.device = device;
+                     config.tempMemoryBytes = tempMemoryBytes;
+                     return std::make_unique<PyGpuResources>(config);
+                 }),
+                 py::arg("device") = GpuResourcesConfig().device,
+                 py::arg("temp_memory_bytes") = GpuResourcesConfig().tempMemoryBytes)
+            .def_property_readonly("device", &GpuResources::device)
+            .def_property_readonly("temp_memory_bytes", &GpuResources::tempMemoryBytes)
+            .def("synchronize",
+                 [](PyGpuResources& res) {
+                     DeviceCall call(res);
+                     res.synchronize();
+                 },
+                 "Waits for all work queued on the stream.")
+            .def("__repr__", [](const PyGpuResources& res) {
+                return "<faiss_ext.GpuResources device=" + std::to_string(res.device()) +
+                        " temp_memory_bytes=" + std::to_string(res.tempMemoryBytes()) + ">";
+            });
+}
+
+} // namespace python
+} // namespace faiss_ext

@@ -1,0 +1,146 @@
+#include "numpy_util.h"
+
+#include <cstring>
+#include <string>
+
+#include <faiss_ext/impl/ArgChecks.h>
+
+namespace faiss_ext {
+namespace python {
+
+namespace {
+
+std::string shapeString(const py::array& a) {
+    std::string s = "(";
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) {
+        s += std::to_string(a.shape(i));
+        s += (a.ndim() == 1 || i + 1 < a.ndim()) ? "," : "";
+        s += (i + 1 < a.ndim()) ? " " : "";
+    }
+    return s + ")";
+}
+
+std::string dtypeString(const py::array& a) {
+    return py::str(a.dtype()).cast<std::string>();
+}
+
+std::string typeName(py::handle x) {
+    return Py_TYPE(x.ptr())->tp_name;
+}
+
+template <typename Array>
+Array convert(const py::array& a) {
+    Array r = Array::ensure(a);
+    if (!r) {
+        throw py::error_already_set();
+    }
+    return r;
+}
+
+} // namespace
+
+FloatMatrix checkVectors(py::handle x, int64_t d, const char* what) {
+    const std::string expected = "(n, " + std::to_string(d) + ")";
+    if (!py::isinstance<py::array>(x)) {
+        throw py::type_error(
+                std::string(what) + ": expected a numpy array of shape " + expected +
+                ", got " + typeName(x));
+    }
+    auto a = py::reinterpret_borrow<py::array>(x);
+    const char kind = a.dtype().kind();
+    if (kind != 'f' && kind != 'i' && kind != 'u') {
+        throw py::type_error(
+                std::string(what) + ": expected float32 vectors, got dtype " +
+                dtypeString(a) + " (real numbers are converted, other types are not)");
+    }
+    if (a.ndim() != 2) {
+        std::string hint = a.ndim() == 1 ? " (for one vector use x.reshape(1, -1))" : "";
+        throw py::value_error(
+                std::string(what) + ": expected a 2-D array of shape " + expected +
+                ", got shape " + shapeString(a) + hint);
+    }
+    if (a.shape(1) != d) {
+        throw py::value_error(
+                std::string(what) + ": vectors have dimension " +
+                std::to_string(a.shape(1)) + " but the index has d=" + std::to_string(d));
+    }
+    return convert<FloatMatrix>(a);
+}
+
+IdVector checkIds(py::handle ids, int64_t n, const char* what) {
+    if (!py::isinstance<py::array>(ids)) {
+        throw py::type_error(
+                std::string(what) + ": expected ids as a numpy int64 array of shape (" +
+                std::to_string(n) + ",), got " + typeName(ids));
+    }
+    auto a = py::reinterpret_borrow<py::array>(ids);
+    const char kind = a.dtype().kind();
+    if (kind != 'i' && kind != 'u') {
+        throw py::type_error(
+                std::string(what) + ": expected integer ids, got dtype " + dtypeString(a));
+    }
+    if (a.ndim() != 1 || a.shape(0) != n) {
+        throw py::value_error(
+                std::string(what) + ": expected " + std::to_string(n) +
+                " ids of shape (" + std::to_string(n) + ",), got shape " + shapeString(a));
+    }
+    return convert<IdVector>(a);
+}
+
+void checkK(int64_t k) {
+    if (k < 1 || k > kMaxSearchK) {
+        throw py::value_error(
+                "search: k=" + std::to_string(k) + " is outside [1, " +
+                std::to_string(kMaxSearchK) + "]");
+    }
+}
+
+faiss::MetricType checkMetric(int metric) {
+    if (metric != faiss::METRIC_L2 && metric != faiss::METRIC_INNER_PRODUCT) {
+        throw py::value_error(
+                "metric " + std::to_string(metric) +
+                " is not supported (METRIC_L2 = 1 or METRIC_INNER_PRODUCT = 0)");
+    }
+    return faiss::MetricType(metric);
+}
+
+std::vector<uint8_t> serializedBytes(py::handle data) {
+    std::vector<uint8_t> out;
+    if (PyBytes_Check(data.ptr()) || PyByteArray_Check(data.ptr())) {
+        const bool isBytes = PyBytes_Check(data.ptr());
+        const char* p = isBytes ? PyBytes_AS_STRING(data.ptr())
+                                : PyByteArray_AS_STRING(data.ptr());
+        const py::ssize_t size = isBytes ? PyBytes_GET_SIZE(data.ptr())
+                                         : PyByteArray_GET_SIZE(data.ptr());
+        out.assign(p, p + size);
+    } else if (py::isinstance<py::array>(data)) {
+        auto a = py::reinterpret_borrow<py::array>(data);
+        if (a.dtype().kind() != 'u' || a.itemsize() != 1 || a.ndim() != 1) {
+            throw py::type_error(
+                    "serialized index: expected a 1-D uint8 array (as returned by "
+                    "faiss.serialize_index), got dtype " +
+                    dtypeString(a) + " and shape " + shapeString(a));
+        }
+        auto bytes = convert<py::array_t<uint8_t, py::array::c_style>>(a);
+        out.assign(bytes.data(), bytes.data() + bytes.size());
+    } else {
+        throw py::type_error(
+                "serialized index: expected bytes, bytearray or a uint8 numpy array, got " +
+                typeName(data));
+    }
+    if (out.empty()) {
+        throw py::value_error("serialized index: no bytes");
+    }
+    return out;
+}
+
+py::array_t<uint8_t> toUint8Array(const std::vector<uint8_t>& bytes) {
+    py::array_t<uint8_t> out(py::ssize_t(bytes.size()));
+    if (!bytes.empty()) {
+        std::memcpy(out.mutable_data(), bytes.data(), bytes.size());
+    }
+    return out;
+}
+
+} // namespace python
+} // namespace faiss_ext
