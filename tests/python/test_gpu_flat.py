@@ -1,0 +1,184 @@
+"""GpuIndexFlat from Python on a CUDA device: results against numpy brute force,
+argument handling, errors, lifetime and threads."""
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import faiss_ext
+
+pytestmark = pytest.mark.gpu
+
+
+def brute_force(xb, xq, k, metric):
+    """Exact (distances, ids) in float64: squared L2 ascending or inner product
+    descending."""
+    xb64, xq64 = xb.astype(np.float64), xq.astype(np.float64)
+    if metric == faiss_ext.METRIC_L2:
+        dist = (xq64 ** 2).sum(1)[:, None] - 2 * xq64 @ xb64.T + (xb64 ** 2).sum(1)[None]
+        order = np.argsort(dist, axis=1, kind="stable")[:, :k]
+    else:
+        dist = xq64 @ xb64.T
+        order = np.argsort(-dist, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(dist, order, 1), order, dist
+
+
+def check_results(D, I, xb, xq, k, metric):
+    """Same k-NN as brute force up to ties: each returned distance matches the true
+    one of its id, the distances equal the exact k best, and ids are distinct."""
+    ref_d, _, dist = brute_force(xb, xq, k, metric)
+    assert D.shape == I.shape == (len(xq), k)
+    assert D.dtype == np.float32 and I.dtype == np.int64
+    kk = min(k, len(xb))
+    assert np.all((I[:, :kk] >= 0) & (I[:, :kk] < len(xb)))
+    scale = 1e-4 * (1 + np.abs(ref_d[:, :kk]).max())
+    np.testing.assert_allclose(D[:, :kk], ref_d[:, :kk], atol=scale, rtol=1e-4)
+    np.testing.assert_allclose(np.take_along_axis(dist, I[:, :kk], 1), D[:, :kk], atol=scale, rtol=1e-4)
+    for row in I[:, :kk]:
+        assert len(np.unique(row)) == kk
+
+
+@pytest.mark.parametrize("metric", [faiss_ext.METRIC_L2, faiss_ext.METRIC_INNER_PRODUCT])
+def test_search_matches_numpy(res, rng, metric):
+    d = int(rng.integers(1, 130))
+    nb = int(rng.integers(1, 5000))
+    nq = int(rng.integers(1, 300))
+    k = int(rng.choice([1, 5, 32, 100, 1000]))
+    print(f"d={d} nb={nb} nq={nq} k={k} metric={metric}")
+    xb = rng.standard_normal((nb, d), dtype=np.float32)
+    xq = rng.standard_normal((nq, d), dtype=np.float32)
+    index = faiss_ext.GpuIndexFlat(res, d, metric)
+    assert (index.d, index.ntotal, index.metric_type, index.is_trained) == (d, 0, metric, True)
+    index.add(xb[: nb // 2])
+    index.add(xb[nb // 2:])
+    assert index.ntotal == nb
+    D, I = index.search(xq, k)
+    check_results(D, I, xb, xq, k, metric)
+    if k > nb:
+        assert np.all(I[:, nb:] == -1)
+        missing = np.inf if metric == faiss_ext.METRIC_L2 else -np.inf
+        assert np.all(D[:, nb:] == missing)
+
+
+def test_inputs_are_converted(res, rng):
+    d = 24
+    xb = rng.standard_normal((700, d))  # float64
+    xq = rng.standard_normal((50, 2 * d), dtype=np.float32)[:, ::2]  # strided
+    index = faiss_ext.GpuIndexFlat(res, d)
+    index.add(xb)
+    D, I = index.search(xq, 10)
+    check_results(D, I, xb.astype(np.float32), np.ascontiguousarray(xq), 10, faiss_ext.METRIC_L2)
+    D2, I2 = index.search(np.asfortranarray(xq).astype(np.float64), 10)
+    np.testing.assert_array_equal(I2, I)
+    np.testing.assert_array_equal(D2, D)
+
+
+def test_search_parameters_and_empty_batches(res, rng):
+    index = faiss_ext.GpuIndexFlat(res, 8, faiss_ext.METRIC_INNER_PRODUCT)
+    x = rng.standard_normal((100, 8), dtype=np.float32)
+    index.add(np.zeros((0, 8), np.float32))
+    assert index.ntotal == 0
+    index.add(x)
+    D, I = index.search(x[:5], 3)
+    D2, I2 = index.search(x[:5], 3, params=faiss_ext.SearchParameters())
+    np.testing.assert_array_equal(I, I2)
+    with pytest.raises(TypeError):
+        index.search(x[:5], 3, params=3)
+    D0, I0 = index.search(np.zeros((0, 8), np.float32), 4)
+    assert D0.shape == I0.shape == (0, 4)
+
+
+def test_reconstruct_reset_memory(res, rng):
+    d = 16
+    x = rng.standard_normal((300, d), dtype=np.float32)
+    index = faiss_ext.GpuIndexFlat(res, d)
+    empty_bytes = index.device_memory_bytes()
+    index.add(x)
+    assert index.device_memory_bytes() >= empty_bytes + x.nbytes
+    np.testing.assert_array_equal(index.reconstruct(7), x[7])
+    np.testing.assert_array_equal(index.reconstruct_n(10, 50), x[10:60])
+    assert index.reconstruct_n(3, 0).shape == (0, d)
+    with pytest.raises(faiss_ext.FaissException, match=r"keys \[300, 301\) are outside \[0, 300\)"):
+        index.reconstruct(300)
+    with pytest.raises(faiss_ext.FaissException, match="outside"):
+        index.reconstruct_n(290, 20)
+    index.reset()
+    assert index.ntotal == 0
+    D, I = index.search(x[:2], 4)
+    assert np.all(I == -1) and np.all(D == np.inf)
+
+
+def test_errors_reach_python(res, rng):
+    index = faiss_ext.GpuIndexFlat(res, 4)
+    x = rng.standard_normal((10, 4), dtype=np.float32)
+    index.add(x)
+    with pytest.raises(faiss_ext.FaissException, match="add_with_ids is not supported"):
+        index.add_with_ids(x, np.arange(10))
+    bad = x.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(faiss_ext.FaissException, match="add"):
+        index.add(bad)
+    assert index.ntotal == 10
+    with pytest.raises(ValueError, match="vectors have dimension 5 but the index has d=4"):
+        index.add(np.zeros((2, 5), np.float32))
+    with pytest.raises(ValueError, match="reshape"):
+        index.search(x[0], 1)
+    with pytest.raises(ValueError, match=r"k=2049 is outside \[1, 2048\]"):
+        index.search(x, 2049)
+    with pytest.raises(TypeError, match="got dtype complex128"):
+        index.search(x.astype(np.complex128), 1)
+    with pytest.raises(faiss_ext.FaissException, match="dimension d=0 must be > 0"):
+        faiss_ext.GpuIndexFlat(res, 0)
+    with pytest.raises(ValueError, match="metric 2 is not supported"):
+        faiss_ext.GpuIndexFlat(res, 4, 2)
+    with pytest.raises(faiss_ext.FaissException, match="pageBytes"):
+        faiss_ext.GpuIndexFlat(res, 4, page_bytes=1024)
+
+
+def test_index_keeps_its_resources_alive(rng):
+    res = faiss_ext.GpuResources()
+    index = faiss_ext.GpuIndexFlat(res, 8)
+    assert index.resources is res
+    del res
+    gc.collect()
+    x = rng.standard_normal((64, 8), dtype=np.float32)
+    index.add(x)
+    _, I = index.search(x, 1)
+    np.testing.assert_array_equal(I[:, 0], np.arange(64))
+
+
+def test_threads_share_resources(res, rng):
+    d = 32
+    xb = rng.standard_normal((20000, d), dtype=np.float32)
+    xq = rng.standard_normal((500, d), dtype=np.float32)
+    indexes = [faiss_ext.GpuIndexFlat(res, d) for _ in range(2)]
+    for index in indexes:
+        index.add(xb)
+    expected = indexes[0].search(xq, 20)
+    results, errors = [], []
+
+    def work(index):
+        try:
+            for _ in range(5):
+                results.append(index.search(xq, 20))
+        except Exception as e:  # reported below; a thread cannot fail the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(indexes[i % 2],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(results) == 20
+    for D, I in results:
+        np.testing.assert_array_equal(I, expected[1])
+        np.testing.assert_array_equal(D, expected[0])
+
+
+def test_repr(res):
+    index = faiss_ext.GpuIndexFlat(res, 8, faiss_ext.METRIC_INNER_PRODUCT)
+    assert repr(index) == "<faiss_ext.GpuIndexFlat d=8 ntotal=0 metric=INNER_PRODUCT>"
+    assert repr(res).startswith("<faiss_ext.GpuResources device=0")
