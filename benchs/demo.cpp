@@ -6,6 +6,7 @@
 #include <faiss/IndexFlat.h>
 
 #include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/GpuIndexIVFFlat.h>
 
 #include "BenchUtil.h"
 #include "DemoTable.h"
@@ -47,6 +48,18 @@ int main() {
         flat.search(nq, xq.data(), k, D.data(), I.data());
     }));
     std::printf("| faiss_ext GpuIndexFlat | %.3f | %.3f | %.0f |\n",
+                bench::recallAt(gtI, k, I, k, nq, 1), bench::recallAt(gtI, k, I, k, nq, 10),
+                nq / (ms * 1e-3));
+
+    // IVF: 1024 lists trained by GPU k-means, 16 probed per query.
+    GpuIndexIVFFlat ivf(res, d, 1024);
+    ivf.train(200000, xb.data());
+    ivf.add(200000, xb.data());
+    ivf.nprobe = 16;
+    ms = bench::median(bench::timeHost(1, 5, [&] {
+        ivf.search(nq, xq.data(), k, D.data(), I.data());
+    }));
+    std::printf("| faiss_ext GpuIndexIVFFlat (nlist 1024, nprobe 16) | %.3f | %.3f | %.0f |\n",
                 bench::recallAt(gtI, k, I, k, nq, 1), bench::recallAt(gtI, k, I, k, nq, 10),
                 nq / (ms * 1e-3));
     return 0;

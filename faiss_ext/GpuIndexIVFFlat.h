@@ -1,0 +1,140 @@
+// IVF with uncompressed vectors on the GPU: a drop-in faiss::Index for
+// faiss::IndexIVFFlat / faiss::gpu::GpuIndexIVFFlat.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <faiss/Clustering.h>
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexIVFFlat.h>
+
+#include <faiss_ext/GpuIndex.h>
+#include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/impl/IvfLists.h>
+#include <faiss_ext/impl/IvfSearch.h>
+
+namespace faiss_ext {
+
+struct GpuIndexIVFFlatConfig : GpuIndexConfig {
+    /// Kernel D (merging each query's per-list candidates): kAuto takes the fast
+    /// shared-memory path whenever its shared memory fits the device's per-block
+    /// limit, else the heap path; kFast / kHeap force one (kFast refuses searches
+    /// whose candidates do not fit).
+    IvfMergePath mergePath = IvfMergePath::kAuto;
+    /// Vectors one list-scan block reads (a multiple of 32, at most 2^30); longer
+    /// lists are split into chunks of this size. 0: chosen per search from the batch
+    /// shape, k and the device.
+    int64_t listChunkVectors = 0;
+};
+
+/// Inverted file over uncompressed vectors. A GpuIndexFlat holds the nlist centroids
+/// (the coarse quantizer); each list keeps its vectors in a warp-interleaved layout and
+/// 64-bit ids in device memory. Search: coarse GEMM + top-nprobe, a list scan with a
+/// per-chunk top-k, and a merge of the candidates; results follow FAISS conventions.
+class GpuIndexIVFFlat : public GpuIndex {
+   public:
+    GpuIndexIVFFlat(
+            GpuResources& resources,
+            int d,
+            int64_t nlist,
+            faiss::MetricType metric = faiss::METRIC_L2,
+            GpuIndexIVFFlatConfig config = GpuIndexIVFFlatConfig());
+    /// Builds a copy of a CPU index (see copyFrom).
+    GpuIndexIVFFlat(
+            GpuResources& resources,
+            const faiss::IndexIVFFlat* index,
+            GpuIndexIVFFlatConfig config = GpuIndexIVFFlatConfig());
+
+    /// Lists probed per query when search gets no SearchParametersIVF (like FAISS:
+    /// clamped to nlist; at most 2048 lists are probed).
+    size_t nprobe = 1;
+    /// k-means parameters of train (as faiss::IndexIVF: 10 iterations; spherical for
+    /// inner product).
+    faiss::ClusteringParameters cp;
+
+    /// Uses the centroids of an already trained quantizer (d dimensions, nlist
+    /// vectors) instead of train(); its metric becomes the coarse metric. The index
+    /// must be empty.
+    void setQuantizer(const faiss::IndexFlat* quantizer);
+
+    /// Replaces everything (dimension, nlist, metric, centroids, lists, ids, nprobe) with
+    /// the CPU index's. Its quantizer must be a faiss::IndexFlat; ids must not be -1.
+    void copyFrom(const faiss::IndexIVFFlat* index);
+    /// Writes everything into a CPU index, replacing its quantizer (a new owned
+    /// faiss::IndexFlat), inverted lists (owned ArrayInvertedLists) and direct map.
+    void copyTo(faiss::IndexIVFFlat* index) const;
+
+    /// Appends vectors whose lists are already known (listNos[i] in [0, nlist)), with
+    /// ids (null: sequential from ntotal).
+    void addPreassigned(int64_t n, const float* x, const int64_t* listNos, const int64_t* ids);
+
+    void reset() override;
+    /// The vector stored with id `key` (like faiss::IndexIVF with a hash-table direct
+    /// map, without having to build one). Throws if key is not stored, or stored more
+    /// than once.
+    void reconstruct(int64_t key, float* recons) const override;
+    /// As faiss::IndexIVF::reconstruct_n: row i gets the vector stored with id i0 + i;
+    /// rows of ids that are not stored are left untouched.
+    void reconstruct_n(int64_t i0, int64_t ni, float* recons) const override;
+    size_t deviceMemoryBytes() const override;
+
+    int64_t nlist() const {
+        return nlist_;
+    }
+    /// The coarse quantizer (nlist centroids once trained).
+    const GpuIndexFlat& quantizer() const {
+        return *quantizer_;
+    }
+    int64_t listLength(int64_t list) const;
+    /// A list's vectors (row-major, listLength x d) and ids, in stored order.
+    std::vector<float> listVectors(int64_t list) const;
+    std::vector<int64_t> listIds(int64_t list) const;
+
+    /// The plan search would use for nq queries, k results and nprobe probes (for
+    /// tests and benchmarks: chunking, memory, Kernel D path).
+    IvfSearchPlan plan(int64_t nq, int k, int64_t nprobe) const;
+
+    /// Search with every array in device memory (on resources().stream(), no host
+    /// synchronisation), with an explicit nprobe.
+    void searchDevice(
+            int64_t n,
+            const float* xDevice,
+            int k,
+            float* distancesDevice,
+            int64_t* labelsDevice,
+            int64_t nprobe) const;
+
+    const GpuIndexIVFFlatConfig& ivfConfig() const {
+        return ivfConfig_;
+    }
+
+   protected:
+    void trainImpl_(int64_t n, const float* x) override;
+    void addImpl_(int64_t n, const float* x, const int64_t* ids) override;
+    bool supportsAddWithIds_() const override {
+        return true;
+    }
+    void searchImpl_(
+            int64_t n,
+            const float* xDevice,
+            int k,
+            float* distancesDevice,
+            int64_t* labelsDevice,
+            const faiss::SearchParameters* params) const override;
+    void checkSearchParams_(const faiss::SearchParameters* params) const override;
+
+   private:
+    /// nprobe of this call, clamped to nlist; throws if 0 or above 2048.
+    int effectiveNprobe_(size_t requested) const;
+    size_t requestedNprobe_(const faiss::SearchParameters* params) const;
+    void checkIds_(int64_t n, const int64_t* ids, const char* what) const;
+
+    GpuIndexIVFFlatConfig ivfConfig_;
+    int64_t nlist_;
+    std::unique_ptr<GpuIndexFlat> quantizer_;
+    IvfLists lists_;
+};
+
+} // namespace faiss_ext

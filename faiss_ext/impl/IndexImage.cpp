@@ -1,0 +1,267 @@
+#include <faiss_ext/impl/IndexImage.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include <faiss/impl/FaissAssert.h>
+
+namespace faiss_ext {
+
+namespace {
+
+constexpr char kMagic[8] = {'F', 'X', 'E', 'X', 'T', 'I', 'D', 'X'};
+constexpr char kEnd[8] = {'F', 'X', 'E', 'X', 'T', 'E', 'N', 'D'};
+constexpr int kMaxDim = 1 << 20;
+
+template <typename T>
+void put(ByteSink& out, T v) {
+    out.write(&v, sizeof(T));
+}
+
+template <typename T>
+T get(ByteSource& in) {
+    T v;
+    in.read(&v, sizeof(T));
+    return v;
+}
+
+template <typename T>
+void putArray(ByteSink& out, const std::vector<T>& v) {
+    if (!v.empty()) {
+        out.write(v.data(), v.size() * sizeof(T));
+    }
+}
+
+/// Reads count elements after checking that the source holds them.
+template <typename T>
+std::vector<T> getArray(ByteSource& in, uint64_t count, const char* what) {
+    FAISS_THROW_IF_NOT_FMT(
+            count <= in.remaining() / sizeof(T),
+            "index file: %s needs %llu elements of %zu bytes, only %llu bytes are left",
+            what, (unsigned long long)count, sizeof(T),
+            (unsigned long long)in.remaining());
+    std::vector<T> v(static_cast<size_t>(count));
+    if (count > 0) {
+        in.read(v.data(), size_t(count) * sizeof(T));
+    }
+    return v;
+}
+
+int getDim(ByteSource& in) {
+    const int32_t d = get<int32_t>(in);
+    FAISS_THROW_IF_NOT_FMT(d >= 1 && d <= kMaxDim, "index file: dimension %d", d);
+    return d;
+}
+
+int getMetric(ByteSource& in, const char* what) {
+    const int32_t m = get<int32_t>(in);
+    // faiss::METRIC_INNER_PRODUCT = 0, faiss::METRIC_L2 = 1
+    FAISS_THROW_IF_NOT_FMT(m == 0 || m == 1, "index file: %s metric %d", what, m);
+    return m;
+}
+
+void checkFiniteArray(const std::vector<float>& v, const char* what) {
+    for (float x : v) {
+        FAISS_THROW_IF_NOT_FMT(std::isfinite(x), "index file: non-finite value in %s", what);
+    }
+}
+
+} // namespace
+
+void VectorSink::write(const void* p, size_t n) {
+    const uint8_t* b = static_cast<const uint8_t*>(p);
+    bytes.insert(bytes.end(), b, b + n);
+}
+
+FileSink::FileSink(const char* path) : path_(path ? path : "") {
+    FAISS_THROW_IF_NOT_MSG(path != nullptr, "write_index: null path");
+    f_ = std::fopen(path, "wb");
+    FAISS_THROW_IF_NOT_FMT(
+            f_ != nullptr, "write_index: cannot open %s for writing (%s)", path,
+            std::strerror(errno));
+}
+
+FileSink::~FileSink() {
+    if (f_) {
+        std::fclose(f_);
+    }
+}
+
+void FileSink::write(const void* p, size_t n) {
+    FAISS_THROW_IF_NOT_FMT(
+            f_ != nullptr && std::fwrite(p, 1, n, f_) == n, "write_index: writing %s failed (%s)",
+            path_.c_str(), std::strerror(errno));
+}
+
+void FileSink::close() {
+    std::FILE* f = f_;
+    f_ = nullptr;
+    FAISS_THROW_IF_NOT_FMT(
+            f != nullptr && std::fclose(f) == 0, "write_index: closing %s failed (%s)",
+            path_.c_str(), std::strerror(errno));
+}
+
+void MemorySource::read(void* p, size_t n) {
+    FAISS_THROW_IF_NOT_FMT(
+            n <= size_ - pos_, "index data truncated: %zu bytes wanted at offset %zu of %zu",
+            n, pos_, size_);
+    std::memcpy(p, data_ + pos_, n);
+    pos_ += n;
+}
+
+FileSource::FileSource(const char* path) : path_(path ? path : "") {
+    FAISS_THROW_IF_NOT_MSG(path != nullptr, "read_index: null path");
+    f_ = std::fopen(path, "rb");
+    FAISS_THROW_IF_NOT_FMT(
+            f_ != nullptr, "read_index: cannot open %s (%s)", path, std::strerror(errno));
+    long size = -1;
+    if (std::fseek(f_, 0, SEEK_END) == 0) {
+        size = std::ftell(f_);
+    }
+    if (size < 0 || std::fseek(f_, 0, SEEK_SET) != 0) {
+        std::fclose(f_);
+        f_ = nullptr;
+        FAISS_THROW_FMT("read_index: %s is not a seekable file", path);
+    }
+    size_ = uint64_t(size);
+}
+
+FileSource::~FileSource() {
+    if (f_) {
+        std::fclose(f_);
+    }
+}
+
+void FileSource::read(void* p, size_t n) {
+    FAISS_THROW_IF_NOT_FMT(
+            n <= size_ - pos_, "read_index: %s is truncated (%zu bytes wanted at offset %llu of %llu)",
+            path_.c_str(), n, (unsigned long long)pos_, (unsigned long long)size_);
+    FAISS_THROW_IF_NOT_FMT(
+            std::fread(p, 1, n, f_) == n, "read_index: reading %s failed", path_.c_str());
+    pos_ += n;
+}
+
+void writeHeader(ByteSink& out, IndexKind kind) {
+    out.write(kMagic, sizeof(kMagic));
+    put<uint32_t>(out, kIndexFormatVersion);
+    put<uint32_t>(out, uint32_t(kind));
+}
+
+IndexKind readHeader(ByteSource& in) {
+    FAISS_THROW_IF_NOT_FMT(
+            in.remaining() >= sizeof(kMagic) + 8,
+            "not a faiss_ext index: %llu bytes is shorter than the header",
+            (unsigned long long)in.remaining());
+    char magic[8];
+    in.read(magic, sizeof(magic));
+    FAISS_THROW_IF_NOT_MSG(
+            std::memcmp(magic, kMagic, sizeof(kMagic)) == 0,
+            "not a faiss_ext index (bad magic; FAISS's own index files are read by "
+            "faiss::read_index)");
+    const uint32_t version = get<uint32_t>(in);
+    FAISS_THROW_IF_NOT_FMT(
+            version == kIndexFormatVersion,
+            "faiss_ext index format version %u is not supported (this build reads %u)",
+            version, kIndexFormatVersion);
+    const uint32_t kind = get<uint32_t>(in);
+    FAISS_THROW_IF_NOT_FMT(
+            kind == uint32_t(IndexKind::kFlat) || kind == uint32_t(IndexKind::kIvfFlat),
+            "faiss_ext index of unknown kind %u", kind);
+    return IndexKind(kind);
+}
+
+void writeTrailer(ByteSink& out) {
+    out.write(kEnd, sizeof(kEnd));
+}
+
+void readTrailer(ByteSource& in) {
+    char end[8];
+    in.read(end, sizeof(end));
+    FAISS_THROW_IF_NOT_MSG(
+            std::memcmp(end, kEnd, sizeof(kEnd)) == 0, "index file: bad end marker");
+    FAISS_THROW_IF_NOT_FMT(
+            in.remaining() == 0, "index file: %llu unexpected bytes after the end marker",
+            (unsigned long long)in.remaining());
+}
+
+void writeFlatImage(ByteSink& out, const FlatImage& im) {
+    put<int32_t>(out, im.d);
+    put<int32_t>(out, im.metric);
+    put<int64_t>(out, im.ntotal);
+    putArray(out, im.vectors);
+}
+
+FlatImage readFlatImage(ByteSource& in) {
+    FlatImage im;
+    im.d = getDim(in);
+    im.metric = getMetric(in, "index");
+    im.ntotal = get<int64_t>(in);
+    FAISS_THROW_IF_NOT_FMT(
+            im.ntotal >= 0 && uint64_t(im.ntotal) <= in.remaining() / (uint64_t(im.d) * 4),
+            "index file: ntotal=%lld vectors of d=%d do not fit the %llu bytes left",
+            (long long)im.ntotal, im.d, (unsigned long long)in.remaining());
+    im.vectors = getArray<float>(in, uint64_t(im.ntotal) * im.d, "vectors");
+    checkFiniteArray(im.vectors, "vectors");
+    return im;
+}
+
+void writeIvfFlatImage(ByteSink& out, const IvfFlatImage& im) {
+    put<int32_t>(out, im.d);
+    put<int32_t>(out, im.metric);
+    put<int32_t>(out, im.quantizerMetric);
+    put<int64_t>(out, im.nlist);
+    put<uint64_t>(out, im.nprobe);
+    put<uint8_t>(out, im.trained ? 1 : 0);
+    putArray(out, im.centroids);
+    for (int64_t l = 0; l < im.nlist; ++l) {
+        put<int64_t>(out, int64_t(im.listIds[l].size()));
+        putArray(out, im.listIds[l]);
+        putArray(out, im.listVectors[l]);
+    }
+}
+
+IvfFlatImage readIvfFlatImage(ByteSource& in) {
+    IvfFlatImage im;
+    im.d = getDim(in);
+    im.metric = getMetric(in, "index");
+    im.quantizerMetric = getMetric(in, "quantizer");
+    im.nlist = get<int64_t>(in);
+    // Every list takes at least its 8-byte length.
+    FAISS_THROW_IF_NOT_FMT(
+            im.nlist >= 1 && im.nlist < (int64_t(1) << 31) &&
+                    uint64_t(im.nlist) <= in.remaining() / 8,
+            "index file: nlist=%lld with %llu bytes left", (long long)im.nlist,
+            (unsigned long long)in.remaining());
+    im.nprobe = get<uint64_t>(in);
+    FAISS_THROW_IF_NOT_FMT(im.nprobe >= 1, "index file: nprobe=%llu", (unsigned long long)im.nprobe);
+    const uint8_t trained = get<uint8_t>(in);
+    FAISS_THROW_IF_NOT_FMT(trained <= 1, "index file: trained flag %u", unsigned(trained));
+    im.trained = trained == 1;
+    if (im.trained) {
+        im.centroids = getArray<float>(in, uint64_t(im.nlist) * im.d, "centroids");
+        checkFiniteArray(im.centroids, "centroids");
+    }
+    im.listIds.resize(size_t(im.nlist));
+    im.listVectors.resize(size_t(im.nlist));
+    const uint64_t entryBytes = 8 + uint64_t(im.d) * 4;
+    for (int64_t l = 0; l < im.nlist; ++l) {
+        const int64_t len = get<int64_t>(in);
+        FAISS_THROW_IF_NOT_FMT(
+                len >= 0 && uint64_t(len) <= in.remaining() / entryBytes,
+                "index file: list %lld of length %lld does not fit the %llu bytes left",
+                (long long)l, (long long)len, (unsigned long long)in.remaining());
+        FAISS_THROW_IF_NOT_FMT(
+                len == 0 || im.trained, "index file: untrained index with %lld vectors in list %lld",
+                (long long)len, (long long)l);
+        im.listIds[l] = getArray<int64_t>(in, uint64_t(len), "list ids");
+        for (int64_t id : im.listIds[l]) {
+            FAISS_THROW_IF_NOT_FMT(id != -1, "index file: id -1 stored in list %lld", (long long)l);
+        }
+        im.listVectors[l] = getArray<float>(in, uint64_t(len) * im.d, "list vectors");
+        checkFiniteArray(im.listVectors[l], "list vectors");
+    }
+    return im;
+}
+
+} // namespace faiss_ext

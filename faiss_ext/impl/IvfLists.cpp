@@ -1,0 +1,194 @@
+#include <faiss_ext/impl/IvfLists.h>
+
+#include <algorithm>
+
+#include <kernels/IvfStore.h>
+
+namespace faiss_ext {
+
+namespace {
+int64_t roundUp32(int64_t v) {
+    return (v + 31) / 32 * 32;
+}
+} // namespace
+
+IvfLists::IvfLists(const GpuResources& res, int d, int64_t nlist)
+        : res_(&res),
+          d_(d),
+          dp_(kernels::ivfPaddedDim(d)),
+          nlist_(nlist),
+          len_(size_t(nlist), 0),
+          cap_(size_t(nlist), 0),
+          data_(size_t(nlist)),
+          ids_(size_t(nlist)) {
+    dataPtrs_ = res.alloc<float*>(size_t(nlist));
+    idPtrs_ = res.alloc<int64_t*>(size_t(nlist));
+    lenDev_ = res.alloc<int64_t>(size_t(nlist));
+    uploadPointers_();
+    copyToDevice(lenDev_.data(), len_.data(), len_.size(), res.stream());
+}
+
+void IvfLists::uploadPointers_() {
+    std::vector<float*> dp(static_cast<size_t>(nlist_));
+    std::vector<int64_t*> ip(static_cast<size_t>(nlist_));
+    for (int64_t l = 0; l < nlist_; ++l) {
+        dp[l] = data_[l].data();
+        ip[l] = ids_[l].data();
+    }
+    copyToDevice(dataPtrs_.data(), dp.data(), dp.size(), res_->stream());
+    copyToDevice(idPtrs_.data(), ip.data(), ip.size(), res_->stream());
+}
+
+void IvfLists::append(
+        int64_t n,
+        const float* x,
+        const int64_t* listNos,
+        const int64_t* ids,
+        size_t pageBytes) {
+    if (n == 0) {
+        return;
+    }
+    cudaStream_t stream = res_->stream();
+    // Destination of every vector, on the host.
+    std::vector<int64_t> newLen = len_;
+    std::vector<int64_t> offsets(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t l = listNos[i];
+        FAISS_THROW_IF_NOT_FMT(
+                l >= 0 && l < nlist_, "list number %lld of vector %lld is outside [0, %lld)",
+                (long long)l, (long long)i, (long long)nlist_);
+        offsets[i] = newLen[l]++;
+    }
+
+    // Grow: allocate every new buffer first (a failure throws with nothing changed).
+    std::vector<int64_t> grown;
+    std::vector<DeviceBuffer<float>> newData;
+    std::vector<DeviceBuffer<int64_t>> newIds;
+    std::vector<int64_t> newCap;
+    for (int64_t l = 0; l < nlist_; ++l) {
+        if (newLen[l] > cap_[l]) {
+            const int64_t cap = roundUp32(std::max(newLen[l], cap_[l] + cap_[l] / 4));
+            grown.push_back(l);
+            newCap.push_back(cap);
+            newData.push_back(res_->alloc<float>(size_t(cap) * dp_));
+            newIds.push_back(res_->alloc<int64_t>(size_t(cap)));
+        }
+    }
+    const size_t bytesPerVector = size_t(d_) * sizeof(float) + 3 * sizeof(int64_t);
+    const int64_t page = std::min<int64_t>(
+            n, std::max<int64_t>(1, int64_t(pageBytes / bytesPerVector)));
+    auto xDev = res_->alloc<float>(size_t(page) * d_);
+    auto listDev = res_->alloc<int64_t>(size_t(page));
+    auto offDev = res_->alloc<int64_t>(size_t(page));
+    auto idDev = res_->alloc<int64_t>(size_t(page));
+
+    // Nothing below allocates: move the old contents over. Blocks of 32 vectors are
+    // whole in the layout, so the used part is a prefix of the buffer.
+    for (size_t g = 0; g < grown.size(); ++g) {
+        const int64_t l = grown[g];
+        if (len_[l] > 0) {
+            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                    newData[g].data(), data_[l].data(),
+                    size_t(roundUp32(len_[l])) * dp_ * sizeof(float),
+                    cudaMemcpyDeviceToDevice, stream));
+            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                    newIds[g].data(), ids_[l].data(), size_t(len_[l]) * sizeof(int64_t),
+                    cudaMemcpyDeviceToDevice, stream));
+        }
+        data_[l] = std::move(newData[g]);
+        ids_[l] = std::move(newIds[g]);
+        cap_[l] = newCap[g];
+    }
+    if (!grown.empty()) {
+        uploadPointers_();
+    }
+    for (int64_t i0 = 0; i0 < n; i0 += page) {
+        const int64_t m = std::min(page, n - i0);
+        copyToDevice(xDev.data(), x + i0 * d_, size_t(m) * d_, stream);
+        copyToDevice(listDev.data(), listNos + i0, size_t(m), stream);
+        copyToDevice(offDev.data(), offsets.data() + i0, size_t(m), stream);
+        copyToDevice(idDev.data(), ids + i0, size_t(m), stream);
+        kernels::ivfAppendVectors(
+                xDev.data(), m, d_, listDev.data(), offDev.data(), idDev.data(),
+                dataPtrs_.data(), idPtrs_.data(), stream);
+    }
+    // The new entries become visible only with the new lengths.
+    copyToDevice(lenDev_.data(), newLen.data(), newLen.size(), stream);
+    len_ = std::move(newLen);
+    total_ += n;
+}
+
+void IvfLists::clear() {
+    for (int64_t l = 0; l < nlist_; ++l) {
+        data_[l] = DeviceBuffer<float>();
+        ids_[l] = DeviceBuffer<int64_t>();
+        len_[l] = 0;
+        cap_[l] = 0;
+    }
+    total_ = 0;
+    uploadPointers_();
+    copyToDevice(lenDev_.data(), len_.data(), len_.size(), res_->stream());
+}
+
+std::vector<float> IvfLists::listVectors(int64_t list) const {
+    FAISS_THROW_IF_NOT_FMT(
+            list >= 0 && list < nlist_, "list %lld is outside [0, %lld)", (long long)list,
+            (long long)nlist_);
+    const int64_t len = len_[list];
+    std::vector<float> raw(size_t(roundUp32(len)) * dp_);
+    copyToHost(raw.data(), data_[list].data(), raw.size(), res_->stream());
+    std::vector<float> out(size_t(len) * d_);
+    for (int64_t v = 0; v < len; ++v) {
+        for (int j = 0; j < d_; ++j) {
+            out[size_t(v) * d_ + j] = raw[kernels::ivfLayoutIndex(v, j, dp_)];
+        }
+    }
+    return out;
+}
+
+std::vector<int64_t> IvfLists::listIds(int64_t list) const {
+    FAISS_THROW_IF_NOT_FMT(
+            list >= 0 && list < nlist_, "list %lld is outside [0, %lld)", (long long)list,
+            (long long)nlist_);
+    std::vector<int64_t> out(static_cast<size_t>(len_[list]));
+    copyToHost(out.data(), ids_[list].data(), out.size(), res_->stream());
+    return out;
+}
+
+std::vector<int> IvfLists::gatherByIds(int64_t i0, int64_t ni, float* out) const {
+    cudaStream_t stream = res_->stream();
+    auto where = res_->alloc<unsigned long long>(size_t(ni));
+    auto count = res_->alloc<int>(size_t(ni));
+    auto rows = res_->alloc<float>(size_t(ni) * d_);
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(count.data(), 0, size_t(ni) * sizeof(int), stream));
+    kernels::ivfFindIds(
+            idPtrs_.data(), lenDev_.data(), nlist_, i0, ni, where.data(), count.data(),
+            stream);
+    std::vector<int> hostCount(static_cast<size_t>(ni));
+    copyToHost(hostCount.data(), count.data(), hostCount.size(), stream);
+    kernels::ivfGatherRows(
+            dataPtrs_.data(), d_, where.data(), count.data(), ni, rows.data(), stream);
+    std::vector<float> hostRows(size_t(ni) * d_);
+    copyToHost(hostRows.data(), rows.data(), hostRows.size(), stream);
+    for (int64_t r = 0; r < ni; ++r) {
+        FAISS_THROW_IF_NOT_FMT(
+                hostCount[r] <= 1, "id %lld is stored %d times: it names no single vector",
+                (long long)(i0 + r), hostCount[r]);
+    }
+    for (int64_t r = 0; r < ni; ++r) {
+        if (hostCount[r] == 1) {
+            std::copy_n(hostRows.data() + r * d_, d_, out + r * d_);
+        }
+    }
+    return hostCount;
+}
+
+size_t IvfLists::deviceBytes() const {
+    size_t b = dataPtrs_.bytes() + idPtrs_.bytes() + lenDev_.bytes();
+    for (int64_t l = 0; l < nlist_; ++l) {
+        b += data_[l].bytes() + ids_[l].bytes();
+    }
+    return b;
+}
+
+} // namespace faiss_ext

@@ -1,0 +1,84 @@
+// The inverted lists of an IVF index in device memory: per list, its vectors in the
+// interleaved layout of kernels/IvfStore.h and its 64-bit ids, growable.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <faiss_ext/GpuResources.h>
+
+namespace faiss_ext {
+
+class IvfLists {
+   public:
+    IvfLists(const GpuResources& res, int d, int64_t nlist);
+    IvfLists(IvfLists&&) = default;
+    IvfLists& operator=(IvfLists&&) = default;
+
+    /// Appends n host vectors; vector i goes to list listNos[i] (in [0, nlist)) with id
+    /// ids[i]. Host data goes through device pages of at most pageBytes. Every buffer
+    /// is allocated before any list changes, so a failure leaves the lists as they were.
+    void append(
+            int64_t n,
+            const float* x,
+            const int64_t* listNos,
+            const int64_t* ids,
+            size_t pageBytes);
+    /// Empties every list and frees their memory.
+    void clear();
+
+    int64_t nlist() const {
+        return nlist_;
+    }
+    int dim() const {
+        return d_;
+    }
+    int64_t total() const {
+        return total_;
+    }
+    /// Host copy of the list lengths.
+    const std::vector<int64_t>& lengths() const {
+        return len_;
+    }
+    /// Device arrays (nlist entries) of list data pointers, id pointers and lengths.
+    const float* const* deviceData() const {
+        return dataPtrs_.data();
+    }
+    const int64_t* const* deviceIds() const {
+        return idPtrs_.data();
+    }
+    const int64_t* deviceLengths() const {
+        return lenDev_.data();
+    }
+
+    /// List `list`'s vectors (row-major, length x d) and ids, copied to the host.
+    std::vector<float> listVectors(int64_t list) const;
+    std::vector<int64_t> listIds(int64_t list) const;
+
+    /// reconstruct_n as faiss::IndexIVF defines it: for each id in [i0, i0 + ni)
+    /// stored once, its vector goes to out[(id - i0) * d]; rows of ids not stored
+    /// are left untouched; returns how many times each id is stored (ni entries).
+    /// Throws, writing nothing, if an id in the range is stored more than once.
+    std::vector<int> gatherByIds(int64_t i0, int64_t ni, float* out) const;
+
+    size_t deviceBytes() const;
+
+   private:
+    void uploadPointers_();
+
+    const GpuResources* res_;
+    int d_;
+    int dp_;
+    int64_t nlist_;
+    int64_t total_ = 0;
+    std::vector<int64_t> len_;
+    std::vector<int64_t> cap_;
+    std::vector<DeviceBuffer<float>> data_;
+    std::vector<DeviceBuffer<int64_t>> ids_;
+    DeviceBuffer<float*> dataPtrs_;
+    DeviceBuffer<int64_t*> idPtrs_;
+    DeviceBuffer<int64_t> lenDev_;
+};
+
+} // namespace faiss_ext

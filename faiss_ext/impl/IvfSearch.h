@@ -1,0 +1,80 @@
+// The IVF-Flat search pipeline: planning (pure host arithmetic, tested without a
+// device) and running Kernels A-D over query tiles in bounded memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <faiss/MetricType.h>
+
+#include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/impl/IvfLists.h>
+
+namespace faiss_ext {
+
+/// How Kernel D merges each query's nprobe x chunks x k candidates into its top k.
+enum class IvfMergePath {
+    /// fast when its shared memory fits the device's per-block limit, else heap
+    kAuto,
+    /// stage the whole candidate row in shared memory and sort it once; a search whose
+    /// row does not fit is refused
+    kFast,
+    /// streaming selection over the row in global memory (shared memory for k only)
+    kHeap,
+};
+
+/// What the planner needs to know about one search.
+struct IvfPlanInput {
+    int64_t nq = 0;
+    int nprobe = 0; ///< already clamped to nlist
+    int k = 0;
+    int d = 0;
+    const std::vector<int64_t>* listLengths = nullptr;
+    int64_t chunkOverride = 0; ///< 0: automatic
+    IvfMergePath mergePath = IvfMergePath::kAuto;
+    size_t budgetBytes = 0;      ///< temporaries of the list scan and merge
+    size_t maxSmemPerBlock = 0;  ///< the device's opt-in limit
+    int smCount = 0;
+};
+
+struct IvfSearchPlan {
+    int64_t chunkLen = 0;       ///< vectors per scan block (a multiple of 32)
+    int64_t chunksPerQuery = 0; ///< candidate slots per query: the most chunks nprobe lists can have
+    int64_t candidatesPerQuery = 0; ///< chunksPerQuery * k
+    int64_t queryTile = 0;      ///< queries per pass of the pipeline
+    bool fastMerge = false;
+    size_t fastMergeSmemBytes = 0; ///< what the fast path would need
+    size_t bytesPerQuery = 0;
+    size_t bytes = 0;           ///< temporaries of one tile
+};
+
+/// Plans one search. Throws (naming the sizes) if one query's temporaries exceed the
+/// budget, or if kFast is forced and its shared memory exceeds the device limit.
+IvfSearchPlan planIvfSearch(const IvfPlanInput& in);
+
+/// Shared memory the list scan needs for d and k (checked against the device limit).
+size_t ivfScanSharedBytes(int d, int k);
+
+/// Everything one search reads, in device memory.
+struct IvfSearchInput {
+    FlatSearchInput coarse;  ///< centroids (queries and nq are set per tile)
+    const IvfLists* lists = nullptr;
+    faiss::MetricType metric = faiss::METRIC_L2;
+    int nprobe = 0;
+};
+
+/// Runs the pipeline for nq device queries, writing n x k FAISS results to device
+/// memory, all on res.stream() with no host synchronisation.
+void ivfSearch(
+        const GpuResources& res,
+        const IvfSearchInput& in,
+        const float* queries,
+        int64_t nq,
+        int k,
+        const IvfSearchPlan& plan,
+        float* outD,
+        int64_t* outI);
+
+} // namespace faiss_ext

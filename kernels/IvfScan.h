@@ -1,0 +1,52 @@
+// Host entry points of the IVF list scan (Kernel C) and of its work decomposition.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace faiss_ext {
+namespace kernels {
+
+/// For each query q < nq: offsets[q * (nprobe + 1) + p] = number of chunks of chunkLen
+/// vectors in the lists probed before probe p (list coarse[q * nprobe + p]; -1 is an
+/// empty probe). offsets[q * (nprobe + 1) + nprobe] is the query's chunk count.
+void ivfChunkOffsets(
+        const int64_t* coarse,
+        int64_t nq,
+        int nprobe,
+        const int64_t* listLen,
+        int64_t chunkLen,
+        int* offsets,
+        cudaStream_t stream);
+
+/// One list scan: every (query, chunk) pair is one thread block that selects the k
+/// best of the chunk's vectors.
+struct IvfScanArgs {
+    const float* queries = nullptr; ///< nq x d, row-major
+    int64_t nq = 0;
+    int d = 0;
+    const int64_t* coarse = nullptr; ///< nq x nprobe probed lists
+    int nprobe = 0;
+    const int* offsets = nullptr; ///< from ivfChunkOffsets
+    const float* const* listData = nullptr; ///< per list, IvfStore.h layout
+    const int64_t* const* listIds = nullptr;
+    const int64_t* listLen = nullptr;
+    int64_t chunkLen = 0; ///< a multiple of 32
+    int64_t chunksPerQuery = 0; ///< candidate slots per query (>= every query's chunk count)
+    int k = 0;
+    bool innerProduct = false;
+    /// nq x (chunksPerQuery * k): slot c of query q holds the k best keys of its chunk
+    /// c, ascending (L2: squared distance; IP: minus the inner product), with the
+    /// stored ids; unused slots and missing results are +inf with id -1.
+    float* candD = nullptr;
+    int64_t* candI = nullptr;
+};
+void ivfScan(const IvfScanArgs& args, cudaStream_t stream);
+
+/// Shared memory one scan block needs.
+size_t ivfScanSmemBytes(int d, int k);
+
+} // namespace kernels
+} // namespace faiss_ext

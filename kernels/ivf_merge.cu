@@ -1,0 +1,112 @@
+// Kernel D, fast path: a row of candidates staged in shared memory and sorted once.
+// (The heap path is kernels::selectRowsMin, which needs shared memory for k only.)
+#include "CudaCheck.h"
+
+#include "BlockSelect.cuh"
+#include "IvfMerge.h"
+#include "Select.h"
+
+namespace faiss_ext {
+namespace kernels {
+
+namespace {
+
+constexpr int kMergeThreads = 512;
+
+__device__ inline float finishKey(float key, int64_t id, bool innerProduct) {
+    if (id == -1) {
+        return innerProduct ? -CUDART_INF_F : CUDART_INF_F;
+    }
+    return innerProduct ? -key : key;
+}
+
+__global__ void __launch_bounds__(kMergeThreads) mergeFastKernel(
+        const float* candD,
+        const int64_t* candI,
+        int64_t ld,
+        int len,
+        int k,
+        bool innerProduct,
+        float* outD,
+        int64_t* outI,
+        int64_t rowOffset) {
+    extern __shared__ __align__(16) char smem[];
+    float* keys = reinterpret_cast<float*>(smem);
+    int* pos = reinterpret_cast<int*>(keys + len);
+    const int64_t row = rowOffset + blockIdx.x;
+    const float* d = candD + row * ld;
+    for (int i = threadIdx.x; i < len; i += kMergeThreads) {
+        keys[i] = i < ld ? d[i] : CUDART_INF_F;
+        pos[i] = i < ld ? i : -1;
+    }
+    __syncthreads();
+    bitonicSort<kMergeThreads>(keys, pos, len);
+    const int64_t* ids = candI + row * ld;
+    for (int i = threadIdx.x; i < k; i += kMergeThreads) {
+        const int p = pos[i];
+        const int64_t id = p < 0 ? -1 : ids[p];
+        outD[row * k + i] = finishKey(keys[i], id, innerProduct);
+        outI[row * k + i] = id;
+    }
+}
+
+__global__ void finishKernel(float* D, const int64_t* I, int64_t count, bool innerProduct) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < count) {
+        D[i] = finishKey(D[i], I[i], innerProduct);
+    }
+}
+
+} // namespace
+
+size_t ivfMergeFastSmemBytes(int64_t candidates) {
+    int64_t len = 1;
+    while (len < candidates) {
+        len <<= 1;
+    }
+    return size_t(len) * (sizeof(float) + sizeof(int));
+}
+
+void ivfMergeFast(
+        const float* candD,
+        const int64_t* candI,
+        int64_t nrows,
+        int64_t ld,
+        int k,
+        bool innerProduct,
+        float* outD,
+        int64_t* outI,
+        cudaStream_t stream) {
+    FAISS_THROW_IF_NOT_FMT(
+            k >= 1 && k <= ld && ld <= (int64_t(1) << 28),
+            "ivfMergeFast: k=%d with %lld candidates per row", k, (long long)ld);
+    if (nrows == 0) {
+        return;
+    }
+    const size_t smem = ivfMergeFastSmemBytes(ld);
+    const int len = int(smem / (sizeof(float) + sizeof(int)));
+    if (smem > 48 * 1024) {
+        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
+                mergeFastKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    }
+    constexpr int64_t kMaxGrid = INT32_MAX;
+    for (int64_t r0 = 0; r0 < nrows; r0 += kMaxGrid) {
+        const int64_t m = nrows - r0 < kMaxGrid ? nrows - r0 : kMaxGrid;
+        mergeFastKernel<<<unsigned(m), kMergeThreads, smem, stream>>>(
+                candD, candI, ld, len, k, innerProduct, outD, outI, r0);
+        FAISS_EXT_CUDA_CHECK_LAUNCH();
+    }
+}
+
+void ivfFinish(float* D, const int64_t* I, int64_t count, bool innerProduct, cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    constexpr int kThreads = 256;
+    finishKernel<<<unsigned((count + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+            D, I, count, innerProduct);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+} // namespace kernels
+} // namespace faiss_ext

@@ -1,0 +1,205 @@
+// Kernel C: the list scan. One block per (query, chunk of a probed list); the query
+// sits in shared memory, each thread computes whole distances from the interleaved
+// layout (a warp reads 32 consecutive vectors' float4 group in one 512-byte
+// transaction) and feeds them to the block-wide streaming top-k.
+#include <algorithm>
+
+#include "CudaCheck.h"
+
+#include "BlockSelect.cuh"
+#include "IvfScan.h"
+#include "IvfStore.h"
+#include "Select.h"
+
+namespace faiss_ext {
+namespace kernels {
+
+namespace {
+
+constexpr int kOffsetThreads = 128; // 4 warps, one query each
+
+// One warp per query: a running prefix sum over the probes, 32 at a time.
+__global__ void chunkOffsetsKernel(
+        const int64_t* coarse,
+        int64_t nq,
+        int nprobe,
+        const int64_t* listLen,
+        int64_t chunkLen,
+        int* offsets) {
+    const int64_t q = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x & 31;
+    if (q >= nq) {
+        return;
+    }
+    int* out = offsets + q * (nprobe + 1);
+    int running = 0;
+    for (int p0 = 0; p0 < nprobe; p0 += 32) {
+        const int p = p0 + lane;
+        int chunks = 0;
+        if (p < nprobe) {
+            const int64_t list = coarse[q * nprobe + p];
+            if (list >= 0) {
+                chunks = int((listLen[list] + chunkLen - 1) / chunkLen);
+            }
+        }
+        int incl = chunks;
+        for (int off = 1; off < 32; off <<= 1) {
+            int v = __shfl_up_sync(0xffffffffu, incl, off);
+            if (lane >= off) {
+                incl += v;
+            }
+        }
+        if (p < nprobe) {
+            out[p] = running + incl - chunks;
+        }
+        running += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    if (lane == 0) {
+        out[nprobe] = running;
+    }
+}
+
+template <bool kInnerProduct>
+struct ListLoader {
+    const float4* data; ///< the list's first float4
+    const float4* query; ///< shared memory, groups float4
+    int64_t start; ///< first vector of the chunk
+    int groups;
+
+    __device__ float operator()(int64_t pos) const {
+        const int64_t v = start + pos;
+        const float4* p = data + (v >> 5) * (int64_t(32) * groups) + (v & 31);
+        float acc0 = 0.f, acc1 = 0.f;
+#pragma unroll 8
+        for (int g = 0; g < groups; ++g) {
+            const float4 x = p[int64_t(g) * 32];
+            const float4 q = query[g];
+            if (kInnerProduct) {
+                acc0 = fmaf(q.x, x.x, acc0);
+                acc1 = fmaf(q.y, x.y, acc1);
+                acc0 = fmaf(q.z, x.z, acc0);
+                acc1 = fmaf(q.w, x.w, acc1);
+            } else {
+                const float a = q.x - x.x, b = q.y - x.y, c = q.z - x.z, e = q.w - x.w;
+                acc0 = fmaf(a, a, acc0);
+                acc1 = fmaf(b, b, acc1);
+                acc0 = fmaf(c, c, acc0);
+                acc1 = fmaf(e, e, acc1);
+            }
+        }
+        return kInnerProduct ? -(acc0 + acc1) : acc0 + acc1;
+    }
+};
+
+template <bool kInnerProduct>
+__global__ void __launch_bounds__(kSelectThreads)
+        scanKernel(IvfScanArgs a, int64_t queryOffset, size_t selectBytes) {
+    extern __shared__ __align__(16) char smem[];
+    const int64_t q = queryOffset + blockIdx.y;
+    const int64_t slot = blockIdx.x;
+    const int* off = a.offsets + q * (a.nprobe + 1);
+    float* outD = a.candD + q * (a.chunksPerQuery * a.k) + slot * a.k;
+    int64_t* outI = a.candI + q * (a.chunksPerQuery * a.k) + slot * a.k;
+
+    const int total = off[a.nprobe];
+    if (slot >= total) {
+        for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
+            outD[i] = CUDART_INF_F;
+            outI[i] = -1;
+        }
+        return;
+    }
+    // The probe holding this slot: the last p with off[p] <= slot (empty probes repeat
+    // an offset, so take the last).
+    int lo = 0, hi = a.nprobe - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (off[mid] <= slot) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    const int64_t list = a.coarse[q * a.nprobe + lo];
+    const int64_t start = (slot - off[lo]) * a.chunkLen;
+    const int64_t n = min(a.chunkLen, a.listLen[list] - start);
+
+    const int groups = ivfPaddedDim(a.d) / 4;
+    float4* query = reinterpret_cast<float4*>(smem + selectBytes);
+    const float* qsrc = a.queries + q * a.d;
+    for (int j = threadIdx.x; j < 4 * groups; j += kSelectThreads) {
+        reinterpret_cast<float*>(query)[j] = j < a.d ? qsrc[j] : 0.f;
+    }
+    // blockSelectMin's first barrier orders these writes before any load.
+    BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
+    ListLoader<kInnerProduct> load{
+            reinterpret_cast<const float4*>(a.listData[list]), query, start, groups};
+    blockSelectMin<kSelectThreads, kSelectItems>(s, n, load);
+
+    const int64_t* ids = a.listIds[list] + start;
+    for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
+        const int p = s.topP[i];
+        outD[i] = s.topD[i];
+        outI[i] = p < 0 ? -1 : ids[p];
+    }
+}
+
+size_t selectBytesAligned(int k) {
+    return (blockSelectSmemBytes(k) + 15) / 16 * 16;
+}
+
+} // namespace
+
+size_t ivfScanSmemBytes(int d, int k) {
+    return selectBytesAligned(k) + size_t(ivfPaddedDim(d)) * sizeof(float);
+}
+
+void ivfChunkOffsets(
+        const int64_t* coarse,
+        int64_t nq,
+        int nprobe,
+        const int64_t* listLen,
+        int64_t chunkLen,
+        int* offsets,
+        cudaStream_t stream) {
+    if (nq == 0) {
+        return;
+    }
+    const int64_t threads = nq * 32;
+    chunkOffsetsKernel<<<unsigned((threads + kOffsetThreads - 1) / kOffsetThreads),
+                         kOffsetThreads, 0, stream>>>(
+            coarse, nq, nprobe, listLen, chunkLen, offsets);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+void ivfScan(const IvfScanArgs& a, cudaStream_t stream) {
+    FAISS_THROW_IF_NOT_FMT(
+            a.k >= 1 && a.k <= kMaxSelectK, "ivfScan: k=%d is outside [1, %d]", a.k,
+            kMaxSelectK);
+    FAISS_THROW_IF_NOT_FMT(
+            a.chunkLen >= 32 && a.chunkLen % 32 == 0 && a.chunkLen <= (int64_t(1) << 30),
+            "ivfScan: chunk length %lld is not a multiple of 32 in [32, 2^30]",
+            (long long)a.chunkLen);
+    FAISS_THROW_IF_NOT_FMT(
+            a.chunksPerQuery >= 1 && a.chunksPerQuery <= INT32_MAX,
+            "ivfScan: %lld chunks per query", (long long)a.chunksPerQuery);
+    if (a.nq == 0) {
+        return;
+    }
+    const size_t selectBytes = selectBytesAligned(a.k);
+    const size_t smem = ivfScanSmemBytes(a.d, a.k);
+    auto kernel = a.innerProduct ? scanKernel<true> : scanKernel<false>;
+    if (smem > 48 * 1024) {
+        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
+                kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    }
+    constexpr int64_t kMaxGridY = 65535;
+    for (int64_t q0 = 0; q0 < a.nq; q0 += kMaxGridY) {
+        dim3 grid(unsigned(a.chunksPerQuery), unsigned(std::min(kMaxGridY, a.nq - q0)));
+        kernel<<<grid, kSelectThreads, smem, stream>>>(a, q0, selectBytes);
+        FAISS_EXT_CUDA_CHECK_LAUNCH();
+    }
+}
+
+} // namespace kernels
+} // namespace faiss_ext

@@ -1,0 +1,152 @@
+// Writing vectors into the interleaved list layout, and finding entries by id.
+#include <cstdint>
+
+#include "CudaCheck.h"
+#include "IvfStore.h"
+
+namespace faiss_ext {
+namespace kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// One thread per (vector, group of 4 components).
+__global__ void appendKernel(
+        const float* x,
+        int64_t n,
+        int d,
+        int groups,
+        const int64_t* listNos,
+        const int64_t* offsets,
+        const int64_t* ids,
+        float* const* listData,
+        int64_t* const* listIds) {
+    const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t >= n * groups) {
+        return;
+    }
+    const int64_t i = t / groups;
+    const int g = int(t - i * groups);
+    const int64_t list = listNos[i];
+    const int64_t v = offsets[i];
+    const float* src = x + i * d;
+    float4 val;
+    val.x = 4 * g + 0 < d ? src[4 * g + 0] : 0.f;
+    val.y = 4 * g + 1 < d ? src[4 * g + 1] : 0.f;
+    val.z = 4 * g + 2 < d ? src[4 * g + 2] : 0.f;
+    val.w = 4 * g + 3 < d ? src[4 * g + 3] : 0.f;
+    float4* dst = reinterpret_cast<float4*>(listData[list]);
+    dst[(v / 32) * (int64_t(32) * groups) + int64_t(g) * 32 + (v % 32)] = val;
+    if (g == 0) {
+        listIds[list][v] = ids[i];
+    }
+}
+
+__global__ void findIdsKernel(
+        const int64_t* const* listIds,
+        const int64_t* listLen,
+        int64_t nlist,
+        int64_t i0,
+        int64_t ni,
+        unsigned long long* where,
+        int* count) {
+    for (int64_t list = blockIdx.x; list < nlist; list += gridDim.x) {
+        const int64_t len = listLen[list];
+        const int64_t* ids = listIds[list];
+        for (int64_t p = threadIdx.x; p < len; p += blockDim.x) {
+            const int64_t id = ids[p];
+            // id - i0 can overflow int64 for ids far from i0; as unsigned it cannot.
+            const uint64_t r = uint64_t(id) - uint64_t(i0);
+            if (id >= i0 && r < uint64_t(ni)) {
+                atomicAdd(count + r, 1);
+                atomicMax(where + r, (unsigned long long)list << 32 | (unsigned long long)p);
+            }
+        }
+    }
+}
+
+__global__ void gatherRowsKernel(
+        const float* const* listData,
+        int d,
+        int dp,
+        const unsigned long long* where,
+        const int* count,
+        int64_t ni,
+        float* out) {
+    const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t >= ni * d) {
+        return;
+    }
+    const int64_t r = t / d;
+    const int j = int(t - r * d);
+    if (count[r] == 0) {
+        return;
+    }
+    const int64_t list = int64_t(where[r] >> 32);
+    const int64_t v = int64_t(where[r] & 0xffffffffull);
+    out[t] = listData[list][(v / 32) * (int64_t(32) * dp) + int64_t(j / 4) * 128 +
+                            (v % 32) * 4 + j % 4];
+}
+
+unsigned blocksFor(int64_t work) {
+    return unsigned((work + kThreads - 1) / kThreads);
+}
+
+} // namespace
+
+void ivfAppendVectors(
+        const float* x,
+        int64_t n,
+        int d,
+        const int64_t* listNos,
+        const int64_t* offsets,
+        const int64_t* ids,
+        float* const* listData,
+        int64_t* const* listIds,
+        cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    const int groups = ivfPaddedDim(d) / 4;
+    appendKernel<<<blocksFor(n * groups), kThreads, 0, stream>>>(
+            x, n, d, groups, listNos, offsets, ids, listData, listIds);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+void ivfFindIds(
+        const int64_t* const* listIds,
+        const int64_t* listLen,
+        int64_t nlist,
+        int64_t i0,
+        int64_t ni,
+        unsigned long long* where,
+        int* count,
+        cudaStream_t stream) {
+    if (nlist == 0 || ni == 0) {
+        return;
+    }
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(where, 0, size_t(ni) * sizeof(*where), stream));
+    const unsigned grid = unsigned(nlist < 65536 ? nlist : 65536);
+    findIdsKernel<<<grid, kThreads, 0, stream>>>(listIds, listLen, nlist, i0, ni, where, count);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+void ivfGatherRows(
+        const float* const* listData,
+        int d,
+        const unsigned long long* where,
+        const int* count,
+        int64_t ni,
+        float* out,
+        cudaStream_t stream) {
+    if (ni == 0) {
+        return;
+    }
+    gatherRowsKernel<<<blocksFor(ni * d), kThreads, 0, stream>>>(
+            listData, d, ivfPaddedDim(d), where, count, ni, out);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+} // namespace kernels
+} // namespace faiss_ext

@@ -1,0 +1,155 @@
+// The faiss_ext index file format: round trips and refusal of truncated, corrupted and
+// foreign data, on the host images (no device needed).
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <faiss/impl/FaissAssert.h>
+#include <gtest/gtest.h>
+
+#include <faiss_ext/impl/IndexImage.h>
+
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+
+namespace {
+
+IvfFlatImage sampleIvf(uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    IvfFlatImage im;
+    im.d = 5;
+    im.metric = 0;
+    im.quantizerMetric = 1;
+    im.nlist = 4;
+    im.nprobe = 3;
+    im.trained = true;
+    for (int i = 0; i < im.nlist * im.d; ++i) {
+        im.centroids.push_back(u(rng));
+    }
+    im.listIds.resize(4);
+    im.listVectors.resize(4);
+    const int lens[4] = {3, 0, 1, 7};
+    for (int l = 0; l < 4; ++l) {
+        for (int i = 0; i < lens[l]; ++i) {
+            im.listIds[l].push_back(int64_t(rng()));
+            for (int j = 0; j < im.d; ++j) {
+                im.listVectors[l].push_back(u(rng));
+            }
+        }
+    }
+    im.listIds[3][2] = 1; // keep -1 out (random ids could in theory be -1)
+    return im;
+}
+
+std::vector<uint8_t> encode(const IvfFlatImage& im) {
+    VectorSink s;
+    writeHeader(s, IndexKind::kIvfFlat);
+    writeIvfFlatImage(s, im);
+    writeTrailer(s);
+    return s.bytes;
+}
+
+IvfFlatImage decode(const std::vector<uint8_t>& b, size_t size) {
+    MemorySource in(b.data(), size);
+    EXPECT_EQ(readHeader(in), IndexKind::kIvfFlat);
+    IvfFlatImage im = readIvfFlatImage(in);
+    readTrailer(in);
+    return im;
+}
+
+} // namespace
+
+TEST(IndexFormat, IvfFlatRoundTrip) {
+    IvfFlatImage im = sampleIvf(test::testSeed());
+    std::vector<uint8_t> b = encode(im);
+    IvfFlatImage back = decode(b, b.size());
+    EXPECT_EQ(back.d, im.d);
+    EXPECT_EQ(back.metric, im.metric);
+    EXPECT_EQ(back.quantizerMetric, im.quantizerMetric);
+    EXPECT_EQ(back.nlist, im.nlist);
+    EXPECT_EQ(back.nprobe, im.nprobe);
+    EXPECT_EQ(back.trained, im.trained);
+    EXPECT_EQ(back.centroids, im.centroids);
+    EXPECT_EQ(back.listIds, im.listIds);
+    EXPECT_EQ(back.listVectors, im.listVectors);
+}
+
+TEST(IndexFormat, FlatRoundTrip) {
+    FlatImage im;
+    im.d = 3;
+    im.metric = 1;
+    im.ntotal = 2;
+    im.vectors = {1, 2, 3, 4, 5, 6};
+    VectorSink s;
+    writeHeader(s, IndexKind::kFlat);
+    writeFlatImage(s, im);
+    writeTrailer(s);
+    MemorySource in(s.bytes.data(), s.bytes.size());
+    ASSERT_EQ(readHeader(in), IndexKind::kFlat);
+    FlatImage back = readFlatImage(in);
+    readTrailer(in);
+    EXPECT_EQ(back.vectors, im.vectors);
+    EXPECT_EQ(back.ntotal, 2);
+}
+
+TEST(IndexFormat, EveryTruncationThrows) {
+    std::vector<uint8_t> b = encode(sampleIvf(test::testSeed() + 1));
+    for (size_t cut = 0; cut < b.size(); ++cut) {
+        EXPECT_THROW(decode(b, cut), faiss::FaissException) << "cut at " << cut;
+    }
+    // Bytes after the end marker are refused too.
+    b.push_back(0);
+    EXPECT_THROW(decode(b, b.size()), faiss::FaissException);
+}
+
+TEST(IndexFormat, ForeignAndCorruptedDataThrow) {
+    std::vector<uint8_t> b = encode(sampleIvf(test::testSeed() + 2));
+    // A FAISS index file starts with a fourcc such as "IwFl".
+    std::vector<uint8_t> faiss = {'I', 'w', 'F', 'l', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    EXPECT_THROW(decode(faiss, faiss.size()), faiss::FaissException);
+    std::vector<uint8_t> empty;
+    EXPECT_THROW(decode(empty, 0), faiss::FaissException);
+
+    auto corrupt = [&](size_t offset, const void* value, size_t n) {
+        std::vector<uint8_t> c = b;
+        std::memcpy(c.data() + offset, value, n);
+        return c;
+    };
+    const uint32_t badVersion = 99, badKind = 77;
+    EXPECT_THROW(decode(corrupt(8, &badVersion, 4), b.size()), faiss::FaissException);
+    EXPECT_THROW(decode(corrupt(12, &badKind, 4), b.size()), faiss::FaissException);
+    // Payload: d at 16, metric 20, quantizer metric 24, nlist 28, nprobe 36, trained 44.
+    const int32_t badD = -3, hugeD = 1 << 30, badMetric = 5;
+    const int64_t hugeNlist = int64_t(1) << 40, zeroNlist = 0;
+    const uint64_t zeroNprobe = 0;
+    const uint8_t badFlag = 7;
+    EXPECT_THROW(decode(corrupt(16, &badD, 4), b.size()), faiss::FaissException);
+    EXPECT_THROW(decode(corrupt(16, &hugeD, 4), b.size()), faiss::FaissException);
+    EXPECT_THROW(decode(corrupt(20, &badMetric, 4), b.size()), faiss::FaissException);
+    EXPECT_THROW(decode(corrupt(24, &badMetric, 4), b.size()), faiss::FaissException);
+    EXPECT_THROW(decode(corrupt(28, &hugeNlist, 8), b.size()), faiss::FaissException);
+    EXPECT_THROW(decode(corrupt(28, &zeroNlist, 8), b.size()), faiss::FaissException);
+    EXPECT_THROW(decode(corrupt(36, &zeroNprobe, 8), b.size()), faiss::FaissException);
+    EXPECT_THROW(decode(corrupt(44, &badFlag, 1), b.size()), faiss::FaissException);
+    // First list length (after 4 x 5 centroids): absurd and negative lengths.
+    const size_t len0 = 45 + 4 * 5 * 4;
+    const int64_t hugeLen = int64_t(1) << 50, negLen = -1;
+    EXPECT_THROW(decode(corrupt(len0, &hugeLen, 8), b.size()), faiss::FaissException);
+    EXPECT_THROW(decode(corrupt(len0, &negLen, 8), b.size()), faiss::FaissException);
+    // An id of -1 and a NaN component.
+    const int64_t minusOne = -1;
+    EXPECT_THROW(decode(corrupt(len0 + 8, &minusOne, 8), b.size()), faiss::FaissException);
+    const float nan = std::nanf("");
+    EXPECT_THROW(decode(corrupt(len0 + 8 + 3 * 8, &nan, 4), b.size()), faiss::FaissException);
+    // The unmodified bytes still decode (the offsets above are the real fields).
+    EXPECT_NO_THROW(decode(b, b.size()));
+}
+
+TEST(IndexFormat, MissingFileThrows) {
+    EXPECT_THROW(FileSource("/nonexistent/dir/index.fx"), faiss::FaissException);
+    EXPECT_THROW(FileSink("/nonexistent/dir/index.fx"), faiss::FaissException);
+}

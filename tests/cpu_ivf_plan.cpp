@@ -1,0 +1,159 @@
+// IVF search planning (chunking, memory, Kernel D path choice): host-only arithmetic.
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <faiss/impl/FaissAssert.h>
+#include <gtest/gtest.h>
+
+#include <faiss_ext/impl/IvfSearch.h>
+#include <kernels/IvfMerge.h>
+
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+
+namespace {
+
+constexpr size_t kH100Smem = 227 * 1024;
+
+IvfPlanInput input(const std::vector<int64_t>& lengths, int64_t nq, int nprobe, int k) {
+    IvfPlanInput in;
+    in.nq = nq;
+    in.nprobe = nprobe;
+    in.k = k;
+    in.d = 128;
+    in.listLengths = &lengths;
+    in.budgetBytes = size_t(1) << 30;
+    in.maxSmemPerBlock = kH100Smem;
+    in.smCount = 132;
+    return in;
+}
+
+void expectValid(const IvfPlanInput& in, const IvfSearchPlan& p) {
+    EXPECT_GE(p.chunkLen, 32);
+    EXPECT_EQ(p.chunkLen % 32, 0);
+    EXPECT_GE(p.chunksPerQuery, 1);
+    EXPECT_EQ(p.candidatesPerQuery, p.chunksPerQuery * in.k);
+    EXPECT_GE(p.queryTile, 1);
+    EXPECT_LE(p.queryTile, in.nq);
+    EXPECT_LE(p.queryTile, 65535);
+    EXPECT_LE(p.bytes, in.budgetBytes);
+    // The slots cover the worst query: the nprobe lists with the most chunks.
+    std::vector<int64_t> chunks;
+    for (int64_t len : *in.listLengths) {
+        chunks.push_back((len + p.chunkLen - 1) / p.chunkLen);
+    }
+    std::sort(chunks.rbegin(), chunks.rend());
+    int64_t worst = 0;
+    for (int i = 0; i < in.nprobe; ++i) {
+        worst += chunks[i];
+    }
+    EXPECT_GE(p.chunksPerQuery, worst);
+    EXPECT_EQ(p.fastMergeSmemBytes, kernels::ivfMergeFastSmemBytes(p.candidatesPerQuery));
+}
+
+} // namespace
+
+TEST(IvfPlan, FastPathChosenExactlyWhenItsSharedMemoryFits) {
+    std::vector<int64_t> lengths(1024, 1000);
+    // k=10, nprobe=64: 640 candidates -> 1024 x 8 bytes, fits.
+    IvfSearchPlan p = planIvfSearch(input(lengths, 10000, 64, 10));
+    EXPECT_TRUE(p.fastMerge);
+    EXPECT_EQ(p.fastMergeSmemBytes, size_t(1024) * 8);
+    // k=100, nprobe=64 (the seed's Kernel D failure): 6400 -> 8192 x 8 = 64 KiB, above
+    // the 48 KiB default and below the device's opt-in limit: still fast.
+    p = planIvfSearch(input(lengths, 10000, 64, 100));
+    EXPECT_TRUE(p.fastMerge);
+    EXPECT_EQ(p.fastMergeSmemBytes, size_t(8192) * 8);
+    // The same search on a device with only 48 KiB per block goes to the heap path.
+    IvfPlanInput small = input(lengths, 10000, 64, 100);
+    small.maxSmemPerBlock = 48 * 1024;
+    EXPECT_FALSE(planIvfSearch(small).fastMerge);
+    // k=2048, nprobe=2048 cannot fit any device.
+    std::vector<int64_t> many(4096, 100);
+    p = planIvfSearch(input(many, 10, 2048, 2048));
+    EXPECT_FALSE(p.fastMerge);
+    EXPECT_GT(p.fastMergeSmemBytes, kH100Smem);
+}
+
+TEST(IvfPlan, ForcedPaths) {
+    std::vector<int64_t> lengths(1024, 1000);
+    IvfPlanInput in = input(lengths, 100, 8, 10);
+    in.mergePath = IvfMergePath::kHeap;
+    EXPECT_FALSE(planIvfSearch(in).fastMerge);
+    in.mergePath = IvfMergePath::kFast;
+    EXPECT_TRUE(planIvfSearch(in).fastMerge);
+    in.k = 2048;
+    in.nprobe = 1024;
+    try {
+        planIvfSearch(in);
+        FAIL() << "forced fast path accepted without the shared memory";
+    } catch (const faiss::FaissException& e) {
+        EXPECT_NE(std::string(e.what()).find("fast merge path needs"), std::string::npos)
+                << e.what();
+    }
+}
+
+TEST(IvfPlan, EveryKAndNprobeFitsTheDefaultBudget) {
+    std::mt19937_64 rng(test::testSeed());
+    std::vector<int64_t> lengths(2048);
+    for (auto& l : lengths) {
+        l = int64_t(rng() % 3000);
+    }
+    lengths[5] = 500000; // one giant list
+    for (int k : {1, 2, 10, 100, 1000, 1024, 2047, 2048}) {
+        for (int nprobe : {1, 2, 64, 1000, 2048}) {
+            for (int64_t nq : {int64_t(1), int64_t(100), int64_t(100000)}) {
+                SCOPED_TRACE(testing::Message()
+                             << "k=" << k << " nprobe=" << nprobe << " nq=" << nq);
+                IvfPlanInput in = input(lengths, nq, nprobe, k);
+                IvfSearchPlan p = planIvfSearch(in);
+                expectValid(in, p);
+                EXPECT_EQ(p.fastMerge, p.fastMergeSmemBytes <= kH100Smem);
+            }
+        }
+    }
+}
+
+TEST(IvfPlan, GiantListIsSplitIntoChunks) {
+    std::vector<int64_t> lengths(100, 1000);
+    lengths[7] = 1000000;
+    IvfSearchPlan p = planIvfSearch(input(lengths, 10000, 4, 10));
+    EXPECT_LT(p.chunkLen, 1000000);
+    EXPECT_GE(p.chunksPerQuery, (1000000 + p.chunkLen - 1) / p.chunkLen + 3);
+    // A forced chunk length is kept.
+    IvfPlanInput in = input(lengths, 10, 4, 10);
+    in.chunkOverride = 256;
+    p = planIvfSearch(in);
+    EXPECT_EQ(p.chunkLen, 256);
+    expectValid(in, p);
+}
+
+TEST(IvfPlan, SmallBudgetLengthensChunksOrRefuses) {
+    std::vector<int64_t> lengths(4096, 2000);
+    IvfPlanInput in = input(lengths, 1000, 2048, 2048);
+    in.budgetBytes = size_t(64) << 20;
+    IvfSearchPlan p = planIvfSearch(in);
+    expectValid(in, p);
+    EXPECT_GE(p.chunkLen, 2000); // one chunk per list
+    in.budgetBytes = size_t(16) << 20; // 2048 x 2048 candidates of 12 bytes do not fit
+    try {
+        planIvfSearch(in);
+        FAIL() << "plan accepted beyond the budget";
+    } catch (const faiss::FaissException& e) {
+        EXPECT_NE(std::string(e.what()).find("too small for nprobe=2048 k=2048"),
+                  std::string::npos)
+                << e.what();
+    }
+}
+
+TEST(IvfPlan, BadShapesThrow) {
+    std::vector<int64_t> lengths(10, 5);
+    EXPECT_THROW(planIvfSearch(input(lengths, 0, 1, 1)), faiss::FaissException);
+    EXPECT_THROW(planIvfSearch(input(lengths, 1, 0, 1)), faiss::FaissException);
+    EXPECT_THROW(planIvfSearch(input(lengths, 1, 11, 1)), faiss::FaissException);
+    EXPECT_THROW(planIvfSearch(input(lengths, 1, 1, 0)), faiss::FaissException);
+    EXPECT_THROW(planIvfSearch(input(lengths, 1, 1, 2049)), faiss::FaissException);
+}

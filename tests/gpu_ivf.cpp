@@ -1,0 +1,519 @@
+// GpuIndexIVFFlat against faiss::IndexIVFFlat with the same quantizer and lists: same
+// ids except ties, distances within 1e-4 relative; and against exact search.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <set>
+#include <vector>
+
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexIVFFlat.h>
+
+#include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/GpuIndexIVFFlat.h>
+
+#include "IvfTestUtil.h"
+#include "Synthetic.h"
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+using namespace faiss_ext::test;
+
+namespace {
+
+struct IvfCase {
+    int64_t nb;
+    int64_t nq;
+    int d;
+    int64_t nlist;
+    int64_t nprobe;
+    int k;
+    faiss::MetricType metric;
+    uint64_t seed;
+    bool viaParams; ///< nprobe through SearchParametersIVF instead of the member
+};
+
+std::string describe(const IvfCase& c) {
+    return "nb=" + std::to_string(c.nb) + " nq=" + std::to_string(c.nq) +
+            " d=" + std::to_string(c.d) + " nlist=" + std::to_string(c.nlist) +
+            " nprobe=" + std::to_string(c.nprobe) + " k=" + std::to_string(c.k) +
+            " metric=" + (c.metric == faiss::METRIC_L2 ? "L2" : "IP") +
+            " seed=" + std::to_string(c.seed) + (c.viaParams ? " (params)" : "");
+}
+
+/// Searches the CPU index and the GPU copy of it; returns the number of bad rows.
+void runCase(GpuResources& res, const IvfCase& c, GpuIndexIVFFlatConfig cfg = {}) {
+    SCOPED_TRACE(describe(c));
+    auto xb = datasets::uniform(c.nb, c.d, c.seed);
+    auto xq = datasets::uniform(c.nq, c.d, c.seed + 1);
+    auto cent = datasets::uniform(c.nlist, c.d, c.seed + 2);
+    auto cpu = cpuIvf(c.d, c.nlist, c.metric, cent.data());
+    cpu->add(c.nb, xb.data());
+    cpu->nprobe = size_t(c.nprobe);
+
+    GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
+    ASSERT_EQ(gpu.ntotal, c.nb);
+    std::vector<float> refD(c.nq * c.k), D(c.nq * c.k, 12345.f);
+    std::vector<int64_t> refI(c.nq * c.k), I(c.nq * c.k, 777);
+    cpu->search(c.nq, xq.data(), c.k, refD.data(), refI.data());
+    infForMissing(refD, refI, c.metric);
+    if (c.viaParams) {
+        gpu.nprobe = 1;
+        faiss::SearchParametersIVF params;
+        params.nprobe = size_t(c.nprobe);
+        gpu.search(c.nq, xq.data(), c.k, D.data(), I.data(), &params);
+    } else {
+        gpu.search(c.nq, xq.data(), c.k, D.data(), I.data());
+    }
+    auto skip = coarseTies(*cpu->quantizer, c.nq, xq.data(), std::min(c.nprobe, c.nlist));
+    const int64_t skipped = std::count(skip.begin(), skip.end(), true);
+    EXPECT_LE(skipped, c.nq / 5 + 1) << "too many coarse ties";
+    EXPECT_EQ(compareKnnRows(refD, refI, D, I, c.nq, c.k, skip, 1e-4f, 1e-4f), 0);
+}
+
+} // namespace
+
+TEST(GpuIndexIVFFlat, MatchesCpuOnFixedShapes) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = testSeed();
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        for (int k : {1, 10, 100, 1000, 2048}) {
+            runCase(res, {20000, 40, 32, 64, 16, k, m, seed + k, k == 100});
+        }
+        // d not a multiple of 4 (padded layout), one list, nprobe above nlist (clamped).
+        runCase(res, {3000, 30, 7, 1, 5, 10, m, seed + 7, false});
+        runCase(res, {5000, 60, 33, 20, 3, 32, m, seed + 33, true});
+        // Batch sizes 1 and 10000.
+        runCase(res, {10000, 1, 16, 50, 4, 10, m, seed + 1, false});
+        runCase(res, {10000, 10000, 16, 50, 4, 10, m, seed + 2, false});
+    }
+}
+
+TEST(GpuIndexIVFFlat, MatchesCpuOnRandomShapes) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed());
+    const int dims[] = {4, 7, 16, 33, 64, 128};
+    const int ks[] = {1, 10, 100, 1000, 2048};
+    for (int iter = 0; iter < 12; ++iter) {
+        IvfCase c;
+        c.d = dims[rng() % 6];
+        c.k = iter == 0 ? 10 : ks[rng() % 5]; // iteration 0: 10000 queries
+        c.nb = 1 + int64_t(rng() % 30000);
+        c.nq = iter == 0 ? 10000 : 1 + int64_t(rng() % 400);
+        c.nlist = 1 + int64_t(rng() % 300);
+        c.nprobe = 1 + int64_t(rng() % (c.nlist + 3));
+        c.metric = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
+        c.seed = rng();
+        c.viaParams = rng() % 2;
+        runCase(res, c);
+    }
+}
+
+TEST(GpuIndexIVFFlat, LargestKAndNprobe) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = testSeed();
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        runCase(res, {30000, 3, 8, 2100, 2048, 2048, m, seed + 1, true});
+        runCase(res, {30000, 5, 8, 2100, 2048, 1, m, seed + 2, false});
+        runCase(res, {30000, 5, 8, 2100, 1, 2048, m, seed + 3, false});
+    }
+}
+
+TEST(GpuIndexIVFFlat, AllListsProbedEqualsExactSearch) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 24, k = 100;
+    const int64_t nb = 20000, nq = 200, nlist = 40;
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        datasets::ClusteredSpec spec{nb, d, 40, 0.1f, testSeed()};
+        auto xb = datasets::clustered(spec, 0);
+        spec.n = nq;
+        auto xq = datasets::clustered(spec, 1);
+        GpuIndexIVFFlat ivf(res, d, nlist, m);
+        ivf.train(nb, xb.data());
+        ivf.add(nb / 3, xb.data());
+        ivf.add(nb - nb / 3, xb.data() + nb / 3 * d);
+        ivf.nprobe = size_t(nlist);
+        GpuIndexFlat flat(res, d, m);
+        flat.add(nb, xb.data());
+        std::vector<float> refD(nq * k), D(nq * k);
+        std::vector<int64_t> refI(nq * k), I(nq * k);
+        flat.search(nq, xq.data(), k, refD.data(), refI.data());
+        ivf.search(nq, xq.data(), k, D.data(), I.data());
+        EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-3f), 0);
+    }
+}
+
+TEST(GpuIndexIVFFlat, FastAndHeapMergePathsAgree) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed());
+    const int ks[] = {1, 7, 10, 64, 100, 250, 1000, 2048};
+    for (int iter = 0; iter < 10; ++iter) {
+        const int d = 8 + int(rng() % 60);
+        const int64_t nb = 1000 + int64_t(rng() % 40000), nlist = 1 + int64_t(rng() % 200);
+        const int64_t nq = 1 + int64_t(rng() % 300);
+        const int k = ks[rng() % 8];
+        int64_t nprobe = 1 + int64_t(rng() % nlist);
+        const auto m = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
+        const uint64_t seed = rng();
+        GpuIndexIVFFlatConfig fastCfg, heapCfg;
+        fastCfg.mergePath = IvfMergePath::kFast;
+        heapCfg.mergePath = IvfMergePath::kHeap;
+        if (iter % 3 == 0) { // many small chunks: many candidate slots per query
+            fastCfg.listChunkVectors = heapCfg.listChunkVectors = 64;
+        }
+        auto xb = datasets::uniform(nb, d, seed);
+        auto xq = datasets::uniform(nq, d, seed + 1);
+        auto cent = datasets::uniform(nlist, d, seed + 2);
+        auto cpu = cpuIvf(d, nlist, m, cent.data());
+        cpu->add(nb, xb.data());
+        GpuIndexIVFFlat fast(res, cpu.get(), fastCfg), heap(res, cpu.get(), heapCfg);
+        // The largest nprobe whose candidates fit the fast path on this device.
+        // (heap.plan: planning the forced fast path would refuse what does not fit.)
+        while (nprobe > 1 &&
+               heap.plan(nq, k, nprobe).fastMergeSmemBytes > res.maxSharedMemoryPerBlock()) {
+            nprobe = (nprobe + 1) / 2;
+        }
+        SCOPED_TRACE(testing::Message() << "d=" << d << " nb=" << nb << " nlist=" << nlist
+                                        << " nq=" << nq << " k=" << k << " nprobe=" << nprobe
+                                        << " seed=" << seed);
+        if (heap.plan(nq, k, nprobe).fastMergeSmemBytes > res.maxSharedMemoryPerBlock()) {
+            continue; // k=2048 with small chunks: the fast path never fits
+        }
+        ASSERT_TRUE(fast.plan(nq, k, nprobe).fastMerge);
+        ASSERT_FALSE(heap.plan(nq, k, nprobe).fastMerge);
+        fast.nprobe = heap.nprobe = size_t(nprobe);
+        std::vector<float> D1(nq * k), D2(nq * k);
+        std::vector<int64_t> I1(nq * k), I2(nq * k);
+        fast.search(nq, xq.data(), k, D1.data(), I1.data());
+        heap.search(nq, xq.data(), k, D2.data(), I2.data());
+        // Same coarse GEMM shapes on both: no coarse ties to skip.
+        EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
+    }
+}
+
+TEST(GpuIndexIVFFlat, UnevenAndEmptyLists) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16;
+    const int64_t nlist = 32, nb = 40000, nq = 100;
+    std::mt19937_64 rng(testSeed());
+    std::normal_distribution<float> noise(0.f, 0.01f);
+    auto cent = datasets::uniform(nlist, d, rng());
+    // Lists 20..31 stay empty: their centroids are far from every vector.
+    for (int64_t l = 20; l < nlist; ++l) {
+        for (int j = 0; j < d; ++j) {
+            cent[l * d + j] += 100.f;
+        }
+    }
+    // Half of the data sits on centroid 3: one list holds half the vectors.
+    auto xb = datasets::uniform(nb, d, rng());
+    for (int64_t i = 0; i < nb / 2; ++i) {
+        for (int j = 0; j < d; ++j) {
+            xb[i * d + j] = cent[3 * d + j] + noise(rng);
+        }
+    }
+    auto xq = datasets::uniform(nq, d, rng());
+    for (int64_t i = 0; i < nq / 2; ++i) {
+        for (int j = 0; j < d; ++j) {
+            xq[i * d + j] = cent[3 * d + j] + noise(rng);
+        }
+    }
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        auto cpu = cpuIvf(d, nlist, m, cent.data());
+        cpu->add(nb, xb.data());
+        if (m == faiss::METRIC_L2) {
+            ASSERT_GE(cpu->invlists->list_size(3), size_t(nb / 2));
+            ASSERT_EQ(cpu->invlists->list_size(25), 0u);
+        }
+        for (int64_t chunk : {int64_t(0), int64_t(256)}) {
+            GpuIndexIVFFlatConfig cfg;
+            cfg.listChunkVectors = chunk;
+            GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
+            for (int64_t nprobe : {int64_t(1), int64_t(4), int64_t(25)}) {
+                for (int k : {10, 500}) {
+                    SCOPED_TRACE(testing::Message() << "metric=" << int(m) << " chunk=" << chunk
+                                                    << " nprobe=" << nprobe << " k=" << k);
+                    cpu->nprobe = gpu.nprobe = size_t(nprobe);
+                    std::vector<float> refD(nq * k), D(nq * k);
+                    std::vector<int64_t> refI(nq * k), I(nq * k);
+                    cpu->search(nq, xq.data(), k, refD.data(), refI.data());
+                    infForMissing(refD, refI, m);
+                    gpu.search(nq, xq.data(), k, D.data(), I.data());
+                    auto skip = coarseTies(*cpu->quantizer, nq, xq.data(), nprobe);
+                    EXPECT_EQ(compareKnnRows(refD, refI, D, I, nq, k, skip, 1e-4f, 1e-4f), 0);
+                }
+            }
+        }
+    }
+}
+
+TEST(GpuIndexIVFFlat, KAboveReachableVectorsPadsWithMissing) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 12, k = 100;
+    const int64_t nb = 300, nlist = 30, nq = 20;
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        auto xb = datasets::uniform(nb, d, 5);
+        auto xq = datasets::uniform(nq, d, 6);
+        auto cpu = cpuIvf(d, nlist, m, xb.data());
+        cpu->add(nb, xb.data());
+        cpu->nprobe = 2;
+        GpuIndexIVFFlat gpu(res, cpu.get());
+        std::vector<float> refD(nq * k), D(nq * k);
+        std::vector<int64_t> refI(nq * k), I(nq * k);
+        cpu->search(nq, xq.data(), k, refD.data(), refI.data());
+        infForMissing(refD, refI, m);
+        gpu.search(nq, xq.data(), k, D.data(), I.data());
+        auto skip = coarseTies(*cpu->quantizer, nq, xq.data(), 2);
+        EXPECT_EQ(compareKnnRows(refD, refI, D, I, nq, k, skip, 1e-4f, 1e-4f), 0);
+        const float missing = m == faiss::METRIC_L2 ? std::numeric_limits<float>::infinity()
+                                                    : -std::numeric_limits<float>::infinity();
+        int64_t padded = 0;
+        for (int64_t q = 0; q < nq; ++q) {
+            int64_t mine = 0, ref = 0;
+            for (int j = 0; j < k; ++j) {
+                if (I[q * k + j] == -1) {
+                    EXPECT_EQ(D[q * k + j], missing);
+                    ++mine;
+                }
+                ref += refI[q * k + j] == -1;
+            }
+            if (!skip[q]) {
+                EXPECT_EQ(mine, ref) << "query " << q; // as many as the probed lists lack
+            }
+            padded += mine;
+        }
+        EXPECT_GT(padded, 0);
+    }
+}
+
+TEST(GpuIndexIVFFlat, IncrementalAddsWithArbitraryIds) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 20, k = 50;
+    const int64_t nlist = 16, nq = 64;
+    std::mt19937_64 rng(testSeed());
+    auto cent = datasets::uniform(nlist, d, rng());
+    faiss::IndexFlatL2 q(d);
+    q.add(nlist, cent.data());
+    GpuIndexIVFFlat gpu(res, d, nlist, faiss::METRIC_L2);
+    EXPECT_FALSE(gpu.is_trained);
+    gpu.setQuantizer(&q);
+    EXPECT_TRUE(gpu.is_trained);
+    auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
+
+    std::set<int64_t> used;
+    std::vector<float> all;
+    std::vector<int64_t> allIds;
+    for (int64_t batch : {int64_t(1), int64_t(777), int64_t(5000), int64_t(33)}) {
+        auto x = datasets::uniform(batch, d, rng());
+        std::vector<int64_t> ids;
+        while (int64_t(ids.size()) < batch) {
+            int64_t id = int64_t(rng()); // any 64-bit value but -1, distinct
+            if (id != -1 && used.insert(id).second) {
+                ids.push_back(id);
+            }
+        }
+        if (allIds.empty()) { // a value far beyond any sequential id
+            used.erase(ids[0]);
+            ids[0] = int64_t(1) << 62;
+            ASSERT_TRUE(used.insert(ids[0]).second);
+        }
+        gpu.add_with_ids(batch, x.data(), ids.data());
+        cpu->add_with_ids(batch, x.data(), ids.data());
+        all.insert(all.end(), x.begin(), x.end());
+        allIds.insert(allIds.end(), ids.begin(), ids.end());
+    }
+    ASSERT_EQ(gpu.ntotal, int64_t(allIds.size()));
+
+    // Every vector comes back by its id.
+    std::vector<float> row(d);
+    for (size_t i = 0; i < allIds.size(); i += 97) {
+        gpu.reconstruct(allIds[i], row.data());
+        EXPECT_EQ(0, std::memcmp(row.data(), all.data() + i * d, d * sizeof(float)));
+    }
+    // All lists probed: the same neighbours as the CPU index, whatever the assignment.
+    auto xq = datasets::uniform(nq, d, rng());
+    std::vector<float> refD(nq * k), D(nq * k);
+    std::vector<int64_t> refI(nq * k), I(nq * k);
+    cpu->nprobe = gpu.nprobe = size_t(nlist);
+    cpu->search(nq, xq.data(), k, refD.data(), refI.data());
+    gpu.search(nq, xq.data(), k, D.data(), I.data());
+    EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-4f), 0);
+
+    // Few lists probed: the GPU lists, copied to the CPU, give the GPU's answers.
+    faiss::IndexIVFFlat back;
+    gpu.copyTo(&back);
+    back.nprobe = gpu.nprobe = 3;
+    back.search(nq, xq.data(), k, refD.data(), refI.data());
+    infForMissing(refD, refI, faiss::METRIC_L2);
+    gpu.search(nq, xq.data(), k, D.data(), I.data());
+    auto skip = coarseTies(q, nq, xq.data(), 3);
+    EXPECT_EQ(compareKnnRows(refD, refI, D, I, nq, k, skip, 1e-4f, 1e-4f), 0);
+}
+
+TEST(GpuIndexIVFFlat, GpuKMeansTrainsAGoodQuantizer) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 32, k = 10;
+    const int64_t nlist = 64, nb = 30000, nq = 500;
+    datasets::ClusteredSpec spec{nb, d, 64, 0.05f, testSeed()};
+    auto xb = datasets::clustered(spec, 0);
+    spec.n = nq;
+    auto xq = datasets::clustered(spec, 1);
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        SCOPED_TRACE(int(m));
+        GpuIndexIVFFlat gpu(res, d, nlist, m);
+        gpu.train(nb, xb.data());
+        ASSERT_TRUE(gpu.is_trained);
+        ASSERT_EQ(gpu.quantizer().ntotal, nlist);
+        gpu.add(nb, xb.data());
+        int64_t nonEmpty = 0;
+        for (int64_t l = 0; l < nlist; ++l) {
+            nonEmpty += gpu.listLength(l) > 0;
+        }
+        EXPECT_GT(nonEmpty, nlist / 2);
+
+        // The CPU trains its own quantizer the same way: recall of both at nprobe=4
+        // against exact search should be close.
+        faiss::IndexFlat* cq = new faiss::IndexFlat(d, m);
+        faiss::IndexIVFFlat cpu(cq, d, size_t(nlist), m);
+        cpu.own_fields = true;
+        cpu.train(nb, xb.data());
+        cpu.add(nb, xb.data());
+        faiss::IndexFlat exact(d, m);
+        exact.add(nb, xb.data());
+        std::vector<float> gtD(nq * k), D(nq * k);
+        std::vector<int64_t> gtI(nq * k), I(nq * k), cI(nq * k);
+        exact.search(nq, xq.data(), k, gtD.data(), gtI.data());
+        cpu.nprobe = gpu.nprobe = 4;
+        gpu.search(nq, xq.data(), k, D.data(), I.data());
+        cpu.search(nq, xq.data(), k, D.data(), cI.data());
+        auto recall = [&](const std::vector<int64_t>& r) {
+            int64_t hit = 0;
+            for (int64_t q = 0; q < nq; ++q) {
+                std::set<int64_t> t(gtI.begin() + q * k, gtI.begin() + (q + 1) * k);
+                for (int j = 0; j < k; ++j) {
+                    hit += t.count(r[q * k + j]);
+                }
+            }
+            return double(hit) / double(nq * k);
+        };
+        EXPECT_GE(recall(I), recall(cI) - 0.05);
+        if (m == faiss::METRIC_L2) {
+            EXPECT_GE(recall(I), 0.8);
+        }
+    }
+}
+
+TEST(GpuIndexIVFFlat, SearchParametersOverrideNprobe) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16, k = 20;
+    const int64_t nb = 5000, nlist = 50, nq = 30;
+    auto xb = datasets::uniform(nb, d, 1);
+    auto xq = datasets::uniform(nq, d, 2);
+    auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, xb.data());
+    cpu->add(nb, xb.data());
+    GpuIndexIVFFlat gpu(res, cpu.get());
+    std::vector<float> D1(nq * k), D2(nq * k);
+    std::vector<int64_t> I1(nq * k), I2(nq * k);
+    gpu.nprobe = 7;
+    gpu.search(nq, xq.data(), k, D1.data(), I1.data());
+    gpu.nprobe = 1;
+    faiss::SearchParametersIVF params;
+    params.nprobe = 7;
+    gpu.search(nq, xq.data(), k, D2.data(), I2.data(), &params);
+    EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
+    // Plain SearchParameters: the member nprobe.
+    faiss::SearchParameters plain;
+    gpu.search(nq, xq.data(), k, D2.data(), I2.data(), &plain);
+    gpu.search(nq, xq.data(), k, D1.data(), I1.data());
+    EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
+}
+
+TEST(GpuIndexIVFFlat, SmallBudgetsGiveTheSameResults) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    GpuResourcesConfig rc;
+    rc.tempMemoryBytes = size_t(16) << 20;
+    GpuResources small(rc);
+    const int d = 32, k = 100;
+    const int64_t nb = 20000, nlist = 100, nq = 10000;
+    auto xb = datasets::uniform(nb, d, 3);
+    auto xq = datasets::uniform(nq, d, 4);
+    auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, xb.data());
+    cpu->add(nb, xb.data());
+    GpuIndexIVFFlatConfig cfg;
+    cfg.pageBytes = size_t(1) << 20;
+    GpuIndexIVFFlat a(res, cpu.get()), b(small, cpu.get(), cfg);
+    a.nprobe = b.nprobe = 20;
+    EXPECT_LT(b.plan(nq, k, 20).queryTile, nq);
+    std::vector<float> D1(nq * k), D2(nq * k);
+    std::vector<int64_t> I1(nq * k), I2(nq * k);
+    a.search(nq, xq.data(), k, D1.data(), I1.data());
+    b.search(nq, xq.data(), k, D2.data(), I2.data());
+    // Other GEMM tile shapes may round coarse distances differently: skip coarse ties.
+    EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k, coarseTies(*cpu->quantizer, nq, xq.data(), 20)),
+              0);
+}
+
+TEST(GpuIndexIVFFlat, NanQueryGivesMissingResults) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16, k = 5;
+    auto xb = datasets::uniform(1000, d, 3);
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        auto cpu = cpuIvf(d, 10, m, xb.data());
+        cpu->add(1000, xb.data());
+        GpuIndexIVFFlat gpu(res, cpu.get());
+        gpu.nprobe = 3;
+        auto xq = datasets::uniform(3, d, 4);
+        xq[1 * d + 5] = std::nanf("");
+        std::vector<float> D(3 * k);
+        std::vector<int64_t> I(3 * k);
+        gpu.search(3, xq.data(), k, D.data(), I.data());
+        for (int j = 0; j < k; ++j) {
+            EXPECT_EQ(I[1 * k + j], -1);
+            EXPECT_TRUE(std::isinf(D[1 * k + j]));
+            EXPECT_GE(I[0 * k + j], 0);
+            EXPECT_GE(I[2 * k + j], 0);
+        }
+    }
+}
+
+TEST(GpuIndexIVFFlat, ReconstructLikeFaiss) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 9;
+    const int64_t nlist = 8, nb = 500;
+    auto xb = datasets::uniform(nb, d, 8);
+    auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, xb.data());
+    GpuIndexIVFFlat gpu(res, cpu.get());
+    gpu.add(nb, xb.data()); // sequential ids 0..499
+    std::vector<float> row(d);
+    gpu.reconstruct(123, row.data());
+    EXPECT_EQ(0, std::memcmp(row.data(), xb.data() + 123 * d, d * sizeof(float)));
+    EXPECT_THROW(gpu.reconstruct(nb, row.data()), faiss::FaissException);
+    EXPECT_THROW(gpu.reconstruct(-5, row.data()), faiss::FaissException);
+
+    // reconstruct_n over [490, 510): rows 10..19 (ids not stored) stay untouched.
+    std::vector<float> out(20 * d, -7.f);
+    gpu.reconstruct_n(490, 20, out.data());
+    EXPECT_EQ(0, std::memcmp(out.data(), xb.data() + 490 * d, 10 * d * sizeof(float)));
+    for (int64_t i = 10 * d; i < 20 * d; ++i) {
+        EXPECT_EQ(out[i], -7.f);
+    }
+    // An id stored twice names no single vector.
+    std::vector<int64_t> dup = {42};
+    gpu.add_with_ids(1, xb.data(), dup.data());
+    EXPECT_THROW(gpu.reconstruct(42, row.data()), faiss::FaissException);
+    gpu.reconstruct(43, row.data());
+    EXPECT_EQ(0, std::memcmp(row.data(), xb.data() + 43 * d, d * sizeof(float)));
+}
