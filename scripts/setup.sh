@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 pkgs=(cmake g++ make ccache libfaiss-dev libopenblas-dev libgtest-dev pybind11-dev
       python3-dev python3-numpy python3-pytest)
+# faiss's Python module: the tests move indexes between it and faiss_ext.
+pkgs+=(python3-faiss)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -26,5 +28,9 @@ fi
 
 launcher=()
 command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@"
+# The Python packages above are Debian's, for /usr/bin/python3; another python3 may
+# come first on PATH (pyenv, a virtualenv), so name the interpreter. "$@" may override.
+python=()
+[ -x /usr/bin/python3 ] && python=(-DPython3_EXECUTABLE=/usr/bin/python3)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${python[@]}" "$@"
 cmake --build build -j"$(nproc)"

@@ -203,3 +203,29 @@ def test_sift_descriptors_of_a_drawn_image(tmp_path):
     flat = str(tmp_path / "flat.png")
     cv2.imwrite(flat, np.zeros((64, 64), np.uint8))
     assert msw.sift_descriptors(flat, 0.01).shape == (0, 128)
+
+
+# --- make_groundtruth (its numpy check; the GPU run is in test_gpu_groundtruth.py) ----
+
+@pytest.mark.parametrize("metric", ["l2", "ip"])
+def test_groundtruth_numpy_knn_and_check(metric, rng):
+    import faiss_ext
+    import make_groundtruth as mg
+    m = faiss_ext.METRIC_L2 if metric == "l2" else faiss_ext.METRIC_INNER_PRODUCT
+    xb = rng.standard_normal((500, 6), dtype=np.float32)
+    xq = rng.standard_normal((20, 6), dtype=np.float32)
+    D, I = mg.numpy_knn(xb, xq, 10, m, chunk=77)
+    full = ((xq[:, None].astype(np.float64) - xb[None]) ** 2).sum(-1) if metric == "l2" \
+        else -(xq.astype(np.float64) @ xb.T.astype(np.float64))
+    np.testing.assert_array_equal(I, np.argsort(full, axis=1, kind="stable")[:, :10])
+    D32 = D.astype(np.float32)
+    assert mg.check(xb, xq, D32, I, 10, m, n_check=20, seed=1) == []
+    wrong_id = I.copy()
+    wrong_id[4, 0] = I[4, 9] if I[4, 0] != I[4, 9] else I[4, 1]
+    assert any("query 4: returned distances" in f for f in mg.check(xb, xq, D32, wrong_id, 10, m, 20, 1))
+    shifted = I.copy()
+    shifted[7] = np.argsort(full[7], kind="stable")[1:11]
+    d_shifted = np.take_along_axis(full if metric == "l2" else -full, shifted, 1).astype(np.float32)
+    D_bad = D32.copy()
+    D_bad[7] = d_shifted[7]
+    assert any("query 7: distances differ" in f for f in mg.check(xb, xq, D_bad, shifted, 10, m, 20, 1))
