@@ -25,6 +25,8 @@ PYBIND11_MODULE(faiss_ext, m) {
     bindResources(m);
     bindIndex(m);
     bindFlat(m);
+    bindIvf(m);
+    bindIndexIo(m);
     bindFaissBytes(m);
     bindArgumentChecks(m);
 }

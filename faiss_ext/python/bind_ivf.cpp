@@ -1,0 +1,75 @@
+#include <memory>
+
+#include <faiss/IndexIVFFlat.h>
+
+#include <faiss_ext/GpuIndexIVFFlat.h>
+
+#include "bind.h"
+#include "faiss_bytes.h"
+#include "numpy_util.h"
+
+namespace faiss_ext {
+namespace python {
+
+void bindIvf(py::module_& m) {
+    py::class_<faiss::SearchParametersIVF, faiss::SearchParameters>(
+            m, "SearchParametersIVF",
+            "Per-call parameters of GpuIndexIVFFlat.search: nprobe (lists probed).")
+            .def(py::init([](size_t nprobe) {
+                     auto params = std::make_unique<faiss::SearchParametersIVF>();
+                     params->nprobe = nprobe;
+                     return params;
+                 }),
+                 py::arg("nprobe") = 1)
+            .def_readwrite("nprobe", &faiss::SearchParametersIVF::nprobe);
+
+    py::class_<GpuIndexIVFFlat, GpuIndex>(
+            m, "GpuIndexIVFFlat",
+            "Inverted file over uncompressed vectors on the GPU, like "
+            "faiss.IndexIVFFlat: train (k-means), add / add_with_ids, search probing "
+            "nprobe lists (or SearchParametersIVF(nprobe=...) per call).")
+            .def(py::init([](PyGpuResources& res, int d, int64_t nlist, int metric,
+                             size_t pageBytes) {
+                     faiss::MetricType metricType = checkMetric(metric);
+                     GpuIndexIVFFlatConfig config;
+                     config.pageBytes = pageBytes;
+                     DeviceCall call(res);
+                     return std::make_unique<GpuIndexIVFFlat>(res, d, nlist, metricType, config);
+                 }),
+                 py::arg("res"), py::arg("d"), py::arg("nlist"),
+                 py::arg("metric") = int(faiss::METRIC_L2), py::kw_only(),
+                 py::arg("page_bytes") = GpuIndexIVFFlatConfig().pageBytes,
+                 py::keep_alive<1, 2>())
+            .def_readwrite("nprobe", &GpuIndexIVFFlat::nprobe,
+                           "Lists probed per query when search gets no params.")
+            .def_property_readonly("nlist", &GpuIndexIVFFlat::nlist)
+            .def("list_length",
+                 [](const GpuIndexIVFFlat& index, int64_t list) {
+                     DeviceCall call(index);
+                     return index.listLength(list);
+                 },
+                 py::arg("list"));
+
+    CpuConverter ivf;
+    ivf.gpuClass = "GpuIndexIVFFlat";
+    ivf.accepts = [](const faiss::Index& cpu) {
+        return dynamic_cast<const faiss::IndexIVFFlat*>(&cpu) != nullptr;
+    };
+    ivf.fromCpu = [](PyGpuResources& res, const faiss::Index& cpu) -> std::unique_ptr<GpuIndex> {
+        return std::make_unique<GpuIndexIVFFlat>(
+                res, dynamic_cast<const faiss::IndexIVFFlat*>(&cpu));
+    };
+    ivf.toCpu = [](const GpuIndex& gpu) -> std::unique_ptr<faiss::Index> {
+        auto* index = dynamic_cast<const GpuIndexIVFFlat*>(&gpu);
+        if (index == nullptr) {
+            return nullptr;
+        }
+        auto cpu = std::make_unique<faiss::IndexIVFFlat>();
+        index->copyTo(cpu.get());
+        return cpu;
+    };
+    registerCpuConverter(std::move(ivf));
+}
+
+} // namespace python
+} // namespace faiss_ext
