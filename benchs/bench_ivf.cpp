@@ -1,7 +1,8 @@
 // GpuIndexIVFFlat on 1M x 128 clustered vectors: QPS, batch latency, recall against
 // exact search (GpuIndexFlat), memory, train/add time, and the floor of each row
 // (bytes of the lists scanned / measured copy bandwidth).
-// Usage: bench_ivf [n_base]
+// Usage: bench_ivf [n_base] [spread]  (spread: blob standard deviation, default 0.15;
+// larger values overlap the blobs and make the recall / nprobe trade-off visible)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,7 +38,8 @@ int main(int argc, char** argv) {
     bench::Ceilings ceil = bench::measureCeilings(res);
     bench::printDevice(res, ceil);
 
-    datasets::ClusteredSpec spec{nb, d, 2000, 0.15f, 7};
+    const float spread = argc > 2 ? float(std::atof(argv[2])) : 0.15f;
+    datasets::ClusteredSpec spec{nb, d, 2000, spread, 7};
     auto xb = datasets::clustered(spec, 0);
     spec.n = nqAll;
     auto xq = datasets::clustered(spec, 1);
@@ -98,7 +100,7 @@ int main(int argc, char** argv) {
                 const double r1 = bench::recallAt(gtI, gtK, I, k, nqAll, 1);
                 const double r10 = bench::recallAt(gtI, gtK, I, k, nqAll, 10);
                 for (int64_t batch : {int64_t(1), int64_t(100), int64_t(10000)}) {
-                    const int reps = batch == 1 ? 200 : batch == 100 ? 50 : 3;
+                    const int reps = batch == 1 ? 300 : batch == 100 ? 50 : 5;
                     int rep = 0;
                     auto hostMs = bench::timeHost(1, reps, [&] {
                         const int64_t q0 = (rep++ * batch) % nqAll;

@@ -194,6 +194,43 @@ TEST(GpuIndexIVFFlatErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     expectSame(before, snapshot(gpu, q, k));
 }
 
+TEST(GpuIndexIVFFlatErrors, DeviceMemoryExhaustedLeavesIndexUnchanged) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 256, k = 3;
+    const int64_t nlist = 16;
+    auto xb = datasets::uniform(2000, d, 5);
+    auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, xb.data());
+    cpu->add(2000, xb.data());
+    GpuIndexIVFFlat gpu(res, cpu.get());
+    gpu.nprobe = 4;
+    auto q = datasets::uniform(1, d, 6);
+    Snapshot before = snapshot(gpu, q, k);
+
+    // Leave less free device memory than the add needs (2 GiB of vectors).
+    cudaMemPool_t pool;
+    ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, res.device()), cudaSuccess);
+    res.synchronize();
+    ASSERT_EQ(cudaMemPoolTrimTo(pool, 0), cudaSuccess);
+    size_t freeBytes = 0, totalBytes = 0;
+    ASSERT_EQ(cudaMemGetInfo(&freeBytes, &totalBytes), cudaSuccess);
+    const size_t keep = size_t(512) << 20;
+    ASSERT_GT(freeBytes, keep);
+    void* blocker = nullptr;
+    ASSERT_EQ(cudaMalloc(&blocker, freeBytes - keep), cudaSuccess);
+    const int64_t n = (int64_t(2) << 30) / (d * sizeof(float));
+    std::vector<float> big(size_t(n) * d, 0.5f);
+    EXPECT_THROW(gpu.add(n, big.data()), faiss::FaissException);
+    std::vector<int64_t> listNos(size_t(n), 3);
+    EXPECT_THROW(gpu.addPreassigned(n, big.data(), listNos.data(), nullptr),
+                 faiss::FaissException);
+    cudaFree(blocker);
+
+    expectSame(before, snapshot(gpu, q, k));
+    cpu->nprobe = gpu.nprobe;
+    expectSameIndex(gpu, *cpu);
+}
+
 TEST(GpuIndexIVFFlatErrors, NprobeAboveTheLimit) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
