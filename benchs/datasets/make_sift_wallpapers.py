@@ -9,15 +9,18 @@ held out of the base (the SIFT1M recipe, with images anyone can get).
     for f in *.deb; do dpkg-deb -x "$f" root; done
     python3 make_sift_wallpapers.py --images root/usr/share --out sift-wallpapers
 
-Writes <out>/base.fvecs (nb x 128), <out>/query.fvecs (nq x 128) and
-<out>/manifest.json (OpenCV version, parameters, every image with its size,
-descriptor count and role). Ground truth: make_groundtruth.py (on the GPU).
+Writes <out>/base.fvecs (nb x 128), <out>/query.fvecs (nq x 128) (or .bvecs with
+--format bvecs: the same values in a quarter of the bytes) and <out>/manifest.json
+(OpenCV version, parameters, every image with its size, descriptor count and role).
+Ground truth: make_groundtruth.py (on the GPU).
 
 Of each wallpaper only its largest variant is used (packages ship the same picture
 at several resolutions, and dark/light versions); images below --min-megapixels
 are skipped. SIFT runs with contrastThreshold 0.01 by default (OpenCV's 0.04 finds
-few keypoints in the smooth gradients of wallpapers). OpenCV's float descriptors are
-whole numbers in [0, 255] (as in Lowe's SIFT), so the values are exact in uint8.
+few keypoints in the smooth gradients of wallpapers) and keeps at most the 50,000
+strongest keypoints of an image (--max-per-image: one detailed picture would
+otherwise give a quarter of the set). OpenCV's float descriptors are whole numbers
+in [0, 255] (as in Lowe's SIFT), so the values are exact in uint8.
 """
 
 import argparse
@@ -119,14 +122,15 @@ def image_size(path):
     return im.shape
 
 
-def sift_descriptors(path, contrast_threshold):
-    """(n, 128) uint8 SIFT descriptors of one image (grayscale)."""
+def sift_descriptors(path, contrast_threshold, max_keypoints=0):
+    """(n, 128) uint8 SIFT descriptors of one image (grayscale), of its
+    max_keypoints strongest keypoints (0: all)."""
     import cv2
     cv2.setNumThreads(1)
     im = cv2.imread(path, cv2.IMREAD_GRAYSCALE)
     if im is None:
         raise ValueError(f"OpenCV cannot read {path}")
-    sift = cv2.SIFT_create(contrastThreshold=contrast_threshold)
+    sift = cv2.SIFT_create(nfeatures=max_keypoints, contrastThreshold=contrast_threshold)
     _, des = sift.detectAndCompute(im, None)
     if des is None:
         return np.zeros((0, 128), np.uint8)
@@ -146,6 +150,9 @@ def main(argv=None):
     ap.add_argument("--query-images", type=int, default=8,
                     help="images held out for the queries (more if they hold fewer than nq)")
     ap.add_argument("--contrast-threshold", type=float, default=0.01)
+    ap.add_argument("--max-per-image", type=int, default=50_000,
+                    help="strongest keypoints kept per image (0: all)")
+    ap.add_argument("--format", choices=["fvecs", "bvecs"], default="fvecs")
     ap.add_argument("--min-megapixels", type=float, default=1.0)
     ap.add_argument("--max-images", type=int, default=0,
                     help="use only the first N selected images (0: all), for a quick try")
@@ -167,7 +174,8 @@ def main(argv=None):
         # Largest first, so that the last tasks are short.
         order = sorted(range(len(selected)), key=lambda i: -sizes[selected[i]][0] * sizes[selected[i]][1])
         results = pool.map(sift_descriptors, [selected[i] for i in order],
-                           [args.contrast_threshold] * len(order))
+                           [args.contrast_threshold] * len(order),
+                           [args.max_per_image] * len(order))
         descriptors = [None] * len(selected)
         for i, des in zip(order, results):
             descriptors[i] = des
@@ -185,8 +193,8 @@ def main(argv=None):
     base = base_pool[sample_rows(len(base_pool), args.nb, rng)]
 
     os.makedirs(args.out, exist_ok=True)
-    vecs_io.write_fvecs(os.path.join(args.out, "base.fvecs"), base)
-    vecs_io.write_fvecs(os.path.join(args.out, "query.fvecs"), query)
+    vecs_io.write_vectors(os.path.join(args.out, "base." + args.format), base)
+    vecs_io.write_vectors(os.path.join(args.out, "query." + args.format), query)
     roles = {i: "query" for i in query_idx}
     manifest = {
         "opencv": cv2.__version__,

@@ -114,12 +114,14 @@ std::string className(const faiss::Index& index) {
 }
 
 void bindFaissBytes(py::module_& m) {
+    // Called after every bind_<index>.cpp has registered its converter.
+    static const std::string fromBytesDoc =
+            "A new faiss_ext GPU index holding a copy of the faiss CPU index serialized "
+            "in `data` (bytes, or the uint8 array faiss.serialize_index returns). Loads "
+            "the CPU counterparts of: " + supportedList() +
+            ". ValueError for other faiss types, FaissException for malformed data.";
     m.def("index_from_faiss_bytes", &fromBytes, py::arg("res"), py::arg("data"),
-          py::keep_alive<0, 1>(),
-          "A new faiss_ext GPU index holding a copy of the faiss CPU index serialized "
-          "in `data` (bytes, or the uint8 array faiss.serialize_index returns): "
-          "IndexFlat (L2, IP) -> GpuIndexFlat. ValueError for other faiss types, "
-          "FaissException for malformed data.");
+          py::keep_alive<0, 1>(), fromBytesDoc.c_str());
     m.def("index_to_faiss_bytes", &toBytes, py::arg("index"),
           "The index copied to its faiss CPU counterpart and serialized: a uint8 "
           "array that faiss.deserialize_index accepts.");

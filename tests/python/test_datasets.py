@@ -199,6 +199,8 @@ def test_sift_descriptors_of_a_drawn_image(tmp_path):
     cv2.imwrite(path, image)
     des = msw.sift_descriptors(path, 0.01)
     assert des.dtype == np.uint8 and des.shape[1] == 128 and len(des) > 50
+    strongest = msw.sift_descriptors(path, 0.01, max_keypoints=20)
+    assert 0 < len(strongest) <= 22  # OpenCV keeps ties with the 20th response
     assert msw.image_size(path) == (480, 640)
     flat = str(tmp_path / "flat.png")
     cv2.imwrite(flat, np.zeros((64, 64), np.uint8))

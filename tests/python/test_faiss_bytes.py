@@ -56,3 +56,20 @@ def test_info_of_unsupported_faiss_index():
     info = faiss_ext.faiss_bytes_info(faiss.serialize_index(faiss.IndexHNSWFlat(16, 8)))
     assert info["faiss_class"] == "faiss::IndexHNSWFlat"
     assert info["faiss_ext_class"] is None
+
+
+def test_info_of_faiss_ivf_index(rng):
+    faiss = pytest.importorskip("faiss")
+    d, nlist = 8, 4
+    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
+    x = rng.random((200, d), dtype=np.float32)
+    index.train(x)
+    index.add(x)
+    info = faiss_ext.faiss_bytes_info(faiss.serialize_index(index))
+    assert info["faiss_class"] == "faiss::IndexIVFFlat"
+    assert (info["d"], info["ntotal"], info["metric_type"]) == (d, 200, faiss.METRIC_INNER_PRODUCT)
+    assert info["faiss_ext_class"] == "GpuIndexIVFFlat"
+
+
+def test_loader_doc_lists_the_loadable_types():
+    assert "GpuIndexFlat, GpuIndexIVFFlat" in faiss_ext.index_from_faiss_bytes.__doc__
