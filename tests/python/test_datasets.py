@@ -231,3 +231,33 @@ def test_groundtruth_numpy_knn_and_check(metric, rng):
     D_bad = D32.copy()
     D_bad[7] = d_shifted[7]
     assert any("query 7: distances differ" in f for f in mg.check(xb, xq, D_bad, shifted, 10, m, 20, 1))
+
+
+# --- carry_parts -------------------------------------------------------------------
+
+def test_carry_parts_round_trip(tmp_path, rng):
+    import shutil
+    import carry_parts
+    src = tmp_path / "dataset"
+    src.mkdir()
+    vecs_io.write_bvecs(str(src / "base.bvecs"), rng.integers(0, 256, (3000, 128), dtype=np.uint8))
+    (src / "manifest.json").write_text('{"nb": 3000}')
+    n = carry_parts.pack(str(src), str(tmp_path / "carry"), part_bytes=100_000)
+    assert n == len(list((tmp_path / "carry").iterdir())) and n >= 3
+    joined = tmp_path / "joined"
+    joined.mkdir()
+    for part in sorted((tmp_path / "carry").iterdir()):
+        for f in part.iterdir():
+            shutil.copy(f, joined / f.name)
+    assert carry_parts.unpack(str(joined), str(tmp_path / "out")) == ["base.bvecs", "manifest.json"]
+    for name in ("base.bvecs", "manifest.json"):
+        assert (tmp_path / "out" / name).read_bytes() == (src / name).read_bytes()
+
+    data = bytearray((joined / "data.01").read_bytes())
+    data[10] ^= 1
+    (joined / "data.01").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="SHA-256 differs"):
+        carry_parts.unpack(str(joined), str(tmp_path / "out2"))
+    (joined / "data.01").unlink()
+    with pytest.raises(FileNotFoundError, match="missing parts data.01"):
+        carry_parts.unpack(str(joined), str(tmp_path / "out3"))
