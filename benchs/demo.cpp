@@ -5,6 +5,7 @@
 
 #include <faiss/IndexFlat.h>
 
+#include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
 
@@ -60,6 +61,17 @@ int main() {
         ivf.search(nq, xq.data(), k, D.data(), I.data());
     }));
     std::printf("| faiss_ext GpuIndexIVFFlat (nlist 1024, nprobe 16) | %.3f | %.3f | %.0f |\n",
+                bench::recallAt(gtI, k, I, k, nq, 1), bench::recallAt(gtI, k, I, k, nq, 10),
+                nq / (ms * 1e-3));
+
+    // BANG graph (R = 64), worklist L = 64.
+    GpuIndexBang bang(res, d);
+    bang.add(200000, xb.data());
+    bang.search_L = 64;
+    ms = bench::median(bench::timeHost(1, 5, [&] {
+        bang.search(nq, xq.data(), k, D.data(), I.data());
+    }));
+    std::printf("| faiss_ext GpuIndexBang (R 64, search_L 64) | %.3f | %.3f | %.0f |\n",
                 bench::recallAt(gtI, k, I, k, nq, 1), bench::recallAt(gtI, k, I, k, nq, 10),
                 nq / (ms * 1e-3));
     return 0;

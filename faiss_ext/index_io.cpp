@@ -2,6 +2,7 @@
 
 #include <faiss/IndexFlat.h>
 
+#include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
 #include <faiss_ext/impl/IndexImage.h>
@@ -46,11 +47,31 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
         }
         writeHeader(out, IndexKind::kFlat);
         writeFlatImage(out, im);
+    } else if (auto bang = dynamic_cast<const GpuIndexBang*>(index)) {
+        const GpuIndexBangConfig& c = bang->bangConfig();
+        BangImage im;
+        im.d = bang->d;
+        im.metric = int(bang->metric_type);
+        im.graphDegree = c.graphDegree;
+        im.alpha = c.alpha;
+        im.buildCandidates = c.buildCandidates;
+        im.buildHubs = c.buildHubs;
+        im.buildPasses = c.buildPasses;
+        im.buildL = c.buildL;
+        im.searchL = bang->search_L;
+        im.ntotal = bang->ntotal;
+        im.entry = bang->entryPoint();
+        if (im.ntotal > 0) {
+            im.vectors.resize(size_t(im.ntotal) * im.d);
+            bang->reconstruct_n(0, im.ntotal, im.vectors.data());
+            im.graph = bang->graph();
+        }
+        writeHeader(out, IndexKind::kBang);
+        writeBangImage(out, im);
     } else {
-        // GpuIndexBang: one more branch here, one more case in readAny.
         FAISS_THROW_MSG(
-                "write_index: not a faiss_ext GpuIndexFlat or GpuIndexIVFFlat (CPU "
-                "indexes: use faiss::write_index)");
+                "write_index: not a faiss_ext GpuIndexFlat, GpuIndexIVFFlat or GpuIndexBang "
+                "(CPU indexes: use faiss::write_index)");
     }
     writeTrailer(out);
 }
@@ -64,6 +85,25 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
         auto index = std::make_unique<GpuIndexFlat>(res, im.d, faiss::MetricType(im.metric));
         if (im.ntotal > 0) {
             index->add(im.ntotal, im.vectors.data());
+        }
+        return index;
+    }
+    if (kind == IndexKind::kBang) {
+        BangImage im = readBangImage(in);
+        readTrailer(in);
+        GpuIndexBangConfig config;
+        config.graphDegree = im.graphDegree;
+        config.alpha = im.alpha;
+        config.buildCandidates = im.buildCandidates;
+        config.buildHubs = im.buildHubs;
+        config.buildPasses = im.buildPasses;
+        config.buildL = im.buildL;
+        auto index = std::make_unique<GpuIndexBang>(
+                res, im.d, faiss::MetricType(im.metric), config);
+        GpuIndexBang::effectiveL(im.searchL, 1);
+        index->search_L = im.searchL;
+        if (im.ntotal > 0) {
+            index->setGraph(im.ntotal, im.vectors.data(), im.graph.data(), im.entry);
         }
         return index;
     }

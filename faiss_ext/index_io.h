@@ -1,4 +1,4 @@
-// Saving and loading faiss_ext indexes (GpuIndexFlat, GpuIndexIVFFlat) in a versioned
+// Saving and loading faiss_ext indexes (GpuIndexFlat, GpuIndexIVFFlat, GpuIndexBang) in a versioned
 // binary format (see impl/IndexImage.h). FAISS's own CPU indexes keep using
 // faiss::write_index / faiss::read_index: these functions refuse them clearly.
 #pragma once

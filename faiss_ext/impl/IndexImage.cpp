@@ -166,7 +166,8 @@ IndexKind readHeader(ByteSource& in) {
             version, kIndexFormatVersion);
     const uint32_t kind = get<uint32_t>(in);
     FAISS_THROW_IF_NOT_FMT(
-            kind == uint32_t(IndexKind::kFlat) || kind == uint32_t(IndexKind::kIvfFlat),
+            kind == uint32_t(IndexKind::kFlat) || kind == uint32_t(IndexKind::kIvfFlat) ||
+                    kind == uint32_t(IndexKind::kBang),
             "faiss_ext index of unknown kind %u", kind);
     return IndexKind(kind);
 }
@@ -260,6 +261,61 @@ IvfFlatImage readIvfFlatImage(ByteSource& in) {
         }
         im.listVectors[l] = getArray<float>(in, uint64_t(len) * im.d, "list vectors");
         checkFiniteArray(im.listVectors[l], "list vectors");
+    }
+    return im;
+}
+
+void writeBangImage(ByteSink& out, const BangImage& im) {
+    put<int32_t>(out, im.d);
+    put<int32_t>(out, im.metric);
+    put<int32_t>(out, im.graphDegree);
+    put<float>(out, im.alpha);
+    put<int32_t>(out, im.buildCandidates);
+    put<int64_t>(out, im.buildHubs);
+    put<int32_t>(out, im.buildPasses);
+    put<int32_t>(out, im.buildL);
+    put<int32_t>(out, im.searchL);
+    put<int64_t>(out, im.ntotal);
+    put<int64_t>(out, im.entry);
+    putArray(out, im.vectors);
+    putArray(out, im.graph);
+}
+
+BangImage readBangImage(ByteSource& in) {
+    BangImage im;
+    im.d = getDim(in);
+    im.metric = getMetric(in, "index");
+    im.graphDegree = get<int32_t>(in);
+    FAISS_THROW_IF_NOT_FMT(
+            im.graphDegree >= 1 && im.graphDegree <= 4096, "index file: graph degree %d",
+            im.graphDegree);
+    im.alpha = get<float>(in);
+    FAISS_THROW_IF_NOT_FMT(std::isfinite(im.alpha), "index file: alpha %g", double(im.alpha));
+    im.buildCandidates = get<int32_t>(in);
+    im.buildHubs = get<int64_t>(in);
+    im.buildPasses = get<int32_t>(in);
+    im.buildL = get<int32_t>(in);
+    im.searchL = get<int32_t>(in);
+    im.ntotal = get<int64_t>(in);
+    im.entry = get<int64_t>(in);
+    const uint64_t rowBytes = uint64_t(im.d) * 4 + uint64_t(im.graphDegree) * 4;
+    FAISS_THROW_IF_NOT_FMT(
+            im.ntotal >= 0 && im.ntotal < (int64_t(1) << 31) &&
+                    uint64_t(im.ntotal) <= in.remaining() / rowBytes,
+            "index file: ntotal=%lld vectors of d=%d and degree %d do not fit the %llu bytes "
+            "left",
+            (long long)im.ntotal, im.d, im.graphDegree, (unsigned long long)in.remaining());
+    FAISS_THROW_IF_NOT_FMT(
+            im.ntotal == 0 ? im.entry == 0 : (im.entry >= 0 && im.entry < im.ntotal),
+            "index file: entry point %lld for %lld vectors", (long long)im.entry,
+            (long long)im.ntotal);
+    im.vectors = getArray<float>(in, uint64_t(im.ntotal) * im.d, "vectors");
+    checkFiniteArray(im.vectors, "vectors");
+    im.graph = getArray<int32_t>(in, uint64_t(im.ntotal) * im.graphDegree, "graph");
+    for (int32_t id : im.graph) {
+        FAISS_THROW_IF_NOT_FMT(
+                id >= -1 && id < im.ntotal, "index file: graph id %d for %lld vectors", id,
+                (long long)im.ntotal);
     }
     return im;
 }

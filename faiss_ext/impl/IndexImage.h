@@ -24,6 +24,7 @@ constexpr uint32_t kIndexFormatVersion = 1;
 enum class IndexKind : uint32_t {
     kFlat = 1,
     kIvfFlat = 2,
+    kBang = 3,
 };
 
 /// Where serialized bytes go.
@@ -109,6 +110,22 @@ struct IvfFlatImage {
     std::vector<std::vector<int64_t>> listIds;   ///< per list, length
 };
 
+struct BangImage {
+    int d = 0;
+    int metric = 1; ///< faiss::MetricType (L2)
+    int graphDegree = 64;
+    float alpha = 1.2f;
+    int buildCandidates = 128;
+    int64_t buildHubs = 0;
+    int buildPasses = 2;
+    int buildL = 64;
+    int searchL = 64;
+    int64_t ntotal = 0;
+    int64_t entry = 0;
+    std::vector<float> vectors; ///< ntotal x d
+    std::vector<int32_t> graph; ///< ntotal x graphDegree, ids in [-1, ntotal)
+};
+
 void writeHeader(ByteSink& out, IndexKind kind);
 /// Reads and checks the magic and version; returns the kind (checked to be known).
 IndexKind readHeader(ByteSource& in);
@@ -120,5 +137,9 @@ void writeFlatImage(ByteSink& out, const FlatImage& image);
 FlatImage readFlatImage(ByteSource& in);
 void writeIvfFlatImage(ByteSink& out, const IvfFlatImage& image);
 IvfFlatImage readIvfFlatImage(ByteSource& in);
+void writeBangImage(ByteSink& out, const BangImage& image);
+/// Checks sizes, finiteness, ids and the build parameters' ranges (not the rules the
+/// index constructor checks again: degree and alpha limits).
+BangImage readBangImage(ByteSource& in);
 
 } // namespace faiss_ext

@@ -26,6 +26,7 @@ PYBIND11_MODULE(faiss_ext, m) {
     bindIndex(m);
     bindFlat(m);
     bindIvf(m);
+    bindBang(m);
     bindIndexIo(m);
     bindFaissBytes(m);
     bindArgumentChecks(m);

@@ -1,0 +1,190 @@
+// GpuIndexBang on 1M x 128 clustered vectors: build time and degree histogram, device
+// memory, then QPS, recall@10 and iterations per query for each worklist size L, at
+// batch 10000 and batch 1, for both search kernels (persistent, stepwise), beside
+// GpuIndexIVFFlat at equal recall (the smallest nprobe reaching each Bang recall).
+// Usage: bench_bang [n_base] [spread]  (defaults 1000000, 0.15: bench_ivf's dataset)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <faiss_ext/GpuIndexBang.h>
+#include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/GpuIndexIVFFlat.h>
+
+#include "BenchUtil.h"
+#include "DemoTable.h"
+#include "Synthetic.h"
+
+using namespace faiss_ext;
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Row {
+    int L;
+    double recall;
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (GpuResources::deviceCount() == 0) {
+        std::fprintf(stderr, "bench_bang: no CUDA device found; this benchmark needs a GPU\n");
+        return 2;
+    }
+    const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
+    const float spread = argc > 2 ? float(std::atof(argv[2])) : 0.15f;
+    const int d = 128, k = 10;
+    const int64_t nq = 10000, nq1 = 200;
+    GpuResources res;
+    bench::Ceilings ceil = bench::measureCeilings(res);
+    bench::printDevice(res, ceil);
+    datasets::ClusteredSpec spec{nb, d, 2000, spread, 7};
+    auto xb = datasets::clustered(spec, 0);
+    spec.n = nq;
+    auto xq = datasets::clustered(spec, 1);
+    std::printf("dataset: %lld x %d clustered (%d blobs, spread %.2f), %lld queries, k=%d\n",
+                (long long)nb, d, spec.clusters, spec.spread, (long long)nq, k);
+
+    std::vector<float> gtD(nq * k);
+    std::vector<int64_t> gtI(nq * k);
+    {
+        GpuIndexFlat flat(res, d);
+        flat.add(nb, xb.data());
+        flat.search(nq, xq.data(), k, gtD.data(), gtI.data());
+    }
+
+    // Build.
+    GpuIndexBang bang(res, d);
+    auto t0 = std::chrono::steady_clock::now();
+    bang.add(nb, xb.data());
+    const double buildS = secondsSince(t0);
+    const GpuIndexBangConfig& c = bang.bangConfig();
+    std::printf("\nGpuIndexBang build (add): %.1f s = k-NN candidates %.1f s (GPU) + refinement "
+                "searches %.1f s (GPU) + pruning %.1f s (host, OpenMP); R=%d alpha=%.2f "
+                "candidates=%d passes=%d buildL=%d, entry %lld\n",
+                buildS, bang.lastBuildKnnSeconds(), bang.lastBuildSearchSeconds(),
+                bang.lastBuildPruneSeconds(), c.graphDegree, double(c.alpha), c.buildCandidates,
+                c.buildPasses, c.buildL, (long long)bang.entryPoint());
+    std::printf("device memory %.1f MiB = %.1f bytes/vector (vector %d + norm 4 + graph %d)\n",
+                bang.deviceMemoryBytes() / 1048576.0, double(bang.deviceMemoryBytes()) / nb,
+                d * 4, c.graphDegree * 4);
+    {
+        const std::vector<int32_t> g = bang.graph();
+        const int R = c.graphDegree;
+        std::vector<int64_t> hist(size_t(R) / 8 + 1, 0);
+        int64_t edges = 0, isolated = 0;
+        for (int64_t v = 0; v < nb; ++v) {
+            int deg = 0;
+            for (int j = 0; j < R; ++j) {
+                deg += g[size_t(v) * R + j] >= 0;
+            }
+            edges += deg;
+            isolated += deg == 0;
+            hist[size_t(deg / 8)]++;
+        }
+        std::printf("degree: mean %.1f, %lld vectors without neighbours; histogram:\n\n",
+                    double(edges) / nb, (long long)isolated);
+        std::printf("| degree | vectors |\n|---|---|\n");
+        for (size_t b = 0; b < hist.size(); ++b) {
+            std::printf("| %zu-%zu | %lld |\n", b * 8, std::min<size_t>(b * 8 + 7, R),
+                        (long long)hist[b]);
+        }
+    }
+
+    auto qDev = res.alloc<float>(size_t(nq) * d);
+    copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
+    auto dD = res.alloc<float>(size_t(nq) * k);
+    auto dI = res.alloc<int64_t>(size_t(nq) * k);
+    auto dIt = res.alloc<int32_t>(size_t(nq));
+    std::vector<int64_t> I(nq * k);
+    std::vector<int32_t> iters(nq);
+    std::vector<Row> bangRows;
+
+    std::printf("\nQPS at batch 10000: CUDA events around searchDevice (queries on the device), "
+                "median of 3 after a warm-up; batch 1: median device ms over %lld single-query "
+                "searches; recall@10 over all %lld queries; floor: rows fetched (iterations x R "
+                "x %d bytes, graph rows aside) / %.2f TB/s.\n\n",
+                (long long)nq1, (long long)nq, d * 4, ceil.bytesPerSec / 1e12);
+    std::printf("| kernel | L | recall@10 | mean iterations | batch 10000 QPS | batch 10000 ms | "
+                "floor ms | batch 1 ms | batch 1 QPS |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (BangKernel kernel : {BangKernel::kPersistent, BangKernel::kStepwise}) {
+        const char* name = kernel == BangKernel::kPersistent ? "persistent" : "stepwise";
+        for (int L : {10, 20, 40, 60, 80, 100, 160}) {
+            const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
+                bang.searchDevice(nq, qDev.data(), k, dD.data(), dI.data(), L, kernel, dIt.data());
+            }));
+            copyToHost(I.data(), dI.data(), I.size(), res.stream());
+            copyToHost(iters.data(), dIt.data(), iters.size(), res.stream());
+            const double recall = bench::recallAt(gtI, k, I, k, nq, 10);
+            double meanIt = 0;
+            for (int32_t it : iters) {
+                meanIt += it;
+            }
+            meanIt /= nq;
+            int rep = 0;
+            const double ms1 = bench::median(bench::timeDevice(res, 2, int(nq1), [&] {
+                bang.searchDevice(1, qDev.data() + size_t(rep++ % nq) * d, k, dD.data(),
+                                  dI.data(), L, kernel);
+            }));
+            const double floorMs =
+                    meanIt * c.graphDegree * d * 4.0 * nq / ceil.bytesPerSec * 1e3;
+            std::printf("| %s | %d | %.4f | %.1f | %.0f | %.2f | %.3f | %.3f | %.0f |\n", name, L,
+                        recall, meanIt, nq / (ms * 1e-3), ms, floorMs, ms1, 1e3 / ms1);
+            std::fflush(stdout);
+            if (kernel == BangKernel::kPersistent) {
+                bangRows.push_back({L, recall});
+            }
+        }
+    }
+
+    // IVF-Flat beside it.
+    const int64_t nlist = 4096;
+    GpuIndexIVFFlat ivf(res, d, nlist);
+    t0 = std::chrono::steady_clock::now();
+    ivf.train(nb, xb.data());
+    ivf.add(nb, xb.data());
+    std::printf("\nGpuIndexIVFFlat nlist=%lld: train + add %.1f s, device memory %.1f MiB\n\n",
+                (long long)nlist, secondsSince(t0), ivf.deviceMemoryBytes() / 1048576.0);
+    struct IvfRow {
+        int64_t nprobe;
+        double recall, qps, ms1;
+    };
+    std::vector<IvfRow> ivfRows;
+    std::printf("| nprobe | recall@10 | batch 10000 QPS | batch 1 ms |\n|---|---|---|---|\n");
+    for (int64_t nprobe : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
+        const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
+            ivf.searchDevice(nq, qDev.data(), k, dD.data(), dI.data(), nprobe);
+        }));
+        copyToHost(I.data(), dI.data(), I.size(), res.stream());
+        const double recall = bench::recallAt(gtI, k, I, k, nq, 10);
+        int rep = 0;
+        const double ms1 = bench::median(bench::timeDevice(res, 2, int(nq1), [&] {
+            ivf.searchDevice(1, qDev.data() + size_t(rep++ % nq) * d, k, dD.data(), dI.data(),
+                             nprobe);
+        }));
+        ivfRows.push_back({nprobe, recall, nq / (ms * 1e-3), ms1});
+        std::printf("| %lld | %.4f | %.0f | %.3f |\n", (long long)nprobe, recall,
+                    nq / (ms * 1e-3), ms1);
+        std::fflush(stdout);
+    }
+    std::printf("\nAt equal recall (batch 10000, persistent kernel vs the smallest nprobe whose "
+                "recall@10 is at least Bang's):\n\n| L | Bang recall | nprobe | IVF recall | "
+                "IVF QPS | IVF batch 1 ms |\n|---|---|---|---|---|---|\n");
+    for (const Row& r : bangRows) {
+        auto it = std::find_if(ivfRows.begin(), ivfRows.end(),
+                               [&](const IvfRow& v) { return v.recall >= r.recall; });
+        if (it == ivfRows.end()) {
+            std::printf("| %d | %.4f | > 256 | - | - | - |\n", r.L, r.recall);
+        } else {
+            std::printf("| %d | %.4f | %lld | %.4f | %.0f | %.3f |\n", r.L, r.recall,
+                        (long long)it->nprobe, it->recall, it->qps, it->ms1);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,224 @@
+#include <faiss_ext/impl/BangBuild.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <faiss/impl/FaissAssert.h>
+
+#include <faiss_ext/impl/BangPrune.h>
+#include <faiss_ext/impl/FlatSearch.h>
+#include <kernels/BangSearch.h>
+
+namespace faiss_ext {
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Ids of the k nearest base rows of each query row (device arrays), paged through
+/// host memory: out[q * k + j] (int64 as FlatSearch gives them).
+std::vector<int64_t> knnIds(
+        const GpuResources& res,
+        const float* queries,
+        int64_t nq,
+        const float* base,
+        const float* baseNorms,
+        int64_t nb,
+        int d,
+        int k,
+        size_t pageBytes) {
+    std::vector<int64_t> ids(size_t(nq) * k);
+    const int64_t page = std::max<int64_t>(
+            1, std::min<int64_t>(nq, int64_t(pageBytes / (size_t(k) * 12))));
+    auto dDev = res.alloc<float>(size_t(page) * k);
+    auto iDev = res.alloc<int64_t>(size_t(page) * k);
+    for (int64_t q0 = 0; q0 < nq; q0 += page) {
+        const int64_t m = std::min(page, nq - q0);
+        FlatSearchInput in;
+        in.queries = queries + size_t(q0) * d;
+        in.nq = m;
+        in.base = base;
+        in.baseNorms = baseNorms;
+        in.nb = nb;
+        in.d = d;
+        in.metric = faiss::METRIC_L2;
+        flatSearch(res, in, k, dDev.data(), iDev.data());
+        copyToHost(ids.data() + size_t(q0) * k, iDev.data(), size_t(m) * k, res.stream());
+    }
+    return ids;
+}
+
+/// Stage 1's candidates: exact neighbours, nearest hubs, hubs' nearest hubs.
+BangCandidateLists firstCandidates(
+        const GpuResources& res,
+        const FlatStorage& storage,
+        const float* xHost,
+        const BangBuildParams& p) {
+    const int64_t n = storage.size();
+    const int d = storage.dim();
+    const int K = int(std::min<int64_t>(p.candidates, n - 1));
+    const int64_t H = bangHubCount(n, p.hubs);
+    const int hubK = int(std::min<int64_t>(kBangHubsPerNode, H));
+    const int hubHubK = int(std::min<int64_t>(kBangHubsPerHub + 1, H));
+
+    std::vector<int64_t> nn;
+    if (K > 0) {
+        nn = knnIds(res, storage.vectors(), n, storage.vectors(), storage.norms(), n, d, K + 1,
+                    p.pageBytes);
+    }
+    std::vector<int64_t> hubIds(static_cast<size_t>(H));
+    std::vector<float> hubX(size_t(H) * d);
+    for (int64_t h = 0; h < H; ++h) {
+        hubIds[h] = h * n / H;
+        std::copy_n(xHost + size_t(hubIds[h]) * d, d, hubX.data() + size_t(h) * d);
+    }
+    FlatStorage hubs(res, d);
+    hubs.append(H, hubX.data());
+    const std::vector<int64_t> toHub = knnIds(
+            res, storage.vectors(), n, hubs.vectors(), hubs.norms(), H, d, hubK, p.pageBytes);
+    const std::vector<int64_t> hubToHub = knnIds(
+            res, hubs.vectors(), H, hubs.vectors(), hubs.norms(), H, d, hubHubK, p.pageBytes);
+
+    BangCandidateLists lists;
+    lists.ids.reserve(size_t(n) * (K + hubK) + size_t(H) * hubHubK);
+    std::vector<int32_t> row;
+    int64_t nextHub = 0; // hubIds is increasing
+    for (int64_t v = 0; v < n; ++v) {
+        row.clear();
+        for (int j = 0; j < K + 1 && K > 0; ++j) {
+            row.push_back(int32_t(nn[size_t(v) * (K + 1) + j]));
+        }
+        for (int j = 0; j < hubK; ++j) {
+            const int64_t h = toHub[size_t(v) * hubK + j];
+            row.push_back(h >= 0 ? int32_t(hubIds[h]) : -1);
+        }
+        if (nextHub < H && hubIds[nextHub] == v) {
+            for (int j = 0; j < hubHubK; ++j) {
+                const int64_t o = hubToHub[size_t(nextHub) * hubHubK + j];
+                row.push_back(o >= 0 ? int32_t(hubIds[o]) : -1);
+            }
+            ++nextHub;
+        }
+        lists.append(row.data(), row.size());
+    }
+    return lists;
+}
+
+int64_t medoidOf(const GpuResources& res, const FlatStorage& storage, const float* xHost, size_t pageBytes) {
+    const int64_t n = storage.size();
+    const int d = storage.dim();
+    std::vector<double> sum(static_cast<size_t>(d), 0.0);
+    for (int64_t v = 0; v < n; ++v) {
+        const float* xv = xHost + size_t(v) * d;
+        for (int j = 0; j < d; ++j) {
+            sum[j] += xv[j];
+        }
+    }
+    std::vector<float> centroid(static_cast<size_t>(d));
+    for (int j = 0; j < d; ++j) {
+        centroid[j] = float(sum[j] / double(n));
+    }
+    auto cDev = res.alloc<float>(size_t(d));
+    copyToDevice(cDev.data(), centroid.data(), size_t(d), res.stream());
+    const std::vector<int64_t> m =
+            knnIds(res, cDev.data(), 1, storage.vectors(), storage.norms(), n, d, 1, pageBytes);
+    return m[0] >= 0 ? m[0] : 0;
+}
+
+/// One refinement pass's candidates: the parents each vector's search expanded in
+/// `graph`, plus its current neighbours.
+BangCandidateLists searchCandidates(
+        const GpuResources& res,
+        const FlatStorage& storage,
+        const std::vector<int32_t>& graph,
+        int64_t medoid,
+        const BangBuildParams& p) {
+    const int64_t n = storage.size();
+    const int d = storage.dim();
+    const int maxVisited = 2 * p.buildL;
+    auto gDev = res.alloc<int32_t>(graph.size());
+    copyToDevice(gDev.data(), graph.data(), graph.size(), res.stream());
+    kernels::BangGraphView g;
+    g.vectors = storage.vectors();
+    g.graph = gDev.data();
+    g.n = n;
+    g.d = d;
+    g.R = p.R;
+    g.entry = int32_t(medoid);
+
+    const int64_t page = std::max<int64_t>(
+            1, std::min<int64_t>(n, int64_t(p.pageBytes / (size_t(maxVisited + 3) * 4 + 8))));
+    auto visitedDev = res.alloc<int32_t>(size_t(page) * maxVisited);
+    auto itersDev = res.alloc<int32_t>(size_t(page));
+    auto dDev = res.alloc<float>(size_t(page));
+    auto iDev = res.alloc<int64_t>(size_t(page));
+    std::vector<int32_t> visited(size_t(page) * maxVisited), iters(static_cast<size_t>(page));
+    BangCandidateLists lists;
+    lists.ids.reserve(size_t(n) * (p.buildL + p.R));
+    for (int64_t q0 = 0; q0 < n; q0 += page) {
+        kernels::BangSearchArgs a;
+        a.queries = storage.vectors() + size_t(q0) * d;
+        a.nq = std::min(page, n - q0);
+        a.L = p.buildL;
+        a.k = 1;
+        a.outD = dDev.data();
+        a.outI = iDev.data();
+        a.iterations = itersDev.data();
+        a.visited = visitedDev.data();
+        a.maxVisited = maxVisited;
+        kernels::bangSearchPersistent(g, a, res.stream());
+        copyToHost(iters.data(), itersDev.data(), size_t(a.nq), res.stream());
+        copyToHost(visited.data(), visitedDev.data(), size_t(a.nq) * maxVisited, res.stream());
+        for (int64_t i = 0; i < a.nq; ++i) {
+            const int count = std::min(iters[i], maxVisited);
+            lists.ids.insert(
+                    lists.ids.end(), visited.begin() + i * maxVisited,
+                    visited.begin() + i * maxVisited + count);
+            const int32_t* row = graph.data() + size_t(q0 + i) * p.R;
+            lists.append(row, size_t(p.R));
+        }
+    }
+    return lists;
+}
+
+} // namespace
+
+int64_t bangHubCount(int64_t n, int64_t requested) {
+    if (requested > 0) {
+        return std::min(requested, n);
+    }
+    return std::min<int64_t>(n, std::max<int64_t>(1, int64_t(4 * std::sqrt(double(n)))));
+}
+
+BangBuildResult buildBangGraph(
+        const GpuResources& res,
+        const FlatStorage& storage,
+        const float* xHost,
+        const BangBuildParams& p) {
+    const int64_t n = storage.size();
+    const int d = storage.dim();
+    FAISS_ASSERT(n >= 1 && p.R >= 1 && p.candidates >= 1 && p.passes >= 0 && p.buildL >= 1);
+    BangBuildResult r;
+    auto t0 = std::chrono::steady_clock::now();
+    BangCandidateLists first = firstCandidates(res, storage, xHost, p);
+    r.medoid = medoidOf(res, storage, xHost, p.pageBytes);
+    r.knnSeconds = secondsSince(t0);
+
+    t0 = std::chrono::steady_clock::now();
+    r.graph = pruneCandidateGraph(xHost, n, d, first, p.R, p.alpha);
+    r.pruneSeconds = secondsSince(t0);
+    for (int pass = 0; pass < p.passes; ++pass) {
+        t0 = std::chrono::steady_clock::now();
+        BangCandidateLists c = searchCandidates(res, storage, r.graph, r.medoid, p);
+        r.searchSeconds += secondsSince(t0);
+        t0 = std::chrono::steady_clock::now();
+        r.graph = pruneCandidateGraph(xHost, n, d, c, p.R, p.alpha);
+        r.pruneSeconds += secondsSince(t0);
+    }
+    return r;
+}
+
+} // namespace faiss_ext

@@ -1,0 +1,75 @@
+#include <memory>
+
+#include <faiss_ext/GpuIndexBang.h>
+
+#include "bind.h"
+#include "numpy_util.h"
+#include "resources.h"
+
+namespace faiss_ext {
+namespace python {
+
+void bindBang(py::module_& m) {
+    py::class_<SearchParametersBang, faiss::SearchParameters>(
+            m, "SearchParametersBang",
+            "Per-call parameters of GpuIndexBang.search: search_L (worklist size; "
+            "raised to k when smaller).")
+            .def(py::init([](int searchL) {
+                     auto params = std::make_unique<SearchParametersBang>();
+                     params->search_L = searchL;
+                     return params;
+                 }),
+                 py::arg("search_L") = SearchParametersBang().search_L)
+            .def_readwrite("search_L", &SearchParametersBang::search_L);
+
+    py::class_<GpuIndexBang, GpuIndex>(
+            m, "GpuIndexBang",
+            "BANG graph index on the GPU (L2): add() builds a Vamana graph of degree R "
+            "over all stored vectors (a later add rebuilds it over old and new ones); "
+            "search walks it with a worklist of search_L entries (or "
+            "SearchParametersBang(search_L=...) per call).")
+            .def(py::init([](PyGpuResources& res, int d, int R, float alpha,
+                             int buildCandidates, int buildPasses, int buildL, int searchL,
+                             bool stepwise, size_t pageBytes) {
+                     GpuIndexBangConfig config;
+                     config.graphDegree = R;
+                     config.alpha = alpha;
+                     config.buildCandidates = buildCandidates;
+                     config.buildPasses = buildPasses;
+                     config.buildL = buildL;
+                     config.kernel = stepwise ? BangKernel::kStepwise : BangKernel::kPersistent;
+                     config.pageBytes = pageBytes;
+                     DeviceCall call(res);
+                     auto index = std::make_unique<GpuIndexBang>(
+                             res, d, faiss::METRIC_L2, config);
+                     index->search_L = searchL;
+                     return index;
+                 }),
+                 py::arg("res"), py::arg("d"), py::arg("R") = GpuIndexBangConfig().graphDegree,
+                 py::kw_only(), py::arg("alpha") = GpuIndexBangConfig().alpha,
+                 py::arg("build_candidates") = GpuIndexBangConfig().buildCandidates,
+                 py::arg("build_passes") = GpuIndexBangConfig().buildPasses,
+                 py::arg("build_L") = GpuIndexBangConfig().buildL,
+                 py::arg("search_L") = 64, py::arg("stepwise") = false,
+                 py::arg("page_bytes") = GpuIndexBangConfig().pageBytes,
+                 py::keep_alive<1, 2>())
+            .def_readwrite("search_L", &GpuIndexBang::search_L,
+                           "Worklist size when search gets no params.")
+            .def_property_readonly("R", &GpuIndexBang::graphDegree)
+            .def_property_readonly("entry_point", &GpuIndexBang::entryPoint)
+            .def("graph",
+                 [](const GpuIndexBang& index) {
+                     std::vector<int32_t> g;
+                     {
+                         DeviceCall call(index);
+                         g = index.graph();
+                     }
+                     py::array_t<int32_t> out({index.ntotal, int64_t(index.graphDegree())});
+                     std::copy(g.begin(), g.end(), out.mutable_data());
+                     return out;
+                 },
+                 "The graph as an (ntotal, R) int32 array, rows padded with -1.");
+}
+
+} // namespace python
+} // namespace faiss_ext

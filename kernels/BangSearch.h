@@ -1,0 +1,86 @@
+// Host entry points of the BANG graph search kernels (plain C++: no device code here).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace faiss_ext {
+namespace kernels {
+
+/// Threads per query block (32 groups of 8 lanes, one neighbour per group).
+constexpr int kBangThreads = 256;
+/// Largest graph degree R the search supports.
+constexpr int kBangMaxDegree = 128;
+/// Largest worklist L.
+constexpr int kBangMaxL = 1024;
+
+/// The graph and vectors one search walks, in device memory.
+struct BangGraphView {
+    const float* vectors = nullptr; ///< n x d, row-major
+    const int32_t* graph = nullptr; ///< n x R neighbour ids, -1 after the last one
+    int64_t n = 0;                   ///< >= 1, < 2^31
+    int d = 0;
+    int R = 0; ///< in [1, kBangMaxDegree]
+    int32_t entry = 0; ///< the medoid: every search starts there
+};
+
+/// One batch of queries (device memory). Results: the k <= L best of the final
+/// worklist, ascending squared L2 distance; missing ones (fewer than k nodes reached,
+/// or a query with a NaN) are id -1 and distance +inf. iterations (nullable): the
+/// parents expanded per query.
+struct BangSearchArgs {
+    const float* queries = nullptr; ///< nq x d
+    int64_t nq = 0;
+    int L = 0;
+    int k = 0;
+    float* outD = nullptr;     ///< nq x k
+    int64_t* outI = nullptr;   ///< nq x k
+    int32_t* iterations = nullptr; ///< nq, or null
+    /// Persistent kernel only (graph construction): the first maxVisited parents each
+    /// query expanded, in order (nq x maxVisited; a query's count is
+    /// min(iterations, maxVisited)), or null.
+    int32_t* visited = nullptr;
+    int maxVisited = 0;
+};
+
+/// Dynamic shared memory of one block of the persistent kernel / of the step kernel.
+size_t bangPersistentSmemBytes(int L, int R, int d);
+size_t bangStepSmemBytes(int L, int R, int d);
+
+/// Persistent variant: one launch; each block loops over its query's iterations
+/// (parent selection, Bloom filter, distances, sort, merge) with the whole state, the
+/// Bloom filter included, in shared memory.
+void bangSearchPersistent(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream);
+
+/// Device bytes of the step variant's state per query (worklist, flags, Bloom filter).
+size_t bangStepStateBytesPerQuery(int L);
+
+/// Step variant: one fused kernel per iteration, launched by a host loop. The state
+/// lives in global memory (stateBytes >= nq * bangStepStateBytesPerQuery(L)); each
+/// launch SETS the device flag when some query still has an unvisited parent, the
+/// host CLEARS it before the next launch and stops once a launch leaves it clear.
+/// Synchronises the stream once per iteration; returns the number of launches.
+int bangSearchStepwise(
+        const BangGraphView& g,
+        const BangSearchArgs& a,
+        void* state,
+        size_t stateBytes,
+        int* continueFlagDevice,
+        cudaStream_t stream);
+
+/// out[q * nb + b] = squared L2 distance of query q to base row b, computed by the
+/// same device function (and summation order) as the search: for the tests' CPU
+/// reference of the search.
+void bangDistanceTable(
+        const float* queries,
+        int64_t nq,
+        const float* base,
+        int64_t nb,
+        int d,
+        float* out,
+        cudaStream_t stream);
+
+} // namespace kernels
+} // namespace faiss_ext

@@ -1,0 +1,211 @@
+// GpuIndexBang's host parts: RobustPrune, the graph assembly, the sort keys and the
+// index file payload.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <faiss/impl/FaissAssert.h>
+#include <faiss/utils/distances.h>
+
+#include <faiss_ext/impl/BangPrune.h>
+#include <faiss_ext/impl/IndexImage.h>
+#include <kernels/BangBloom.h>
+
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+
+namespace {
+
+std::vector<BangCandidate> candidatesOf(
+        const std::vector<float>& x, int d, int self, const std::vector<int32_t>& ids) {
+    std::vector<BangCandidate> c;
+    for (int32_t id : ids) {
+        c.push_back({faiss::fvec_L2sqr(&x[size_t(self) * d], &x[size_t(id) * d], size_t(d)), id});
+    }
+    std::sort(c.begin(), c.end());
+    return c;
+}
+
+} // namespace
+
+TEST(BangPrune, RobustPruneOnALine) {
+    // 1-d points: node 0 at 0; 1 at 1, 2 at 2, 3 at 3, 4 at -1, 5 at -2.5.
+    const std::vector<float> x = {0.f, 1.f, 2.f, 3.f, -1.f, -2.5f};
+    auto c = candidatesOf(x, 1, 0, {1, 2, 3, 4, 5});
+    // alpha 1.2 (squared distances): 1 is taken and hides 2 (1.2 * 1 <= 4) and 3
+    // (1.2 * 4 <= 9) but not 4 (1.2 * 4 > 1); 4 hides 5 (1.2 * 2.25 <= 6.25).
+    EXPECT_EQ(robustPrune(x.data(), 1, c, 1.2f, 10), (std::vector<int32_t>{1, 4}));
+    // A huge alpha hides nothing: the candidates by distance, then id (1 and 4 tie).
+    EXPECT_EQ(robustPrune(x.data(), 1, c, 1e6f, 10), (std::vector<int32_t>{1, 4, 2, 5, 3}));
+    // The degree cap.
+    EXPECT_EQ(robustPrune(x.data(), 1, c, 1e6f, 3), (std::vector<int32_t>{1, 4, 2}));
+    EXPECT_TRUE(robustPrune(x.data(), 1, c, 1.2f, 0).empty());
+    EXPECT_TRUE(robustPrune(x.data(), 1, {}, 1.2f, 5).empty());
+}
+
+TEST(BangPrune, RobustPruneKeepsDiverseDirections) {
+    // 2-d: node 0 at the origin, a tight group to the east and one point to the west.
+    const std::vector<float> x = {0, 0, 1, 0, 1.1f, 0.1f, 1.2f, -0.1f, -1.5f, 0};
+    auto c = candidatesOf(x, 2, 0, {1, 2, 3, 4});
+    // alpha 1: the east group collapses onto its nearest; the west point stays.
+    EXPECT_EQ(robustPrune(x.data(), 2, c, 1.f, 4), (std::vector<int32_t>{1, 4}));
+}
+
+TEST(BangPrune, GraphRowsAreSortedUniqueAndSymmetricWithoutPruning) {
+    std::mt19937_64 rng(faiss_ext::test::testSeed());
+    const int d = 3, K = 6;
+    const int64_t n = 40;
+    std::vector<float> x(size_t(n) * d);
+    std::uniform_real_distribution<float> u(0.f, 1.f);
+    for (float& v : x) {
+        v = u(rng);
+    }
+    // Candidates: K random ids with repeats, self and -1 thrown in.
+    std::vector<int32_t> cand(size_t(n) * K);
+    for (int64_t v = 0; v < n; ++v) {
+        for (int j = 0; j < K; ++j) {
+            const int r = int(rng() % (n + 2));
+            cand[v * K + j] = r == n ? -1 : r == n + 1 ? int32_t(v) : r;
+        }
+    }
+    // R >= n and a huge alpha: nothing is pruned, so the graph is the candidate graph
+    // made symmetric.
+    BangCandidateLists lists;
+    for (int64_t v = 0; v < n; ++v) {
+        lists.append(cand.data() + v * K, size_t(K));
+    }
+    const int R = int(n);
+    std::vector<int32_t> g = pruneCandidateGraph(x.data(), n, d, lists, R, 1e9f);
+    for (int64_t v = 0; v < n; ++v) {
+        std::vector<int32_t> expect;
+        for (int j = 0; j < K; ++j) {
+            if (cand[v * K + j] >= 0 && cand[v * K + j] != v) {
+                expect.push_back(cand[v * K + j]);
+            }
+        }
+        for (int64_t u2 = 0; u2 < n; ++u2) {
+            for (int j = 0; j < K; ++j) {
+                if (cand[u2 * K + j] == v && u2 != v) {
+                    expect.push_back(int32_t(u2));
+                }
+            }
+        }
+        std::sort(expect.begin(), expect.end());
+        expect.erase(std::unique(expect.begin(), expect.end()), expect.end());
+        std::vector<int32_t> row(g.begin() + v * R, g.begin() + (v + 1) * R);
+        const auto end = std::find(row.begin(), row.end(), -1);
+        std::vector<int32_t> got(row.begin(), end);
+        EXPECT_TRUE(std::all_of(end, row.end(), [](int32_t a) { return a == -1; }));
+        // Ascending (distance, id).
+        auto dist = [&](int32_t a) {
+            return faiss::fvec_L2sqr(&x[v * d], &x[size_t(a) * d], size_t(d));
+        };
+        for (size_t i = 1; i < got.size(); ++i) {
+            EXPECT_TRUE(dist(got[i - 1]) < dist(got[i]) ||
+                        (dist(got[i - 1]) == dist(got[i]) && got[i - 1] < got[i]));
+        }
+        std::sort(got.begin(), got.end());
+        EXPECT_EQ(got, expect) << "row " << v;
+    }
+    // With a small R every row is capped and still free of self loops and repeats.
+    std::vector<int32_t> small = pruneCandidateGraph(x.data(), n, d, lists, 3, 1.2f);
+    for (int64_t v = 0; v < n; ++v) {
+        std::vector<int32_t> row(small.begin() + v * 3, small.begin() + (v + 1) * 3);
+        for (int32_t a : row) {
+            EXPECT_NE(a, v);
+            EXPECT_TRUE(a >= -1 && a < n);
+        }
+        std::sort(row.begin(), row.end());
+        for (size_t i = 1; i < row.size(); ++i) {
+            EXPECT_TRUE(row[i] == -1 || row[i] != row[i - 1]);
+        }
+    }
+}
+
+TEST(BangKeys, OrderByDistanceThenId) {
+    using namespace faiss_ext::kernels;
+    EXPECT_LT(bangKey(0.f, 5), bangKey(0.f, 6));
+    EXPECT_LT(bangKey(0.5f, 900), bangKey(0.75f, 1));
+    EXPECT_LT(bangKey(1e30f, 7), bangKey(INFINITY, 0));
+    EXPECT_LT(bangKey(INFINITY, INT32_MAX), kBangEmptyKey);
+    EXPECT_EQ(bangKeyId(bangKey(3.25f, 123456)), 123456);
+    EXPECT_EQ(bangKeyDist(bangKey(3.25f, 123456)), 3.25f);
+    std::vector<uint32_t> bloom(kBangBloomWords, 0);
+    EXPECT_FALSE(bangBloomTest(bloom.data(), 42));
+    const uint32_t a = bangBloomHash1(42), b = bangBloomHash2(42);
+    bloom[a >> 5] |= 1u << (a & 31);
+    EXPECT_EQ(bangBloomTest(bloom.data(), 42), a == b);
+    bloom[b >> 5] |= 1u << (b & 31);
+    EXPECT_TRUE(bangBloomTest(bloom.data(), 42));
+}
+
+TEST(BangImage, RoundTripAndRefusals) {
+    BangImage im;
+    im.d = 3;
+    im.graphDegree = 2;
+    im.alpha = 1.25f;
+    im.buildCandidates = 17;
+    im.buildHubs = 4;
+    im.buildPasses = 3;
+    im.buildL = 50;
+    im.searchL = 33;
+    im.ntotal = 3;
+    im.entry = 1;
+    im.vectors = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    im.graph = {1, -1, 0, 2, 1, -1};
+    VectorSink s;
+    writeHeader(s, IndexKind::kBang);
+    writeBangImage(s, im);
+    writeTrailer(s);
+    {
+        MemorySource in(s.bytes.data(), s.bytes.size());
+        ASSERT_EQ(readHeader(in), IndexKind::kBang);
+        BangImage back = readBangImage(in);
+        readTrailer(in);
+        EXPECT_EQ(back.d, 3);
+        EXPECT_EQ(back.graphDegree, 2);
+        EXPECT_EQ(back.alpha, 1.25f);
+        EXPECT_EQ(back.buildCandidates, 17);
+        EXPECT_EQ(back.buildHubs, 4);
+        EXPECT_EQ(back.buildPasses, 3);
+        EXPECT_EQ(back.buildL, 50);
+        EXPECT_EQ(back.searchL, 33);
+        EXPECT_EQ(back.ntotal, 3);
+        EXPECT_EQ(back.entry, 1);
+        EXPECT_EQ(back.vectors, im.vectors);
+        EXPECT_EQ(back.graph, im.graph);
+    }
+    auto refuses = [](const BangImage& bad) {
+        VectorSink b;
+        writeBangImage(b, bad);
+        MemorySource in(b.bytes.data(), b.bytes.size());
+        EXPECT_THROW(readBangImage(in), faiss::FaissException);
+    };
+    BangImage bad = im;
+    bad.graph[3] = 3; // id == ntotal
+    refuses(bad);
+    bad = im;
+    bad.entry = 3;
+    refuses(bad);
+    bad = im;
+    bad.vectors[4] = NAN;
+    refuses(bad);
+    bad = im;
+    bad.ntotal = 4; // more rows than the bytes hold
+    refuses(bad);
+    for (size_t cut = 0; cut + 1 < s.bytes.size(); cut += 7) {
+        MemorySource in(s.bytes.data(), cut);
+        EXPECT_THROW(
+                {
+                    readHeader(in);
+                    readBangImage(in);
+                    readTrailer(in);
+                },
+                faiss::FaissException)
+                << "cut " << cut;
+    }
+}

@@ -1,0 +1,459 @@
+// GpuIndexBang: the GPU search against its CPU reference (same ids, distances and
+// iterations), recall on clustered data, the graph the build makes, edge cases.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <queue>
+#include <random>
+#include <vector>
+
+#include <faiss/impl/FaissAssert.h>
+
+#include <faiss_ext/GpuIndexBang.h>
+#include <faiss_ext/GpuIndexFlat.h>
+#include <kernels/BangSearch.h>
+
+#include "BangReference.h"
+#include "Synthetic.h"
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+using namespace faiss_ext::test;
+
+namespace {
+
+/// Distances of every query to every base row, by the kernels' distance function.
+std::vector<float> distanceTable(
+        const GpuResources& res, const std::vector<float>& xq, const std::vector<float>& xb,
+        int d) {
+    const int64_t nq = int64_t(xq.size()) / d, nb = int64_t(xb.size()) / d;
+    auto q = res.alloc<float>(xq.size());
+    auto b = res.alloc<float>(xb.size());
+    auto out = res.alloc<float>(size_t(nq * nb));
+    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
+    copyToDevice(b.data(), xb.data(), xb.size(), res.stream());
+    kernels::bangDistanceTable(q.data(), nq, b.data(), nb, d, out.data(), res.stream());
+    std::vector<float> t(size_t(nq * nb));
+    copyToHost(t.data(), out.data(), t.size(), res.stream());
+    return t;
+}
+
+struct DeviceResults {
+    std::vector<float> D;
+    std::vector<int64_t> I;
+    std::vector<int32_t> iters;
+};
+
+DeviceResults searchWith(
+        const GpuIndexBang& index, const std::vector<float>& xq, int k, int L, BangKernel kernel) {
+    const GpuResources& res = index.resources();
+    const int64_t nq = int64_t(xq.size()) / index.d;
+    auto q = res.alloc<float>(xq.size());
+    auto dD = res.alloc<float>(size_t(nq) * k);
+    auto dI = res.alloc<int64_t>(size_t(nq) * k);
+    auto dIt = res.alloc<int32_t>(size_t(nq));
+    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
+    index.searchDevice(nq, q.data(), k, dD.data(), dI.data(), L, kernel, dIt.data());
+    DeviceResults r{std::vector<float>(size_t(nq) * k), std::vector<int64_t>(size_t(nq) * k),
+                    std::vector<int32_t>(size_t(nq))};
+    copyToHost(r.D.data(), dD.data(), r.D.size(), res.stream());
+    copyToHost(r.I.data(), dI.data(), r.I.size(), res.stream());
+    copyToHost(r.iters.data(), dIt.data(), r.iters.size(), res.stream());
+    return r;
+}
+
+/// GPU (both kernels) against the CPU reference on every query: same ids and
+/// distances (bitwise) at every rank, same number of iterations.
+void expectMatchesReference(
+        const GpuIndexBang& index, const std::vector<float>& xb, const std::vector<float>& xq,
+        int L, int k) {
+    const int d = index.d;
+    const int64_t nq = int64_t(xq.size()) / d, nb = index.ntotal;
+    const std::vector<float> table = distanceTable(index.resources(), xq, xb, d);
+    const std::vector<int32_t> graph = index.graph();
+    for (BangKernel kernel : {BangKernel::kPersistent, BangKernel::kStepwise}) {
+        DeviceResults got = searchWith(index, xq, k, L, kernel);
+        int64_t bad = 0;
+        for (int64_t q = 0; q < nq; ++q) {
+            BangReferenceResult ref = bangReferenceSearch(
+                    graph, index.graphDegree(), int32_t(index.entryPoint()),
+                    table.data() + q * nb, L);
+            bool same = ref.iterations == got.iters[q];
+            for (int j = 0; j < k && same; ++j) {
+                const bool has = j < int(ref.keys.size());
+                const int64_t id = has ? kernels::bangKeyId(ref.keys[j]) : -1;
+                const float dist = has ? kernels::bangKeyDist(ref.keys[j])
+                                       : std::numeric_limits<float>::infinity();
+                same = got.I[q * k + j] == id && got.D[q * k + j] == dist;
+            }
+            if (!same && bad++ < 3) {
+                ADD_FAILURE() << "kernel " << int(kernel) << " L=" << L << " query " << q
+                              << ": iterations " << got.iters[q] << " vs " << ref.iterations
+                              << ", first id " << got.I[q * k] << " vs "
+                              << (ref.keys.empty() ? -1 : kernels::bangKeyId(ref.keys[0]));
+            }
+        }
+        EXPECT_EQ(bad, 0) << "kernel " << int(kernel) << " L=" << L << " k=" << k;
+    }
+}
+
+double recallAt10(const std::vector<int64_t>& gt, const std::vector<int64_t>& I, int64_t nq) {
+    int64_t hit = 0;
+    for (int64_t q = 0; q < nq; ++q) {
+        for (int j = 0; j < 10; ++j) {
+            hit += std::count(gt.begin() + q * 10, gt.begin() + q * 10 + 10, I[q * 10 + j]);
+        }
+    }
+    return double(hit) / double(nq * 10);
+}
+
+/// Nodes reachable from the entry point.
+int64_t reachable(const std::vector<int32_t>& graph, int R, int64_t n, int64_t entry) {
+    std::vector<char> seen(size_t(n), 0);
+    std::queue<int64_t> todo;
+    todo.push(entry);
+    seen[entry] = 1;
+    int64_t count = 1;
+    while (!todo.empty()) {
+        const int64_t v = todo.front();
+        todo.pop();
+        for (int j = 0; j < R; ++j) {
+            const int32_t u = graph[size_t(v) * R + j];
+            if (u >= 0 && !seen[u]) {
+                seen[u] = 1;
+                ++count;
+                todo.push(u);
+            }
+        }
+    }
+    return count;
+}
+
+} // namespace
+
+TEST(GpuIndexBang, MatchesCpuReferenceOnBuiltGraphs) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed());
+    for (int d : {24, 13}) {
+        const int64_t nb = 2000 + int64_t(rng() % 2000);
+        GpuIndexBangConfig cfg;
+        cfg.graphDegree = d == 24 ? 16 : 40; // a power of two and not
+        cfg.buildCandidates = 48;
+        GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
+        datasets::ClusteredSpec spec{nb, d, 20, 0.1f, rng()};
+        auto xb = datasets::clustered(spec, 0);
+        spec.n = 100;
+        auto xq = datasets::clustered(spec, 1);
+        index.add(nb, xb.data());
+        SCOPED_TRACE("d=" + std::to_string(d) + " nb=" + std::to_string(nb));
+        for (int L : {1, 8, 33, 100}) {
+            expectMatchesReference(index, xb, xq, L, std::min(L, 10));
+        }
+    }
+}
+
+TEST(GpuIndexBang, MatchesCpuReferenceOnGivenGraphs) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed() + 1);
+    // Random graphs with holes (-1 anywhere in a row), self loops and unreachable parts.
+    const int d = 8, R = 5;
+    const int64_t nb = 500;
+    GpuIndexBangConfig cfg;
+    cfg.graphDegree = R;
+    GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
+    auto xb = datasets::uniform(nb, d, rng());
+    auto xq = datasets::uniform(50, d, rng());
+    std::vector<int32_t> graph(size_t(nb) * R);
+    for (int64_t v = 0; v < nb; ++v) {
+        std::vector<int32_t> row;
+        while (int(row.size()) < R) {
+            int32_t id = int32_t(rng() % (nb + 100)) - 100; // some -1..-100 -> holes
+            id = id < 0 ? -1 : id;
+            if (id == -1 || std::find(row.begin(), row.end(), id) == row.end()) {
+                row.push_back(id);
+            }
+        }
+        std::copy(row.begin(), row.end(), graph.begin() + v * R);
+    }
+    index.setGraph(nb, xb.data(), graph.data(), 17);
+    EXPECT_EQ(index.graph(), graph);
+    EXPECT_EQ(index.entryPoint(), 17);
+    for (int L : {3, 20, 64}) {
+        expectMatchesReference(index, xb, xq, L, std::min(L, 10));
+    }
+}
+
+TEST(GpuIndexBang, RecallOnClustered100K) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 32, k = 10;
+    const int64_t nb = 100000, nq = 1000;
+    datasets::ClusteredSpec spec{nb, d, 200, 0.1f, 99};
+    auto xb = datasets::clustered(spec, 0);
+    spec.n = nq;
+    auto xq = datasets::clustered(spec, 1);
+    GpuIndexFlat flat(res, d);
+    flat.add(nb, xb.data());
+    std::vector<float> gtD(nq * k);
+    std::vector<int64_t> gtI(nq * k);
+    flat.search(nq, xq.data(), k, gtD.data(), gtI.data());
+
+    GpuIndexBang index(res, d);
+    index.add(nb, xb.data());
+    const std::vector<int32_t> graph = index.graph();
+    const int64_t reached = reachable(graph, index.graphDegree(), nb, index.entryPoint());
+    std::printf("%lld of %lld vectors reachable from the entry point\n", (long long)reached,
+                (long long)nb);
+    EXPECT_GE(reached, nb - nb / 1000);
+    std::vector<float> D(nq * k);
+    std::vector<int64_t> I(nq * k);
+    double best = 0, previous = 0;
+    for (int L : {10, 20, 40, 60, 80, 100}) {
+        SearchParametersBang params;
+        params.search_L = L;
+        index.search(nq, xq.data(), k, D.data(), I.data(), &params);
+        const double r = recallAt10(gtI, I, nq);
+        std::printf("GpuIndexBang 100K x %d clustered: L=%d recall@10 %.4f\n", d, L, r);
+        EXPECT_GE(r, previous - 0.01) << "recall fell as L grew, L=" << L;
+        previous = r;
+        best = std::max(best, r);
+        for (int64_t q = 0; q < nq; ++q) {
+            EXPECT_TRUE(std::is_sorted(D.begin() + q * k, D.begin() + (q + 1) * k));
+        }
+    }
+    EXPECT_GE(best, 0.95);
+    // The stepwise kernel walks the same way.
+    DeviceResults a = searchWith(index, xq, k, 40, BangKernel::kPersistent);
+    DeviceResults b = searchWith(index, xq, k, 40, BangKernel::kStepwise);
+    EXPECT_EQ(a.I, b.I);
+    EXPECT_EQ(a.D, b.D);
+    EXPECT_EQ(a.iters, b.iters);
+}
+
+TEST(GpuIndexBang, BuiltGraphIsWellFormed) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16;
+    const int64_t nb = 5000;
+    datasets::ClusteredSpec spec{nb, d, 50, 0.05f, 5};
+    auto xb = datasets::clustered(spec, 0);
+    GpuIndexBangConfig cfg;
+    cfg.graphDegree = 24;
+    GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
+    index.add(nb, xb.data());
+    EXPECT_EQ(index.deviceMemoryBytes(), size_t(nb) * (d + 1) * 4 + size_t(nb) * 24 * 4);
+    const std::vector<int32_t> g = index.graph();
+    ASSERT_EQ(g.size(), size_t(nb) * 24);
+    int64_t edges = 0;
+    for (int64_t v = 0; v < nb; ++v) {
+        std::vector<int32_t> row(g.begin() + v * 24, g.begin() + (v + 1) * 24);
+        const auto end = std::find(row.begin(), row.end(), -1);
+        EXPECT_TRUE(std::all_of(end, row.end(), [](int32_t x) { return x == -1; }))
+                << "row " << v << " is not padded at the end";
+        EXPECT_GE(end - row.begin(), 1) << "vector " << v << " has no neighbour";
+        edges += end - row.begin();
+        for (auto it = row.begin(); it != end; ++it) {
+            EXPECT_TRUE(*it >= 0 && *it < nb && *it != v) << "row " << v;
+        }
+        std::sort(row.begin(), end);
+        EXPECT_EQ(std::adjacent_find(row.begin(), end), end) << "row " << v;
+    }
+    std::printf("graph of %lld vectors, R=24: mean degree %.1f\n", (long long)nb,
+                double(edges) / nb);
+    EXPECT_GE(reachable(g, 24, nb, index.entryPoint()), nb - nb / 1000);
+    // The entry point is the vector nearest the centroid.
+    std::vector<double> c(d, 0.0);
+    for (int64_t v = 0; v < nb; ++v) {
+        for (int j = 0; j < d; ++j) {
+            c[j] += xb[v * d + j];
+        }
+    }
+    auto toCentroid = [&](int64_t v) {
+        double s = 0;
+        for (int j = 0; j < d; ++j) {
+            const double t = xb[v * d + j] - c[j] / nb;
+            s += t * t;
+        }
+        return s;
+    };
+    double bestDist = 1e300;
+    for (int64_t v = 0; v < nb; ++v) {
+        bestDist = std::min(bestDist, toCentroid(v));
+    }
+    // Nearest up to the float rounding of the GPU's GEMM-based distances.
+    EXPECT_LE(toCentroid(index.entryPoint()), bestDist * (1 + 1e-4) + 1e-6);
+}
+
+TEST(GpuIndexBang, KAboveSearchLRaisesL) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16;
+    const int64_t nb = 3000;
+    auto xb = datasets::uniform(nb, d, 8);
+    auto xq = datasets::uniform(20, d, 9);
+    GpuIndexBang index(res, d);
+    index.add(nb, xb.data());
+    const int k = 50;
+    std::vector<float> D1(20 * k), D2(20 * k);
+    std::vector<int64_t> I1(20 * k), I2(20 * k);
+    index.search_L = 8; // below k: L becomes k, like faiss HNSW's max(efSearch, k)
+    index.search(20, xq.data(), k, D1.data(), I1.data());
+    SearchParametersBang params;
+    params.search_L = k;
+    index.search(20, xq.data(), k, D2.data(), I2.data(), &params);
+    EXPECT_EQ(I1, I2);
+    EXPECT_EQ(D1, D2);
+    EXPECT_EQ(std::count(I1.begin(), I1.end(), int64_t(-1)), 0);
+    EXPECT_EQ(GpuIndexBang::effectiveL(8, 50), 50);
+    EXPECT_EQ(GpuIndexBang::effectiveL(100, 10), 100);
+    // k above the largest worklist: refused with both numbers.
+    std::vector<float> D(20 * 1025);
+    std::vector<int64_t> I(20 * 1025);
+    try {
+        index.search(20, xq.data(), 1025, D.data(), I.data());
+        FAIL() << "k=1025 accepted";
+    } catch (const faiss::FaissException& e) {
+        EXPECT_NE(std::string(e.what()).find("1025"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("1024"), std::string::npos) << e.what();
+    }
+    params.search_L = 1024;
+    EXPECT_NO_THROW(index.search(2, xq.data(), 1024, D.data(), I.data(), &params));
+}
+
+TEST(GpuIndexBang, EmptySingleAndReset) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 12, k = 5;
+    GpuIndexBang index(res, d);
+    EXPECT_TRUE(index.is_trained);
+    auto xq = datasets::uniform(3, d, 1);
+    std::vector<float> D(3 * k, 7.f);
+    std::vector<int64_t> I(3 * k, 7);
+    const float inf = std::numeric_limits<float>::infinity();
+    index.search(3, xq.data(), k, D.data(), I.data());
+    for (int i = 0; i < 3 * k; ++i) {
+        EXPECT_EQ(I[i], -1);
+        EXPECT_EQ(D[i], inf);
+    }
+    auto one = datasets::uniform(1, d, 2);
+    index.add(1, one.data());
+    EXPECT_EQ(index.ntotal, 1);
+    EXPECT_EQ(index.entryPoint(), 0);
+    index.search(3, xq.data(), k, D.data(), I.data());
+    for (int q = 0; q < 3; ++q) {
+        EXPECT_EQ(I[q * k], 0);
+        float s = 0;
+        for (int j = 0; j < d; ++j) {
+            s += (xq[q * d + j] - one[j]) * (xq[q * d + j] - one[j]);
+        }
+        EXPECT_NEAR(D[q * k], s, 1e-5f * (1 + s));
+        for (int j = 1; j < k; ++j) {
+            EXPECT_EQ(I[q * k + j], -1);
+            EXPECT_EQ(D[q * k + j], inf);
+        }
+    }
+    std::vector<float> back(d);
+    index.reconstruct(0, back.data());
+    EXPECT_EQ(back, one);
+    index.reset();
+    EXPECT_EQ(index.ntotal, 0);
+    EXPECT_EQ(index.deviceMemoryBytes(), 0u);
+    index.search(3, xq.data(), k, D.data(), I.data());
+    EXPECT_EQ(std::count(I.begin(), I.end(), int64_t(-1)), 3 * k);
+}
+
+TEST(GpuIndexBang, DuplicateVectors) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 20, copies = 4, k = 8;
+    const int64_t distinct = 400, nb = distinct * copies;
+    auto base = datasets::uniform(distinct, d, 3);
+    std::vector<float> xb;
+    for (int c = 0; c < copies; ++c) {
+        xb.insert(xb.end(), base.begin(), base.end()); // vector i at i, i + 400, ...
+    }
+    GpuIndexBang index(res, d);
+    index.add(nb, xb.data());
+    // Query the stored vectors: every copy is at distance 0.
+    std::vector<float> D(distinct * k);
+    std::vector<int64_t> I(distinct * k);
+    SearchParametersBang params;
+    params.search_L = 32;
+    index.search(distinct, base.data(), k, D.data(), I.data(), &params);
+    int64_t complete = 0;
+    for (int64_t q = 0; q < distinct; ++q) {
+        int zeros = 0;
+        for (int j = 0; j < copies; ++j) {
+            zeros += D[q * k + j] == 0.f && I[q * k + j] % distinct == q;
+        }
+        complete += zeros == copies;
+        EXPECT_GT(D[q * k + copies], 0.f) << "query " << q;
+    }
+    std::printf("duplicates: %lld of %lld queries found all %d copies\n", (long long)complete,
+                (long long)distinct, copies);
+    EXPECT_GE(complete, distinct * 98 / 100);
+}
+
+TEST(GpuIndexBang, NonFiniteQueriesGetMissingResults) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16, k = 4;
+    auto xb = datasets::uniform(1000, d, 4);
+    auto xq = datasets::uniform(4, d, 5);
+    GpuIndexBang index(res, d);
+    index.add(1000, xb.data());
+    std::vector<float> Dok(4 * k);
+    std::vector<int64_t> Iok(4 * k);
+    index.search(4, xq.data(), k, Dok.data(), Iok.data());
+    xq[1 * d + 3] = std::nanf("");
+    xq[2 * d + 0] = -std::numeric_limits<float>::infinity();
+    for (BangKernel kernel : {BangKernel::kPersistent, BangKernel::kStepwise}) {
+        DeviceResults r = searchWith(index, xq, k, 64, kernel);
+        for (int q : {1, 2}) {
+            for (int j = 0; j < k; ++j) {
+                EXPECT_EQ(r.I[q * k + j], -1);
+                EXPECT_EQ(r.D[q * k + j], std::numeric_limits<float>::infinity());
+            }
+            EXPECT_EQ(r.iters[q], 0);
+        }
+        for (int q : {0, 3}) {
+            for (int j = 0; j < k; ++j) {
+                EXPECT_EQ(r.I[q * k + j], Iok[q * k + j]);
+                EXPECT_EQ(r.D[q * k + j], Dok[q * k + j]);
+            }
+        }
+    }
+}
+
+TEST(GpuIndexBang, SecondAddRebuildsOverAllVectors) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16;
+    auto xa = datasets::uniform(2000, d, 6);
+    auto xb = datasets::uniform(1500, d, 7);
+    GpuIndexBang twice(res, d);
+    twice.add(2000, xa.data());
+    twice.add(1500, xb.data());
+    std::vector<float> all(xa);
+    all.insert(all.end(), xb.begin(), xb.end());
+    GpuIndexBang once(res, d);
+    once.add(3500, all.data());
+    ASSERT_EQ(twice.ntotal, 3500);
+    EXPECT_EQ(twice.entryPoint(), once.entryPoint());
+    EXPECT_EQ(twice.graph(), once.graph());
+    std::vector<float> v(d);
+    twice.reconstruct(2100, v.data());
+    EXPECT_TRUE(std::equal(v.begin(), v.end(), xb.begin() + 100 * d));
+    // Every stored vector finds itself.
+    std::vector<float> D(3500);
+    std::vector<int64_t> I(3500);
+    twice.search(3500, all.data(), 1, D.data(), I.data());
+    int64_t self = 0;
+    for (int64_t i = 0; i < 3500; ++i) {
+        self += I[i] == i;
+    }
+    EXPECT_GE(self, 3500 * 99 / 100);
+}

@@ -1,0 +1,92 @@
+"""GpuIndexBang from Python: build, search with search_L (attribute and per-call
+parameters), the graph, save / load."""
+
+import numpy as np
+import pytest
+
+import faiss_ext
+
+pytestmark = pytest.mark.gpu
+
+
+def clustered(rng, n, d, centres):
+    return (centres[rng.integers(0, len(centres), n)]
+            + 0.05 * rng.standard_normal((n, d), dtype=np.float32)).astype(np.float32)
+
+
+def recall_at_10(I, gt):
+    return np.mean([len(set(I[i]) & set(gt[i])) / 10 for i in range(len(gt))])
+
+
+def test_build_search_and_params(res, rng):
+    d, nb, nq = 24, 8000, 200
+    centres = rng.random((30, d), dtype=np.float32)
+    xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
+    flat = faiss_ext.GpuIndexFlat(res, d)
+    flat.add(xb)
+    _, gt = flat.search(xq, 10)
+
+    index = faiss_ext.GpuIndexBang(res, d, R=32)
+    assert index.is_trained and index.R == 32 and index.search_L == 64
+    index.add(xb)
+    assert index.ntotal == nb
+    g = index.graph()
+    assert g.shape == (nb, 32) and g.dtype == np.int32
+    assert ((g >= -1) & (g < nb)).all()
+    assert 0 <= index.entry_point < nb
+
+    D, I = index.search(xq, 10)
+    assert np.all(np.diff(D, axis=1) >= 0)
+    r64 = recall_at_10(I, gt)
+    print(f"recall@10 at L=64: {r64:.3f}")
+    assert r64 >= 0.95
+
+    index.search_L = 10
+    D10, I10 = index.search(xq, 10)
+    D2, I2 = index.search(xq, 10, params=faiss_ext.SearchParametersBang(search_L=64))
+    np.testing.assert_array_equal(I2, I)
+    np.testing.assert_array_equal(D2, D)
+    assert index.search_L == 10
+    # k above search_L raises L to k.
+    _, Ik = index.search(xq, 20)
+    _, Ik2 = index.search(xq, 20, params=faiss_ext.SearchParametersBang(search_L=20))
+    np.testing.assert_array_equal(Ik, Ik2)
+    with pytest.raises(faiss_ext.FaissException, match="search_L=2000"):
+        index.search(xq, 10, params=faiss_ext.SearchParametersBang(search_L=2000))
+
+    np.testing.assert_array_equal(index.reconstruct(5), xb[5])
+    index.reset()
+    assert index.ntotal == 0
+    _, I = index.search(xq[:3], 4)
+    assert (I == -1).all()
+
+
+def test_stepwise_kernel_and_save_load(res, rng, tmp_path):
+    d, nb = 16, 3000
+    xb = rng.random((nb, d), dtype=np.float32)
+    xq = rng.random((50, d), dtype=np.float32)
+    a = faiss_ext.GpuIndexBang(res, d, R=24, search_L=40)
+    b = faiss_ext.GpuIndexBang(res, d, R=24, search_L=40, stepwise=True)
+    a.add(xb)
+    b.add(xb)
+    Da, Ia = a.search(xq, 10)
+    Db, Ib = b.search(xq, 10)
+    np.testing.assert_array_equal(Ia, Ib)
+    np.testing.assert_array_equal(Da, Db)
+
+    path = str(tmp_path / "bang.fx")
+    faiss_ext.write_index(a, path)
+    loaded = faiss_ext.read_index(path, res)
+    assert isinstance(loaded, faiss_ext.GpuIndexBang)
+    assert loaded.search_L == 40 and loaded.ntotal == nb
+    np.testing.assert_array_equal(loaded.graph(), a.graph())
+    D, I = loaded.search(xq, 10)
+    np.testing.assert_array_equal(I, Ia)
+
+    with pytest.raises(faiss_ext.FaissException, match="graphDegree=0"):
+        faiss_ext.GpuIndexBang(res, d, R=0)
+    with pytest.raises(faiss_ext.FaissException, match="add"):
+        bad = xb[:10].copy()
+        bad[3, 2] = np.nan
+        a.add(bad)
+    assert a.ntotal == nb
