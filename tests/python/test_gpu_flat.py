@@ -178,6 +178,37 @@ def test_threads_share_resources(res, rng):
         np.testing.assert_array_equal(D, expected[0])
 
 
+def test_search_releases_the_gil(res, rng):
+    """While one thread searches, another runs Python code: the longest pause the
+    main thread sees stays far below the search time (it would equal it if the
+    search held the GIL)."""
+    import time
+    d = 64
+    index = faiss_ext.GpuIndexFlat(res, d)
+    index.add(rng.standard_normal((200_000, d), dtype=np.float32))
+    xq = rng.standard_normal((2_000, d), dtype=np.float32)
+    while True:
+        t0 = time.perf_counter()
+        index.search(xq, 100)
+        search_s = time.perf_counter() - t0
+        if search_s >= 0.2 or len(xq) >= 256_000:
+            break
+        xq = np.concatenate([xq, xq])
+    print(f"nq={len(xq)}: search {search_s:.3f} s")
+    assert search_s >= 0.1
+
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (index.search(xq, 100), done.set()))
+    longest, last = 0.0, time.perf_counter()
+    worker.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        longest, last = max(longest, now - last), now
+    worker.join()
+    print(f"longest pause of the main thread: {longest:.4f} s")
+    assert longest < search_s / 4
+
+
 def test_repr(res):
     index = faiss_ext.GpuIndexFlat(res, 8, faiss_ext.METRIC_INNER_PRODUCT)
     assert repr(index) == "<faiss_ext.GpuIndexFlat d=8 ntotal=0 metric=INNER_PRODUCT>"
