@@ -1,9 +1,10 @@
 // BANG greedy graph search: one thread block per query walks the graph from the entry
 // point. Each iteration (fused): pick the best unvisited worklist entry as parent, drop
 // its neighbours already seen (per-query Bloom filter), compute the others' exact
-// squared L2 distances (8 lanes per neighbour, float4 loads, one row per group),
-// bitonic-sort them as (distance, id) keys and merge them into the sorted worklist of
-// L entries. The search ends when every worklist entry has been expanded.
+// squared L2 distances (8 lanes per neighbour, float4 loads, two rows per group in
+// flight) as (distance, id) keys, and merge them into the sorted worklist of L entries
+// by rank (each key's rank among the candidates plus among the worklist: no sort). The
+// search ends when every worklist entry has been expanded.
 #include <climits>
 
 #include <math_constants.h>
@@ -20,6 +21,8 @@ namespace {
 
 constexpr int kGroup = 8; // lanes per neighbour
 constexpr int kGroups = kBangThreads / kGroup;
+/// Blocks per SM the register budget is held to (65536 / (6 * 256) = 42 registers).
+constexpr int kBangMinBlocks = 6;
 
 __host__ __device__ inline size_t align16(size_t v) {
     return (v + 15) & ~size_t(15);
@@ -90,58 +93,85 @@ __device__ inline void bloomSet(uint32_t* words, uint32_t id) {
     atomicOr(&words[b >> 5], 1u << (b & 31));
 }
 
-/// Squared L2 distance of q to row x, summed by one group of 8 lanes. Every lane of
-/// the warp must call it (the reduction shuffles over the whole warp); lanes of a
-/// group with valid == false load nothing and get 0. All 8 lanes return the sum.
-__device__ __forceinline__ float groupL2(
-        const float* q, const float* __restrict__ x, int d, int sub, bool valid) {
-    float acc = 0.f;
-    if (valid) {
-        if ((d & 3) == 0) {
-            const float4* x4 = reinterpret_cast<const float4*>(x);
-            const float4* q4 = reinterpret_cast<const float4*>(q);
-            for (int j = sub; j < (d >> 2); j += kGroup) {
-                const float4 a = __ldg(x4 + j);
-                const float4 b = q4[j];
-                float t = b.x - a.x;
-                acc = fmaf(t, t, acc);
-                t = b.y - a.y;
-                acc = fmaf(t, t, acc);
-                t = b.z - a.z;
-                acc = fmaf(t, t, acc);
-                t = b.w - a.w;
-                acc = fmaf(t, t, acc);
-            }
-        } else {
-            for (int j = sub; j < d; j += kGroup) {
-                const float t = q[j] - __ldg(x + j);
-                acc = fmaf(t, t, acc);
-            }
+/// Squared L2 distances of q to rows x0 and x1, each summed by one group of 8 lanes:
+/// two rows per group, so that both rows' loads are in flight together. Every lane of
+/// the warp must call it (the reductions shuffle over the whole warp). An invalid row
+/// is not read and its result is meaningless. All 8 lanes return the sums. A row's sum
+/// is formed in the same order whatever the other row is.
+__device__ __forceinline__ void groupL2Pair(
+        const float* q,
+        const float* __restrict__ x0,
+        const float* __restrict__ x1,
+        int d,
+        int sub,
+        bool valid0,
+        bool valid1,
+        float& out0,
+        float& out1) {
+    float acc0 = 0.f, acc1 = 0.f;
+    if ((d & 3) == 0) {
+        const float4* a4 = reinterpret_cast<const float4*>(x0);
+        const float4* b4 = reinterpret_cast<const float4*>(x1);
+        const float4* q4 = reinterpret_cast<const float4*>(q);
+        const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+        for (int j = sub; j < (d >> 2); j += kGroup) {
+            const float4 a = valid0 ? __ldg(a4 + j) : zero;
+            const float4 b = valid1 ? __ldg(b4 + j) : zero;
+            const float4 c = q4[j];
+            float t = c.x - a.x;
+            acc0 = fmaf(t, t, acc0);
+            t = c.y - a.y;
+            acc0 = fmaf(t, t, acc0);
+            t = c.z - a.z;
+            acc0 = fmaf(t, t, acc0);
+            t = c.w - a.w;
+            acc0 = fmaf(t, t, acc0);
+            t = c.x - b.x;
+            acc1 = fmaf(t, t, acc1);
+            t = c.y - b.y;
+            acc1 = fmaf(t, t, acc1);
+            t = c.z - b.z;
+            acc1 = fmaf(t, t, acc1);
+            t = c.w - b.w;
+            acc1 = fmaf(t, t, acc1);
+        }
+    } else {
+#pragma unroll 4
+        for (int j = sub; j < d; j += kGroup) {
+            const float a = valid0 ? __ldg(x0 + j) : 0.f;
+            const float b = valid1 ? __ldg(x1 + j) : 0.f;
+            float t = q[j] - a;
+            acc0 = fmaf(t, t, acc0);
+            t = q[j] - b;
+            acc1 = fmaf(t, t, acc1);
         }
     }
-    acc += __shfl_xor_sync(0xffffffffu, acc, 4);
-    acc += __shfl_xor_sync(0xffffffffu, acc, 2);
-    acc += __shfl_xor_sync(0xffffffffu, acc, 1);
-    return acc;
+    acc0 += __shfl_xor_sync(0xffffffffu, acc0, 4);
+    acc1 += __shfl_xor_sync(0xffffffffu, acc1, 4);
+    acc0 += __shfl_xor_sync(0xffffffffu, acc0, 2);
+    acc1 += __shfl_xor_sync(0xffffffffu, acc1, 2);
+    acc0 += __shfl_xor_sync(0xffffffffu, acc0, 1);
+    acc1 += __shfl_xor_sync(0xffffffffu, acc1, 1);
+    out0 = acc0;
+    out1 = acc1;
 }
 
-/// Sorts P (a power of two) keys ascending. Ends with a barrier.
-__device__ void sortKeys(uint64_t* k, int P) {
-    for (int size = 2; size <= P; size <<= 1) {
-        for (int stride = size >> 1; stride > 0; stride >>= 1) {
-            for (int i = threadIdx.x; i < P / 2; i += kBangThreads) {
-                const int lo = 2 * i - (i & (stride - 1));
-                const int hi = lo + stride;
-                const bool ascending = (lo & size) == 0;
-                const uint64_t a = k[lo], b = k[hi];
-                if ((a > b) == ascending) {
-                    k[lo] = b;
-                    k[hi] = a;
-                }
-            }
-            __syncthreads();
-        }
+/// One row's distance (groupL2Pair's arithmetic, for the entry point and the table).
+__device__ __forceinline__ float groupL2(
+        const float* q, const float* __restrict__ x, int d, int sub, bool valid) {
+    float dist, unused;
+    groupL2Pair(q, x, x, d, sub, valid, false, dist, unused);
+    return dist;
+}
+
+/// Number of entries of the unsorted array a[0, m) below key.
+__device__ inline int countBelowUnsorted(const uint64_t* a, int m, uint64_t key) {
+    int c = 0;
+    for (int i = 0; i < m; ++i) {
+        c += a[i] < key;
     }
+    return c;
 }
 
 /// Number of entries of the sorted array a[0, m) below key.
@@ -209,19 +239,16 @@ __device__ int selectParent(const Smem& s, int L) {
     return pos == INT_MAX ? -1 : pos;
 }
 
-/// Merges the sorted candidates into the sorted worklist (keys are unique: the filter
-/// never lets a node in twice), keeping the best L; swaps the buffers. Ends with a
-/// barrier.
+/// Merges the (unsorted) candidates into the sorted worklist, keeping the best L:
+/// every entry's new position is its rank among the worklist plus its rank among the
+/// candidates (keys are unique: the filter never lets a node in twice), so no sort is
+/// needed. keysNext / visNext must be cleared and visible. Swaps the buffers. Ends
+/// with a barrier.
 __device__ void mergeCandidates(Smem& s, int L, int P) {
-    for (int i = threadIdx.x; i < L; i += kBangThreads) {
-        s.keysNext[i] = kBangEmptyKey;
-        s.visNext[i] = 0;
-    }
-    __syncthreads();
     for (int i = threadIdx.x; i < L; i += kBangThreads) {
         const uint64_t key = s.keys[i];
         if (key != kBangEmptyKey) {
-            const int pos = i + countBelow(s.cand, P, key);
+            const int pos = i + countBelowUnsorted(s.cand, P, key);
             if (pos < L) {
                 s.keysNext[pos] = key;
                 s.visNext[pos] = s.vis[i];
@@ -231,7 +258,7 @@ __device__ void mergeCandidates(Smem& s, int L, int P) {
     for (int j = threadIdx.x; j < P; j += kBangThreads) {
         const uint64_t key = s.cand[j];
         if (key != kBangEmptyKey) {
-            const int pos = j + countBelow(s.keys, L, key);
+            const int pos = countBelowUnsorted(s.cand, P, key) + countBelow(s.keys, L, key);
             if (pos < L) {
                 s.keysNext[pos] = key;
                 s.visNext[pos] = 0;
@@ -247,7 +274,7 @@ __device__ void mergeCandidates(Smem& s, int L, int P) {
     s.visNext = v;
 }
 
-/// One iteration after the parent was chosen: filter, distances, sort, merge.
+/// One iteration after the parent was chosen: filter, distances, merge.
 /// All the filter's tests come before its insertions (a barrier apart), so the result
 /// does not depend on thread timing. Ends with a barrier.
 __device__ void expandParent(Smem& s, const BangGraphView& g, uint32_t* bloom, int32_t parent, int L) {
@@ -263,6 +290,10 @@ __device__ void expandParent(Smem& s, const BangGraphView& g, uint32_t* bloom, i
         }
         s.candId[i] = id;
     }
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
+        s.keysNext[i] = kBangEmptyKey;
+        s.visNext[i] = 0;
+    }
     __syncthreads();
     for (int i = threadIdx.x; i < g.R; i += kBangThreads) {
         const int32_t id = s.candId[i];
@@ -271,17 +302,25 @@ __device__ void expandParent(Smem& s, const BangGraphView& g, uint32_t* bloom, i
         }
     }
     const int grp = threadIdx.x / kGroup, sub = threadIdx.x % kGroup;
-    for (int base = 0; base < P; base += kGroups) {
-        const int slot = base + grp;
-        const int32_t id = slot < P ? s.candId[slot] : -1;
-        const float dist = groupL2(
-                s.q, g.vectors + int64_t(id < 0 ? 0 : id) * g.d, g.d, sub, id >= 0);
-        if (sub == 0 && slot < P) {
-            s.cand[slot] = id >= 0 ? bangKey(dist, id) : kBangEmptyKey;
+    for (int base = 0; base < P; base += 2 * kGroups) {
+        const int slot0 = base + grp, slot1 = base + kGroups + grp;
+        const int32_t id0 = slot0 < P ? s.candId[slot0] : -1;
+        const int32_t id1 = slot1 < P ? s.candId[slot1] : -1;
+        float d0, d1;
+        groupL2Pair(
+                s.q, g.vectors + int64_t(id0 < 0 ? 0 : id0) * g.d,
+                g.vectors + int64_t(id1 < 0 ? 0 : id1) * g.d, g.d, sub, id0 >= 0, id1 >= 0, d0,
+                d1);
+        if (sub == 0) {
+            if (slot0 < P) {
+                s.cand[slot0] = id0 >= 0 ? bangKey(d0, id0) : kBangEmptyKey;
+            }
+            if (slot1 < P) {
+                s.cand[slot1] = id1 >= 0 ? bangKey(d1, id1) : kBangEmptyKey;
+            }
         }
     }
     __syncthreads();
-    sortKeys(s.cand, P);
     mergeCandidates(s, L, P);
 }
 
@@ -294,7 +333,7 @@ __device__ void writeResults(const uint64_t* keys, int k, float* outD, int64_t* 
     }
 }
 
-__global__ void __launch_bounds__(kBangThreads)
+__global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
         persistentKernel(BangGraphView g, BangSearchArgs a) {
     extern __shared__ __align__(16) char smem[];
     Smem s = carve(smem, a.L, g.R, g.d, true);
@@ -365,7 +404,7 @@ __device__ void storeWorklist(const Smem& s, const StepState& st, int64_t q, int
 }
 
 /// One iteration of every unfinished query. Only ever sets *continueFlag.
-__global__ void __launch_bounds__(kBangThreads) stepKernel(
+__global__ void __launch_bounds__(kBangThreads, kBangMinBlocks) stepKernel(
         BangGraphView g, BangSearchArgs a, StepState st, int* continueFlag, int first) {
     const int64_t q = blockIdx.x;
     if (!first && st.done[q]) {

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <faiss/impl/FaissAssert.h>
-#include <faiss/utils/distances.h>
 
 #include <faiss_ext/impl/BangPrune.h>
 #include <faiss_ext/impl/IndexImage.h>
@@ -24,7 +23,7 @@ std::vector<BangCandidate> candidatesOf(
         const std::vector<float>& x, int d, int self, const std::vector<int32_t>& ids) {
     std::vector<BangCandidate> c;
     for (int32_t id : ids) {
-        c.push_back({faiss::fvec_L2sqr(&x[size_t(self) * d], &x[size_t(id) * d], size_t(d)), id});
+        c.push_back({bangL2Sqr(&x[size_t(self) * d], &x[size_t(id) * d], d), id});
     }
     std::sort(c.begin(), c.end());
     return c;
@@ -102,7 +101,7 @@ TEST(BangPrune, GraphRowsAreSortedUniqueAndSymmetricWithoutPruning) {
         EXPECT_TRUE(std::all_of(end, row.end(), [](int32_t a) { return a == -1; }));
         // Ascending (distance, id).
         auto dist = [&](int32_t a) {
-            return faiss::fvec_L2sqr(&x[v * d], &x[size_t(a) * d], size_t(d));
+            return bangL2Sqr(&x[v * d], &x[size_t(a) * d], d);
         };
         for (size_t i = 1; i < got.size(); ++i) {
             EXPECT_TRUE(dist(got[i - 1]) < dist(got[i]) ||
@@ -207,5 +206,20 @@ TEST(BangImage, RoundTripAndRefusals) {
                 },
                 faiss::FaissException)
                 << "cut " << cut;
+    }
+}
+
+TEST(BangPrune, L2SqrMatchesDoublePrecision) {
+    std::mt19937_64 rng(faiss_ext::test::testSeed() + 7);
+    std::uniform_real_distribution<float> u(-2.f, 2.f);
+    for (int d : {1, 7, 16, 128, 131}) {
+        std::vector<float> a(d), b(d);
+        double ref = 0;
+        for (int j = 0; j < d; ++j) {
+            a[j] = u(rng);
+            b[j] = u(rng);
+            ref += (double(a[j]) - b[j]) * (double(a[j]) - b[j]);
+        }
+        EXPECT_NEAR(bangL2Sqr(a.data(), b.data(), d), ref, 1e-5 * ref) << "d=" << d;
     }
 }

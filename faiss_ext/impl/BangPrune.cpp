@@ -3,9 +3,21 @@
 #include <algorithm>
 
 #include <faiss/impl/FaissAssert.h>
-#include <faiss/utils/distances.h>
 
 namespace faiss_ext {
+
+#if defined(__GNUC__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+float bangL2Sqr(const float* a, const float* b, int d) {
+    float s = 0.f;
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < d; ++j) {
+        const float t = a[j] - b[j];
+        s += t * t;
+    }
+    return s;
+}
 
 namespace {
 
@@ -25,7 +37,7 @@ std::vector<BangCandidate> sortedCandidates(
     std::vector<BangCandidate> c(u.size());
     const float* xs = x + size_t(self) * d;
     for (size_t i = 0; i < u.size(); ++i) {
-        c[i] = {faiss::fvec_L2sqr(xs, x + size_t(u[i]) * d, size_t(d)), u[i]};
+        c[i] = {bangL2Sqr(xs, x + size_t(u[i]) * d, d), u[i]};
     }
     std::sort(c.begin(), c.end());
     return c;
@@ -46,7 +58,7 @@ std::vector<int32_t> robustPrune(
         const float* xi = x + size_t(cand[i].second) * d;
         for (size_t j = i + 1; j < cand.size(); ++j) {
             if (alive[j] &&
-                alpha * faiss::fvec_L2sqr(xi, x + size_t(cand[j].second) * d, size_t(d)) <=
+                alpha * bangL2Sqr(xi, x + size_t(cand[j].second) * d, d) <=
                         cand[j].first) {
                 alive[j] = 0;
             }

@@ -10,6 +10,10 @@
 
 namespace faiss_ext {
 
+/// Squared L2 distance of two d-vectors (SIMD: AVX-512 / AVX2 chosen at load time where
+/// the CPU has them; the construction spends most of its host time here).
+float bangL2Sqr(const float* a, const float* b, int d);
+
 /// One candidate: (squared L2 distance to the node, id).
 using BangCandidate = std::pair<float, int32_t>;
 
