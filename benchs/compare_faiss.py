@@ -4,7 +4,8 @@
   faiss.GpuIndexFlatL2          vs faiss_ext.GpuIndexFlat
   faiss.GpuIndexIVFFlat         vs faiss_ext.GpuIndexIVFFlat (same trained CPU index
                                    copied to both: same centroids, same nprobe sweep)
-  faiss.IndexHNSWFlat (CPU)     reference graph index (--hnsw)
+  faiss_ext.GpuIndexBang        graph search on the GPU (search_L sweep), beside
+  faiss.IndexHNSWFlat (CPU)     FAISS's graph index as the reference (--hnsw)
 
 Writes a markdown table (QPS at the full batch, recall@1/@10 against exact search,
 batch-1 latency p50/p99, device memory, train/add time, faiss_ext / faiss QPS ratio)
@@ -168,6 +169,17 @@ def main():
                     dict(train_s=t_train, add_s=t_add_f, mem=mem_f))
         del fivf, xivf
 
+    if hasattr(faiss_ext, "GpuIndexBang"):
+        bang, t_add, _ = built(lambda: _bang_ext(xres, xb))
+        extra = dict(train_s=0.0, add_s=t_add, mem=bang.device_memory_bytes())
+        for L in (10, 20, 40, 60, 80, 100, 160):
+            if L < k:
+                continue
+            params = faiss_ext.SearchParametersBang(search_L=L)
+            measure(rows, "graph", "faiss_ext GpuIndexBang", f"L={L}",
+                    lambda x, kk: bang.search(x, kk, params=params), xq, k, gt, args, extra)
+        del bang
+
     if args.hnsw:
         hnsw = faiss.IndexHNSWFlat(d, 32)
         hnsw.hnsw.efConstruction = 40
@@ -202,6 +214,12 @@ def _ivf_faiss(res, cpu_ivf, xb):
 
 def _ivf_ext(res, cpu_ivf, xb):
     index = faiss_ext.index_cpu_to_gpu(res, cpu_ivf)
+    index.add(xb)
+    return index
+
+
+def _bang_ext(res, xb):
+    index = faiss_ext.GpuIndexBang(res, xb.shape[1])
     index.add(xb)
     return index
 
