@@ -50,7 +50,7 @@ size_t bangPersistentSmemBytes(int L, int R, int d);
 size_t bangStepSmemBytes(int L, int R, int d);
 
 /// Persistent variant: one launch; each block loops over its query's iterations
-/// (parent selection, Bloom filter, distances, sort, merge) with the whole state, the
+/// (parent selection, Bloom filter, distances, merge by rank) with the whole state, the
 /// Bloom filter included, in shared memory.
 void bangSearchPersistent(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream);
 
