@@ -9,6 +9,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+#include <faiss/Index.h>
 #include <gtest/gtest.h>
 
 #include <faiss_ext/GpuResources.h>
@@ -95,6 +97,80 @@ inline int64_t compareKnn(
     }
     return bad;
 }
+
+/// What one search sees, and the index's size: equal before and after a failed call
+/// when that call left the index unchanged.
+struct SearchSnapshot {
+    std::vector<float> D;
+    std::vector<int64_t> I;
+    int64_t ntotal;
+    bool trained;
+};
+
+inline SearchSnapshot snapshotSearch(
+        const faiss::Index& index, const std::vector<float>& query, int k) {
+    SearchSnapshot s{std::vector<float>(k), std::vector<int64_t>(k), index.ntotal,
+                     index.is_trained};
+    index.search(1, query.data(), k, s.D.data(), s.I.data());
+    return s;
+}
+
+inline void expectSameSearch(const SearchSnapshot& a, const SearchSnapshot& b) {
+    EXPECT_EQ(a.ntotal, b.ntotal);
+    EXPECT_EQ(a.trained, b.trained);
+    EXPECT_EQ(a.I, b.I);
+    EXPECT_EQ(a.D, b.D);
+}
+
+/// Searches three queries whose middle one holds a NaN: that row must be all missing
+/// (id -1, infinite distance) and the other two rows all found.
+inline void expectNanQueryGivesMissing(const faiss::Index& index, int k, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> unit(0.f, 1.f);
+    std::vector<float> xq(3 * size_t(index.d));
+    for (float& v : xq) {
+        v = unit(rng);
+    }
+    xq[index.d + index.d / 2] = std::nanf("");
+    std::vector<float> D(3 * size_t(k));
+    std::vector<int64_t> I(3 * size_t(k));
+    index.search(3, xq.data(), k, D.data(), I.data());
+    for (int j = 0; j < k; ++j) {
+        EXPECT_EQ(I[1 * k + j], -1);
+        EXPECT_TRUE(std::isinf(D[1 * k + j]));
+        EXPECT_GE(I[0 * k + j], 0);
+        EXPECT_GE(I[2 * k + j], 0);
+    }
+}
+
+/// Holds all free device memory but `keepBytes` (after emptying the stream-ordered
+/// pool, whose cached blocks would otherwise serve the next allocation), so that a
+/// larger allocation by the index fails. Released on destruction.
+class DeviceMemoryHog {
+   public:
+    DeviceMemoryHog(const GpuResources& res, size_t keepBytes) {
+        cudaMemPool_t pool;
+        res.synchronize();
+        size_t freeBytes = 0, totalBytes = 0;
+        if (cudaDeviceGetDefaultMemPool(&pool, res.device()) != cudaSuccess ||
+            cudaMemPoolTrimTo(pool, 0) != cudaSuccess ||
+            cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess || freeBytes <= keepBytes ||
+            cudaMalloc(&held_, freeBytes - keepBytes) != cudaSuccess) {
+            held_ = nullptr;
+        }
+    }
+    ~DeviceMemoryHog() {
+        cudaFree(held_);
+    }
+    DeviceMemoryHog(const DeviceMemoryHog&) = delete;
+    DeviceMemoryHog& operator=(const DeviceMemoryHog&) = delete;
+    bool holding() const {
+        return held_ != nullptr;
+    }
+
+   private:
+    void* held_ = nullptr;
+};
 
 } // namespace test
 } // namespace faiss_ext

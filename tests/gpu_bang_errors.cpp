@@ -25,25 +25,19 @@ using namespace faiss_ext::test;
 
 namespace {
 
+/// A search snapshot plus the graph: a failed call must leave both as they were.
 struct Snapshot {
-    std::vector<float> D;
-    std::vector<int64_t> I;
-    int64_t ntotal;
+    SearchSnapshot search;
     std::vector<int32_t> graph;
     int64_t entry;
 };
 
 Snapshot snapshot(const GpuIndexBang& index, const std::vector<float>& q, int k) {
-    Snapshot s{std::vector<float>(k), std::vector<int64_t>(k), index.ntotal, index.graph(),
-               index.entryPoint()};
-    index.search(1, q.data(), k, s.D.data(), s.I.data());
-    return s;
+    return Snapshot{snapshotSearch(index, q, k), index.graph(), index.entryPoint()};
 }
 
 void expectSame(const Snapshot& a, const Snapshot& b) {
-    EXPECT_EQ(a.ntotal, b.ntotal);
-    EXPECT_EQ(a.I, b.I);
-    EXPECT_EQ(a.D, b.D);
+    expectSameSearch(a.search, b.search);
     EXPECT_EQ(a.graph, b.graph);
     EXPECT_EQ(a.entry, b.entry);
 }
@@ -121,7 +115,7 @@ TEST(GpuIndexBangErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     std::vector<float> Dp(k);
     std::vector<int64_t> Ip(k);
     index.search(1, q.data(), k, Dp.data(), Ip.data(), &plain);
-    EXPECT_EQ(Ip, before.I);
+    EXPECT_EQ(Ip, before.search.I);
     EXPECT_THROW(
             index.searchDevice(1, q.data(), 10, D.data(), I.data(), 5, BangKernel::kPersistent),
             faiss::FaissException); // k > L on the device API
@@ -169,20 +163,13 @@ TEST(GpuIndexBangErrors, DeviceMemoryExhaustedLeavesIndexUnchanged) {
     auto q = datasets::uniform(1, d, 6);
     Snapshot before = snapshot(index, q, k);
 
-    cudaMemPool_t pool;
-    ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, res.device()), cudaSuccess);
-    res.synchronize();
-    ASSERT_EQ(cudaMemPoolTrimTo(pool, 0), cudaSuccess);
-    size_t freeBytes = 0, totalBytes = 0;
-    ASSERT_EQ(cudaMemGetInfo(&freeBytes, &totalBytes), cudaSuccess);
-    const size_t keep = size_t(256) << 20;
-    ASSERT_GT(freeBytes, keep);
-    void* blocker = nullptr;
-    ASSERT_EQ(cudaMalloc(&blocker, freeBytes - keep), cudaSuccess);
     const int64_t n = (int64_t(1) << 30) / (d * sizeof(float)); // 1 GiB of vectors
     std::vector<float> big(size_t(n) * d, 0.5f);
-    EXPECT_THROW(index.add(n, big.data()), faiss::FaissException);
-    cudaFree(blocker);
+    {
+        DeviceMemoryHog hog(res, size_t(256) << 20);
+        ASSERT_TRUE(hog.holding());
+        EXPECT_THROW(index.add(n, big.data()), faiss::FaissException);
+    }
 
     expectSame(before, snapshot(index, q, k));
 }

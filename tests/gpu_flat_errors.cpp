@@ -16,28 +16,9 @@
 
 using namespace faiss_ext;
 
-namespace {
-
-/// Searching the index gives the same answer before and after a failed call.
-struct Snapshot {
-    std::vector<float> D;
-    std::vector<int64_t> I;
-    int64_t ntotal;
-};
-
-Snapshot snapshot(const faiss::Index& index, const std::vector<float>& q, int k) {
-    Snapshot s{std::vector<float>(k), std::vector<int64_t>(k), index.ntotal};
-    index.search(1, q.data(), k, s.D.data(), s.I.data());
-    return s;
-}
-
-void expectSame(const Snapshot& a, const Snapshot& b) {
-    EXPECT_EQ(a.ntotal, b.ntotal);
-    EXPECT_EQ(a.I, b.I);
-    EXPECT_EQ(a.D, b.D);
-}
-
-} // namespace
+using test::DeviceMemoryHog;
+using test::expectSameSearch;
+using test::snapshotSearch;
 
 TEST(GpuIndexFlatErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     FAISS_EXT_REQUIRE_GPU();
@@ -47,7 +28,7 @@ TEST(GpuIndexFlatErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     auto xb = datasets::uniform(200, d, 1);
     gpu.add(200, xb.data());
     auto q = datasets::uniform(1, d, 2);
-    Snapshot before = snapshot(gpu, q, k);
+    auto before = snapshotSearch(gpu, q, k);
 
     std::vector<float> D(10 * 3000);
     std::vector<int64_t> I(10 * 3000);
@@ -76,7 +57,7 @@ TEST(GpuIndexFlatErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     EXPECT_THROW(gpu.search(1, devPtr, k, D.data(), I.data()), faiss::FaissException);
     cudaFree(devPtr);
 
-    expectSame(before, snapshot(gpu, q, k));
+    expectSameSearch(before, snapshotSearch(gpu, q, k));
 }
 
 TEST(GpuIndexFlatErrors, BadConstruction) {
@@ -95,26 +76,17 @@ TEST(GpuIndexFlatErrors, DeviceMemoryExhaustedLeavesIndexUnchanged) {
     auto xb = datasets::uniform(1000, d, 5);
     gpu.add(1000, xb.data());
     auto q = datasets::uniform(1, d, 6);
-    Snapshot before = snapshot(gpu, q, k);
+    auto before = snapshotSearch(gpu, q, k);
 
-    // Leave less free device memory than the add needs (2 GiB of vectors).
-    cudaMemPool_t pool;
-    ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, res.device()), cudaSuccess);
-    res.synchronize();
-    ASSERT_EQ(cudaMemPoolTrimTo(pool, 0), cudaSuccess);
-    size_t freeBytes = 0, totalBytes = 0;
-    ASSERT_EQ(cudaMemGetInfo(&freeBytes, &totalBytes), cudaSuccess);
-    const size_t keep = size_t(512) << 20;
-    ASSERT_GT(freeBytes, keep);
-    void* blocker = nullptr;
-    ASSERT_EQ(cudaMalloc(&blocker, freeBytes - keep), cudaSuccess);
-
-    const int64_t n = (int64_t(2) << 30) / (d * sizeof(float));
+    const int64_t n = (int64_t(2) << 30) / (d * sizeof(float)); // 2 GiB of vectors
     std::vector<float> big(size_t(n) * d, 0.5f);
-    EXPECT_THROW(gpu.add(n, big.data()), faiss::FaissException);
-    cudaFree(blocker);
+    {
+        DeviceMemoryHog hog(res, size_t(512) << 20);
+        ASSERT_TRUE(hog.holding());
+        EXPECT_THROW(gpu.add(n, big.data()), faiss::FaissException);
+    }
 
-    expectSame(before, snapshot(gpu, q, k));
+    expectSameSearch(before, snapshotSearch(gpu, q, k));
 }
 
 TEST(GpuIndexFlatErrors, CopyRoundTripIntoGarbageTargets) {

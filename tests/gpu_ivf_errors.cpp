@@ -30,26 +30,6 @@ using namespace faiss_ext::test;
 
 namespace {
 
-struct Snapshot {
-    std::vector<float> D;
-    std::vector<int64_t> I;
-    int64_t ntotal;
-    bool trained;
-};
-
-Snapshot snapshot(const faiss::Index& index, const std::vector<float>& q, int k) {
-    Snapshot s{std::vector<float>(k), std::vector<int64_t>(k), index.ntotal, index.is_trained};
-    index.search(1, q.data(), k, s.D.data(), s.I.data());
-    return s;
-}
-
-void expectSame(const Snapshot& a, const Snapshot& b) {
-    EXPECT_EQ(a.ntotal, b.ntotal);
-    EXPECT_EQ(a.trained, b.trained);
-    EXPECT_EQ(a.I, b.I);
-    EXPECT_EQ(a.D, b.D);
-}
-
 /// Same d, nlist, metric, nprobe, centroids and lists (ids and vectors, in order).
 void expectSameIndex(const GpuIndexIVFFlat& a, const faiss::IndexIVFFlat& b) {
     ASSERT_EQ(a.d, b.d);
@@ -121,7 +101,7 @@ TEST(GpuIndexIVFFlatErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     gpu.train(500, xb.data());
     gpu.add(500, xb.data());
     gpu.nprobe = 3;
-    Snapshot before = snapshot(gpu, q, k);
+    auto before = snapshotSearch(gpu, q, k);
 
     EXPECT_THROW(gpu.train(500, xb.data()), faiss::FaissException); // not empty
     EXPECT_THROW(gpu.add(0, xb.data()), faiss::FaissException);
@@ -191,7 +171,7 @@ TEST(GpuIndexIVFFlatErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     EXPECT_THROW(gpu.reconstruct(0, devPtr), faiss::FaissException);
     cudaFree(devPtr);
 
-    expectSame(before, snapshot(gpu, q, k));
+    expectSameSearch(before, snapshotSearch(gpu, q, k));
 }
 
 TEST(GpuIndexIVFFlatErrors, DeviceMemoryExhaustedLeavesIndexUnchanged) {
@@ -205,28 +185,20 @@ TEST(GpuIndexIVFFlatErrors, DeviceMemoryExhaustedLeavesIndexUnchanged) {
     GpuIndexIVFFlat gpu(res, cpu.get());
     gpu.nprobe = 4;
     auto q = datasets::uniform(1, d, 6);
-    Snapshot before = snapshot(gpu, q, k);
+    auto before = snapshotSearch(gpu, q, k);
 
-    // Leave less free device memory than the add needs (2 GiB of vectors).
-    cudaMemPool_t pool;
-    ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, res.device()), cudaSuccess);
-    res.synchronize();
-    ASSERT_EQ(cudaMemPoolTrimTo(pool, 0), cudaSuccess);
-    size_t freeBytes = 0, totalBytes = 0;
-    ASSERT_EQ(cudaMemGetInfo(&freeBytes, &totalBytes), cudaSuccess);
-    const size_t keep = size_t(512) << 20;
-    ASSERT_GT(freeBytes, keep);
-    void* blocker = nullptr;
-    ASSERT_EQ(cudaMalloc(&blocker, freeBytes - keep), cudaSuccess);
-    const int64_t n = (int64_t(2) << 30) / (d * sizeof(float));
+    const int64_t n = (int64_t(2) << 30) / (d * sizeof(float)); // 2 GiB of vectors
     std::vector<float> big(size_t(n) * d, 0.5f);
-    EXPECT_THROW(gpu.add(n, big.data()), faiss::FaissException);
     std::vector<int64_t> listNos(size_t(n), 3);
-    EXPECT_THROW(gpu.addPreassigned(n, big.data(), listNos.data(), nullptr),
-                 faiss::FaissException);
-    cudaFree(blocker);
+    {
+        DeviceMemoryHog hog(res, size_t(512) << 20);
+        ASSERT_TRUE(hog.holding());
+        EXPECT_THROW(gpu.add(n, big.data()), faiss::FaissException);
+        EXPECT_THROW(gpu.addPreassigned(n, big.data(), listNos.data(), nullptr),
+                     faiss::FaissException);
+    }
 
-    expectSame(before, snapshot(gpu, q, k));
+    expectSameSearch(before, snapshotSearch(gpu, q, k));
     cpu->nprobe = gpu.nprobe;
     expectSameIndex(gpu, *cpu);
 }
@@ -291,7 +263,7 @@ TEST(GpuIndexIVFFlatErrors, CopyFromRefusesWhatItCannotRepresent) {
     auto cpu = sampleCpu(d, 10, faiss::METRIC_L2, 300);
     GpuIndexIVFFlat gpu(res, cpu.get());
     auto q = datasets::uniform(1, d, 4);
-    Snapshot before = snapshot(gpu, q, 5);
+    auto before = snapshotSearch(gpu, q, 5);
 
     EXPECT_THROW(gpu.copyFrom(nullptr), faiss::FaissException);
     // A quantizer that is not an IndexFlat.
@@ -309,7 +281,7 @@ TEST(GpuIndexIVFFlatErrors, CopyFromRefusesWhatItCannotRepresent) {
     minusOne->invlists->add_entries(2, 1, &bad, reinterpret_cast<const uint8_t*>(v.data()));
     EXPECT_THROW(gpu.copyFrom(minusOne.get()), faiss::FaissException);
 
-    expectSame(before, snapshot(gpu, q, 5));
+    expectSameSearch(before, snapshotSearch(gpu, q, 5));
 }
 
 TEST(GpuIndexIVFFlatErrors, CopyRoundTripIntoGarbageTargets) {
