@@ -69,6 +69,8 @@ TEST(GpuIndexFlat, MatchesCpuOnFixedShapes) {
         }
         // Several base tiles and segments: nb above one segment, k at the maximum.
         runCase(res, {70000, 5, 32, 2048, m, seed + 3});
+        // A single query, across several selection segments.
+        runCase(res, {20000, 1, 128, 100, m, seed + 5});
         // k above nb: -1 padding.
         runCase(res, {50, 7, 16, 100, m, seed + 4});
     }
