@@ -1,12 +1,15 @@
 // GpuIndexBang on 1M x 128 clustered vectors: build time and degree histogram, device
 // memory, then QPS, recall@10 and iterations per query for each worklist size L, at
 // batch 10000 and batch 1, for both search kernels (persistent, stepwise), beside
-// GpuIndexIVFFlat at equal recall (the smallest nprobe reaching each Bang recall).
-// Usage: bench_bang [n_base] [spread]  (defaults 1000000, 0.15: bench_ivf's dataset)
+// GpuIndexIVFFlat at equal recall (the smallest nprobe reaching each Bang recall), and
+// PQ mode (M = d / 4 sub-quantizers on the same graph) beside exact mode at batch 10000.
+// Usage: bench_bang [n_base] [spread] [pq]  (defaults 1000000, 0.15: bench_ivf's
+// dataset; a third argument "pq" skips the stepwise kernel and IVF-Flat)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include <faiss_ext/GpuIndexBang.h>
@@ -28,6 +31,8 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
 struct Row {
     int L;
     double recall;
+    double qps;
+    double meanIterations;
 };
 
 } // namespace
@@ -39,6 +44,7 @@ int main(int argc, char** argv) {
     }
     const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
     const float spread = argc > 2 ? float(std::atof(argv[2])) : 0.15f;
+    const bool pqOnly = argc > 3 && std::string(argv[3]) == "pq";
     const int d = 128, k = 10;
     const int64_t nq = 10000, nq1 = 200;
     GpuResources res;
@@ -116,7 +122,11 @@ int main(int argc, char** argv) {
                 (long long)nq1, (long long)nq, d * 4, ceil.bytesPerSec / 1e12);
     std::printf("| kernel | L | recall@10 | mean iterations | batch 10000 QPS | batch 10000 ms | "
                 "floor ms | batch 1 ms | batch 1 QPS |\n|---|---|---|---|---|---|---|---|---|\n");
-    for (BangKernel kernel : {BangKernel::kPersistent, BangKernel::kStepwise}) {
+    std::vector<BangKernel> kernels{BangKernel::kPersistent};
+    if (!pqOnly) {
+        kernels.push_back(BangKernel::kStepwise);
+    }
+    for (BangKernel kernel : kernels) {
         const char* name = kernel == BangKernel::kPersistent ? "persistent" : "stepwise";
         for (int L : {10, 20, 40, 60, 80, 100, 160}) {
             const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
@@ -141,9 +151,59 @@ int main(int argc, char** argv) {
                         recall, meanIt, nq / (ms * 1e-3), ms, floorMs, ms1, 1e3 / ms1);
             std::fflush(stdout);
             if (kernel == BangKernel::kPersistent) {
-                bangRows.push_back({L, recall});
+                bangRows.push_back({L, recall, nq / (ms * 1e-3), meanIt});
             }
         }
+    }
+
+    // PQ mode on the same graph (graph building is exact in both modes): setGraph
+    // trains the codebooks and encodes the vectors as add() does.
+    {
+        GpuIndexBangConfig pc;
+        pc.pqSubquantizers = d / 4;
+        GpuIndexBang pq(res, d, faiss::METRIC_L2, pc);
+        const std::vector<int32_t> g = bang.graph();
+        t0 = std::chrono::steady_clock::now();
+        pq.setGraph(nb, xb.data(), g.data(), bang.entryPoint());
+        const double pqS = secondsSince(t0);
+        const int M = pc.pqSubquantizers;
+        std::printf("\nPQ mode, M=%d (8-bit codes, %d bytes per vector for traversal instead of "
+                    "%d), same graph: codebook training (GPU k-means on %lld vectors) + "
+                    "encoding (host) + upload %.1f s; device memory %.1f MiB = %.1f "
+                    "bytes/vector (exact mode's + code %d + codebooks %.2f)\n",
+                    M, M, d * 4, (long long)std::min<int64_t>(nb, 65536), pqS,
+                    pq.deviceMemoryBytes() / 1048576.0, double(pq.deviceMemoryBytes()) / nb, M,
+                    256.0 * d * 4 / nb);
+        std::printf("\nPersistent kernel, batch 10000 (timed as above); exact columns: exact "
+                    "mode's rows above; floor: iterations x mean degree codes of %d bytes / "
+                    "%.2f TB/s (+ the re-rank's L rows of %d bytes).\n\n",
+                    M, ceil.bytesPerSec / 1e12, d * 4);
+        std::printf("| L | PQ recall@10 | exact recall@10 | PQ mean iterations | exact mean "
+                    "iterations | PQ QPS | exact QPS | PQ ms | floor ms |\n"
+                    "|---|---|---|---|---|---|---|---|---|\n");
+        for (const Row& r : bangRows) {
+            const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
+                pq.searchDevice(nq, qDev.data(), k, dD.data(), dI.data(), r.L,
+                                BangKernel::kPersistent, dIt.data());
+            }));
+            copyToHost(I.data(), dI.data(), I.size(), res.stream());
+            copyToHost(iters.data(), dIt.data(), iters.size(), res.stream());
+            const double recall = bench::recallAt(gtI, k, I, k, nq, 10);
+            double meanIt = 0;
+            for (int32_t it : iters) {
+                meanIt += it;
+            }
+            meanIt /= nq;
+            const double floorMs =
+                    (meanIt * meanDegree * M + double(r.L) * d * 4) * nq / ceil.bytesPerSec * 1e3;
+            std::printf("| %d | %.4f | %.4f | %.1f | %.1f | %.0f | %.0f | %.2f | %.3f |\n", r.L,
+                        recall, r.recall, meanIt, r.meanIterations, nq / (ms * 1e-3), r.qps, ms,
+                        floorMs);
+            std::fflush(stdout);
+        }
+    }
+    if (pqOnly) {
+        return 0;
     }
 
     // IVF-Flat beside it.

@@ -6,6 +6,8 @@
 
 #include <faiss_ext/impl/ArgChecks.h>
 #include <faiss_ext/impl/BangBuild.h>
+#include <faiss_ext/impl/BangPq.h>
+#include <kernels/BangPq.h>
 #include <kernels/BangSearch.h>
 #include <kernels/Distances.h>
 
@@ -13,7 +15,7 @@ namespace faiss_ext {
 
 namespace {
 
-GpuIndexBangConfig checkedConfig(const GpuIndexBangConfig& c) {
+GpuIndexBangConfig checkedConfig(const GpuIndexBangConfig& c, int d) {
     FAISS_THROW_IF_NOT_FMT(
             c.graphDegree >= 1 && c.graphDegree <= kernels::kBangMaxDegree,
             "graphDegree=%d is outside [1, %d]", c.graphDegree, kernels::kBangMaxDegree);
@@ -31,11 +33,7 @@ GpuIndexBangConfig checkedConfig(const GpuIndexBangConfig& c) {
     FAISS_THROW_IF_NOT_FMT(
             c.buildL >= 1 && c.buildL <= GpuIndexBang::kMaxSearchL,
             "buildL=%d is outside [1, %d]", c.buildL, GpuIndexBang::kMaxSearchL);
-    FAISS_THROW_IF_NOT_FMT(
-            c.pqSubquantizers == 0,
-            "pqSubquantizers=%d: the PQ traversal mode of GpuIndexBang is not implemented "
-            "(only exact distances; use 0)",
-            c.pqSubquantizers);
+    checkBangPqSubquantizers(d, c.pqSubquantizers);
     return c;
 }
 
@@ -56,16 +54,18 @@ GpuIndexBang::GpuIndexBang(
         faiss::MetricType metric,
         GpuIndexBangConfig config)
         : GpuIndex(resources, d, checkedMetric(metric), config),
-          bangConfig_(checkedConfig(config)),
+          bangConfig_(checkedConfig(config, d)),
           storage_(resources, d) {
+    // The largest worklist must fit; PQ mode adds its table (M KiB).
+    const int M = config.pqSubquantizers;
     const size_t need = std::max(
-            kernels::bangPersistentSmemBytes(kMaxSearchL, config.graphDegree, d),
-            kernels::bangStepSmemBytes(kMaxSearchL, config.graphDegree, d));
+            kernels::bangPersistentSmemBytes(kMaxSearchL, config.graphDegree, d, M),
+            kernels::bangStepSmemBytes(kMaxSearchL, config.graphDegree, d, M));
     FAISS_THROW_IF_NOT_FMT(
             need <= resources.maxSharedMemoryPerBlock(),
-            "d=%d is too large: the search would need %zu bytes of shared memory per "
-            "block, the device allows %zu",
-            d, need, resources.maxSharedMemoryPerBlock());
+            "d=%d, pqSubquantizers=%d is too large: the search would need %zu bytes of "
+            "shared memory per block, the device allows %zu",
+            d, M, need, resources.maxSharedMemoryPerBlock());
     is_trained = true;
 }
 
@@ -116,12 +116,29 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     p.passes = bangConfig_.buildPasses;
     p.buildL = bangConfig_.buildL;
     p.pageBytes = config_.pageBytes;
+    FAISS_THROW_IF_NOT_FMT(
+            !pqMode() || total >= kBangPqMinVectors,
+            "add: PQ mode needs at least %lld vectors in all to train its 256-centroid "
+            "codebooks (would hold %lld)",
+            (long long)kBangPqMinVectors, (long long)total);
     BangBuildResult built = buildBangGraph(res_, fresh, all.data(), p);
     auto g = res_.alloc<int32_t>(built.graph.size());
     copyToDevice(g.data(), built.graph.data(), built.graph.size(), res_.stream());
+    DeviceBuffer<float> centroids;
+    DeviceBuffer<uint8_t> codes;
+    if (pqMode()) {
+        const BangPqTables t =
+                trainBangPq(res_, total, d, bangConfig_.pqSubquantizers, all.data());
+        centroids = res_.alloc<float>(t.centroids.size());
+        copyToDevice(centroids.data(), t.centroids.data(), t.centroids.size(), res_.stream());
+        codes = res_.alloc<uint8_t>(t.codes.size());
+        copyToDevice(codes.data(), t.codes.data(), t.codes.size(), res_.stream());
+    }
 
     storage_ = std::move(fresh);
     graph_ = std::move(g);
+    pqCentroids_ = std::move(centroids);
+    pqCodes_ = std::move(codes);
     entry_ = built.medoid;
     ntotal = total;
     lastKnnSeconds_ = built.knnSeconds;
@@ -129,8 +146,26 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     lastPruneSeconds_ = built.pruneSeconds;
 }
 
-void GpuIndexBang::setGraph(int64_t n, const float* x, const int32_t* graph, int64_t entry) {
+void GpuIndexBang::setGraph(
+        int64_t n,
+        const float* x,
+        const int32_t* graph,
+        int64_t entry,
+        const float* pqCentroids,
+        const uint8_t* pqCodes) {
     checkVectorsArg(n, x, "setGraph");
+    const int M = bangConfig_.pqSubquantizers;
+    FAISS_THROW_IF_NOT_MSG(
+            pqMode() || (pqCentroids == nullptr && pqCodes == nullptr),
+            "setGraph: PQ centroids or codes given to an index in exact mode "
+            "(pqSubquantizers=0)");
+    FAISS_THROW_IF_NOT_MSG(
+            (pqCentroids == nullptr) == (pqCodes == nullptr),
+            "setGraph: give both PQ centroids and codes, or neither (to train them)");
+    FAISS_THROW_IF_NOT_FMT(
+            !pqMode() || n >= kBangPqMinVectors || pqCentroids != nullptr,
+            "setGraph: PQ mode needs at least %lld vectors to train its codebooks (got %lld)",
+            (long long)kBangPqMinVectors, (long long)n);
     FAISS_THROW_IF_NOT_MSG(graph != nullptr, "setGraph: null graph");
     FAISS_THROW_IF_NOT_FMT(
             n < INT_MAX, "setGraph: n=%lld; GpuIndexBang holds fewer than 2^31 vectors",
@@ -160,13 +195,34 @@ void GpuIndexBang::setGraph(int64_t n, const float* x, const int32_t* graph, int
     checkHostPointer(x, "setGraph");
     checkHostPointer(graph, "setGraph graph");
     checkFinite(n, d, x, "setGraph");
+    BangPqTables t;
+    if (pqCentroids != nullptr) {
+        checkHostPointer(pqCentroids, "setGraph PQ centroids");
+        checkHostPointer(pqCodes, "setGraph PQ codes");
+        t.centroids.assign(
+                pqCentroids, pqCentroids + size_t(kernels::kBangPqCentroids) * d);
+        checkFinite(kernels::kBangPqCentroids, d, t.centroids.data(), "setGraph PQ centroids");
+        t.codes.assign(pqCodes, pqCodes + size_t(n) * M);
+    } else if (pqMode()) {
+        t = trainBangPq(res_, n, d, M, x);
+    }
     FlatStorage fresh(res_, d);
     fresh.append(n, x);
     auto g = res_.alloc<int32_t>(size_t(n) * R);
     copyToDevice(g.data(), graph, size_t(n) * R, res_.stream());
+    DeviceBuffer<float> centroids;
+    DeviceBuffer<uint8_t> codes;
+    if (pqMode()) {
+        centroids = res_.alloc<float>(t.centroids.size());
+        copyToDevice(centroids.data(), t.centroids.data(), t.centroids.size(), res_.stream());
+        codes = res_.alloc<uint8_t>(t.codes.size());
+        copyToDevice(codes.data(), t.codes.data(), t.codes.size(), res_.stream());
+    }
 
     storage_ = std::move(fresh);
     graph_ = std::move(g);
+    pqCentroids_ = std::move(centroids);
+    pqCodes_ = std::move(codes);
     entry_ = entry;
     ntotal = n;
 }
@@ -175,6 +231,8 @@ void GpuIndexBang::reset() {
     DeviceScope scope(res_.device());
     storage_.clear();
     graph_ = DeviceBuffer<int32_t>();
+    pqCentroids_ = DeviceBuffer<float>();
+    pqCodes_ = DeviceBuffer<uint8_t>();
     entry_ = 0;
     ntotal = 0;
 }
@@ -195,7 +253,29 @@ void GpuIndexBang::reconstruct_n(int64_t i0, int64_t ni, float* recons) const {
 }
 
 size_t GpuIndexBang::deviceMemoryBytes() const {
-    return storage_.deviceBytes() + graph_.bytes();
+    return storage_.deviceBytes() + graph_.bytes() + pqCentroids_.bytes() + pqCodes_.bytes();
+}
+
+size_t GpuIndexBang::traversalBytesPerVector() const {
+    return pqMode() ? size_t(bangConfig_.pqSubquantizers) : size_t(d) * sizeof(float);
+}
+
+std::vector<float> GpuIndexBang::pqCentroids() const {
+    DeviceScope scope(res_.device());
+    std::vector<float> c(pqCentroids_.size());
+    if (!c.empty()) {
+        copyToHost(c.data(), pqCentroids_.data(), c.size(), res_.stream());
+    }
+    return c;
+}
+
+std::vector<uint8_t> GpuIndexBang::pqCodes() const {
+    DeviceScope scope(res_.device());
+    std::vector<uint8_t> c(pqCodes_.size());
+    if (!c.empty()) {
+        copyToHost(c.data(), pqCodes_.data(), c.size(), res_.stream());
+    }
+    return c;
 }
 
 std::vector<int32_t> GpuIndexBang::graph() const {
@@ -250,6 +330,11 @@ void GpuIndexBang::searchDevice(
     g.d = d;
     g.R = bangConfig_.graphDegree;
     g.entry = int32_t(entry_);
+    if (pqMode()) {
+        g.pqM = bangConfig_.pqSubquantizers;
+        g.codes = pqCodes_.data();
+        g.pqCentroids = pqCentroids_.data();
+    }
 
     // Pages of queries: grid size for the persistent kernel, state memory for the
     // stepwise one.

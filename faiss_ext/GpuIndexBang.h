@@ -38,8 +38,14 @@ struct GpuIndexBangConfig : GpuIndexConfig {
     int buildL = 64;
     /// Kernel of search() (searchDevice takes it per call).
     BangKernel kernel = BangKernel::kPersistent;
-    /// BANG's PQ traversal distances (subquantizers per vector). Not implemented:
-    /// any value but 0 is refused by the constructor.
+    /// BANG's PQ mode: M sub-quantizers of 8 bits each (faiss::ProductQuantizer,
+    /// trained at every add on up to 65536 evenly spaced stored vectors with k-means on
+    /// the GPU; impl/BangPq.h). The search walks the graph with ADC distances from the
+    /// codes (M bytes per vector) and a per-query table in shared memory (M KiB), then
+    /// re-ranks its final worklist with exact distances from the full vectors, which
+    /// stay on the GPU. The graph is built with exact distances either way. 0: exact
+    /// distances throughout (default); else in [1, 128], dividing d, and add needs at
+    /// least 256 vectors in all.
     int pqSubquantizers = 0;
 };
 
@@ -54,8 +60,11 @@ struct SearchParametersBang : faiss::SearchParameters {
 /// vector (impl/BangBuild.h): a first graph from exact k-NN candidates (GPU) pruned by
 /// RobustPrune (host), then Vamana passes whose searches run on the GPU.
 /// A later add() rebuilds the whole graph over old and new vectors (the ids stay
-/// sequential). Search: exact squared L2 distances throughout, so the final worklist is
-/// already exactly ranked; the k best of it are returned (k <= L; L = max(search_L, k)).
+/// sequential). Search (exact mode): exact squared L2 distances throughout, so the final
+/// worklist is already exactly ranked; the k best of it are returned (k <= L; L =
+/// max(search_L, k)). PQ mode (GpuIndexBangConfig::pqSubquantizers): the worklist is
+/// ranked by ADC distances, and its L nodes are re-ranked exactly before the k best are
+/// returned.
 class GpuIndexBang : public GpuIndex {
    public:
     /// Largest worklist.
@@ -72,8 +81,17 @@ class GpuIndexBang : public GpuIndex {
 
     /// Replaces the vectors and graph with given ones (n x d vectors, n x R ids in
     /// [-1, n), no id twice in a row; -1 entries are skipped) and the entry point.
-    /// Used by read_index, and to search a graph built elsewhere.
-    void setGraph(int64_t n, const float* x, const int32_t* graph, int64_t entry);
+    /// Used by read_index, and to search a graph built elsewhere. PQ mode: with
+    /// pqCentroids (M x 256 x d / M) and pqCodes (n x M) given, those are used (as
+    /// read_index does); with both null the PQ is trained and the vectors encoded as
+    /// add does. Exact mode refuses them.
+    void setGraph(
+            int64_t n,
+            const float* x,
+            const int32_t* graph,
+            int64_t entry,
+            const float* pqCentroids = nullptr,
+            const uint8_t* pqCodes = nullptr);
 
     void reset() override;
     void reconstruct(int64_t key, float* recons) const override;
@@ -91,6 +109,17 @@ class GpuIndexBang : public GpuIndex {
     const GpuIndexBangConfig& bangConfig() const {
         return bangConfig_;
     }
+    /// Whether the search walks with PQ (ADC) distances.
+    bool pqMode() const {
+        return bangConfig_.pqSubquantizers > 0;
+    }
+    /// PQ mode with vectors: the codebooks (M x 256 x d / M) and codes (ntotal x M),
+    /// copied to the host; else empty.
+    std::vector<float> pqCentroids() const;
+    std::vector<uint8_t> pqCodes() const;
+    /// Bytes of each vector the search loop reads to get its traversal distance: the
+    /// full vector (4 d) in exact mode, its code (M) in PQ mode.
+    size_t traversalBytesPerVector() const;
     /// Timings of the last graph build (add), in seconds.
     double lastBuildKnnSeconds() const {
         return lastKnnSeconds_;
@@ -135,6 +164,8 @@ class GpuIndexBang : public GpuIndex {
     GpuIndexBangConfig bangConfig_;
     FlatStorage storage_;
     DeviceBuffer<int32_t> graph_; ///< ntotal x R
+    DeviceBuffer<float> pqCentroids_; ///< PQ mode: M x 256 x d / M
+    DeviceBuffer<uint8_t> pqCodes_;   ///< PQ mode: ntotal x M
     int64_t entry_ = 0;
     double lastKnnSeconds_ = 0;
     double lastSearchSeconds_ = 0;

@@ -61,10 +61,13 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
         im.searchL = bang->search_L;
         im.ntotal = bang->ntotal;
         im.entry = bang->entryPoint();
+        im.pqSubquantizers = c.pqSubquantizers;
         if (im.ntotal > 0) {
             im.vectors.resize(size_t(im.ntotal) * im.d);
             bang->reconstruct_n(0, im.ntotal, im.vectors.data());
             im.graph = bang->graph();
+            im.pqCentroids = bang->pqCentroids();
+            im.pqCodes = bang->pqCodes();
         }
         writeHeader(out, IndexKind::kBang);
         writeBangImage(out, im);
@@ -78,7 +81,8 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
 
 std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
     // The whole file is parsed and checked on the host before anything is built.
-    const IndexKind kind = readHeader(in);
+    uint32_t version = 0;
+    const IndexKind kind = readHeader(in, &version);
     if (kind == IndexKind::kFlat) {
         FlatImage im = readFlatImage(in);
         readTrailer(in);
@@ -89,7 +93,7 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
         return index;
     }
     if (kind == IndexKind::kBang) {
-        BangImage im = readBangImage(in);
+        BangImage im = readBangImage(in, version);
         readTrailer(in);
         GpuIndexBangConfig config;
         config.graphDegree = im.graphDegree;
@@ -98,12 +102,16 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
         config.buildHubs = im.buildHubs;
         config.buildPasses = im.buildPasses;
         config.buildL = im.buildL;
+        config.pqSubquantizers = im.pqSubquantizers;
         auto index = std::make_unique<GpuIndexBang>(
                 res, im.d, faiss::MetricType(im.metric), config);
         GpuIndexBang::effectiveL(im.searchL, 1);
         index->search_L = im.searchL;
         if (im.ntotal > 0) {
-            index->setGraph(im.ntotal, im.vectors.data(), im.graph.data(), im.entry);
+            index->setGraph(
+                    im.ntotal, im.vectors.data(), im.graph.data(), im.entry,
+                    im.pqSubquantizers > 0 ? im.pqCentroids.data() : nullptr,
+                    im.pqSubquantizers > 0 ? im.pqCodes.data() : nullptr);
         }
         return index;
     }

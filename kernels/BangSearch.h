@@ -24,10 +24,18 @@ struct BangGraphView {
     int d = 0;
     int R = 0; ///< in [1, kBangMaxDegree]
     int32_t entry = 0; ///< the medoid: every search starts there
+    /// PQ mode (pqM >= 1): traversal distances are ADC sums over these codes (n x pqM
+    /// bytes) and centroids (pqM x 256 x d / pqM floats, faiss::ProductQuantizer's
+    /// layout), and the final worklist is re-ranked with exact distances from
+    /// `vectors`. 0: exact distances throughout.
+    int pqM = 0;
+    const uint8_t* codes = nullptr;
+    const float* pqCentroids = nullptr;
 };
 
 /// One batch of queries (device memory). Results: the k <= L best of the final
-/// worklist, ascending squared L2 distance; missing ones (fewer than k nodes reached,
+/// worklist (PQ mode: by exact distance after the re-rank), ascending squared L2
+/// distance; missing ones (fewer than k nodes reached,
 /// or a query with a NaN) are id -1 and distance +inf. iterations (nullable): the
 /// parents expanded per query.
 struct BangSearchArgs {
@@ -45,9 +53,10 @@ struct BangSearchArgs {
     int maxVisited = 0;
 };
 
-/// Dynamic shared memory of one block of the persistent kernel / of the step kernel.
-size_t bangPersistentSmemBytes(int L, int R, int d);
-size_t bangStepSmemBytes(int L, int R, int d);
+/// Dynamic shared memory of one block of the persistent kernel / of the step kernel
+/// (pqM: sub-quantizers in PQ mode, whose ADC table takes pqM KiB; 0 in exact mode).
+size_t bangPersistentSmemBytes(int L, int R, int d, int pqM);
+size_t bangStepSmemBytes(int L, int R, int d, int pqM);
 
 /// Persistent variant: one launch; each block loops over its query's iterations
 /// (parent selection, Bloom filter, distances, merge by rank) with the whole state, the

@@ -1,7 +1,9 @@
 // CPU reference of the BANG greedy search: the kernels' algorithm run sequentially,
 // with the same entry point, Bloom filter (hashes, and all tests of a parent's
 // neighbours before their insertions), (distance, id) keys and worklist size, on
-// distances from the kernels' own distance function (bangDistanceTable).
+// distances from the kernels' own distance function (bangDistanceTable), or in PQ mode
+// ADC distances formed with the kernels' arithmetic (bangPqReferenceDistances) and the
+// exact re-rank of the final worklist (bangReferenceRerank).
 #pragma once
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include <kernels/BangBloom.h>
+#include <kernels/BangPq.h>
 
 namespace faiss_ext {
 namespace test {
@@ -60,6 +63,42 @@ inline BangReferenceResult bangReferenceSearch(
         r.keys.push_back(e.first);
     }
     return r;
+}
+
+/// ADC distances of one query (d floats) to the n code rows (n x M) with the given
+/// codebooks (M x 256 x d / M): the kernels' table entries and summation order
+/// (kernels/BangPq.h), so equal to the kernels' bit for bit.
+inline std::vector<float> bangPqReferenceDistances(
+        const float* q, int d, int M, const float* centroids, const uint8_t* codes, int64_t n) {
+    using namespace kernels;
+    const int dsub = d / M;
+    std::vector<float> table(size_t(M) * kBangPqCentroids);
+    for (int m = 0; m < M; ++m) {
+        for (int c = 0; c < kBangPqCentroids; ++c) {
+            table[size_t(m) * kBangPqCentroids + c] = bangPqTableEntry(
+                    q + size_t(m) * dsub,
+                    centroids + (size_t(m) * kBangPqCentroids + c) * dsub, dsub);
+        }
+    }
+    std::vector<float> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+        out[size_t(i)] = bangPqDistance(table.data(), codes + size_t(i) * M, M);
+    }
+    return out;
+}
+
+/// PQ mode's end: the nodes of the final worklist `keys` re-keyed with their exact
+/// distances (exact: the query's distance to every base row) and sorted, same tie rule
+/// (distance, then id).
+inline std::vector<uint64_t> bangReferenceRerank(
+        const std::vector<uint64_t>& keys, const float* exact) {
+    std::vector<uint64_t> out;
+    for (uint64_t key : keys) {
+        const int32_t id = kernels::bangKeyId(key);
+        out.push_back(kernels::bangKey(exact[id], id));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 } // namespace test

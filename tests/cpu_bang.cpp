@@ -1,17 +1,21 @@
-// GpuIndexBang's host parts: RobustPrune, the graph assembly, the sort keys and the
-// index file payload.
+// GpuIndexBang's host parts: RobustPrune, the graph assembly, the sort keys, the PQ
+// mode's host rules and arithmetic, and the index file payload.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include <faiss/impl/FaissAssert.h>
 
+#include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/BangPrune.h>
 #include <faiss_ext/impl/IndexImage.h>
 #include <kernels/BangBloom.h>
+#include <kernels/BangPq.h>
 
 #include "TestUtil.h"
 
@@ -221,5 +225,197 @@ TEST(BangPrune, L2SqrMatchesDoublePrecision) {
             ref += (double(a[j]) - b[j]) * (double(a[j]) - b[j]);
         }
         EXPECT_NEAR(bangL2Sqr(a.data(), b.data(), d), ref, 1e-5 * ref) << "d=" << d;
+    }
+}
+
+TEST(BangPq, SubquantizerRuleNamesTheValue) {
+    EXPECT_NO_THROW(checkBangPqSubquantizers(24, 0));
+    EXPECT_NO_THROW(checkBangPqSubquantizers(24, 1));
+    EXPECT_NO_THROW(checkBangPqSubquantizers(24, 24));
+    EXPECT_NO_THROW(checkBangPqSubquantizers(256, 128));
+    auto names = [](int d, int M, const char* needle) {
+        try {
+            checkBangPqSubquantizers(d, M);
+            ADD_FAILURE() << "d=" << d << " M=" << M << " accepted";
+        } catch (const faiss::FaissException& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    names(24, 5, "pqSubquantizers=5 does not divide d=24");
+    names(24, 48, "pqSubquantizers=48");
+    names(24, -1, "pqSubquantizers=-1 is outside [0, 128]");
+    names(258, 129, "pqSubquantizers=129 is outside [0, 128]");
+}
+
+TEST(BangPq, TrainRowsAreEvenlySpaced) {
+    EXPECT_EQ(bangPqTrainRows(3), (std::vector<int64_t>{0, 1, 2}));
+    EXPECT_EQ(bangPqTrainRows(kBangPqMaxTrainVectors).size(), size_t(kBangPqMaxTrainVectors));
+    for (int64_t n : {int64_t(65537), int64_t(1000000), int64_t(2147483646)}) {
+        const std::vector<int64_t> r = bangPqTrainRows(n);
+        ASSERT_EQ(r.size(), size_t(kBangPqMaxTrainVectors)) << n;
+        EXPECT_EQ(r.front(), 0);
+        EXPECT_LT(r.back(), n);
+        EXPECT_GE(r.back(), n - n / kBangPqMaxTrainVectors - 1);
+        EXPECT_TRUE(std::adjacent_find(r.begin(), r.end(), [](int64_t a, int64_t b) {
+                        return b <= a;
+                    }) == r.end())
+                << "rows not strictly ascending for n=" << n;
+    }
+}
+
+TEST(BangPq, DistanceIsTheLanesSumInTheKernelsOrder) {
+    std::mt19937_64 rng(faiss_ext::test::testSeed() + 30);
+    std::uniform_real_distribution<float> u(0.f, 10.f);
+    for (int M : {1, 3, 8, 13, 32}) {
+        std::vector<float> table(size_t(M) * kernels::kBangPqCentroids);
+        for (float& t : table) {
+            t = u(rng);
+        }
+        std::vector<uint8_t> code(static_cast<size_t>(M), 0);
+        for (uint8_t& c : code) {
+            c = uint8_t(rng() & 255);
+        }
+        // Lane l sums m = l, l + 8, ...; then lanes 4 apart, 2 apart, 1 apart.
+        float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        double exact = 0;
+        for (int m = 0; m < M; ++m) {
+            const float v = table[size_t(m) * kernels::kBangPqCentroids + code[m]];
+            lane[m % 8] += v;
+            exact += v;
+        }
+        const float want = ((lane[0] + lane[4]) + (lane[2] + lane[6])) +
+                ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+        EXPECT_EQ(kernels::bangPqDistance(table.data(), code.data(), M), want) << "M=" << M;
+        EXPECT_NEAR(want, exact, 1e-5 * exact) << "M=" << M;
+    }
+    const float q[3] = {1.f, 2.f, 3.f}, c[3] = {0.5f, 4.f, 3.f};
+    EXPECT_EQ(kernels::bangPqTableEntry(q, c, 3), 0.25f + 4.f);
+}
+
+TEST(BangPq, EncodingNamesTheNearestCentroid) {
+    std::mt19937_64 rng(faiss_ext::test::testSeed() + 31);
+    std::uniform_real_distribution<float> u(0.f, 1.f);
+    const int d = 12, M = 4, dsub = 3;
+    const int64_t n = 300;
+    std::vector<float> cent(size_t(256) * d), x(size_t(n) * d);
+    for (float& v : cent) {
+        v = u(rng);
+    }
+    for (float& v : x) {
+        v = u(rng);
+    }
+    const std::vector<uint8_t> codes = encodeBangPq(n, d, M, cent.data(), x.data());
+    ASSERT_EQ(codes.size(), size_t(n) * M);
+    for (int64_t i = 0; i < n; ++i) {
+        for (int m = 0; m < M; ++m) {
+            const float* sv = x.data() + i * d + m * dsub;
+            const float* base = cent.data() + size_t(m) * 256 * dsub;
+            float best = INFINITY;
+            for (int c = 0; c < 256; ++c) {
+                best = std::min(best, kernels::bangPqTableEntry(sv, base + c * dsub, dsub));
+            }
+            EXPECT_LE(kernels::bangPqTableEntry(sv, base + codes[i * M + m] * dsub, dsub),
+                      best * (1 + 1e-5f) + 1e-7f)
+                    << "vector " << i << " sub-quantizer " << m;
+        }
+    }
+}
+
+TEST(BangImage, PqStateRoundTripsAndVersion1IsRead) {
+    BangImage im;
+    im.d = 4;
+    im.graphDegree = 2;
+    im.ntotal = 3;
+    im.entry = 2;
+    im.vectors = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    im.graph = {1, -1, 0, 2, 1, -1};
+    im.pqSubquantizers = 2;
+    im.pqCentroids.resize(256 * 4);
+    for (size_t i = 0; i < im.pqCentroids.size(); ++i) {
+        im.pqCentroids[i] = float(i) * 0.5f;
+    }
+    im.pqCodes = {0, 255, 7, 8, 128, 1};
+    VectorSink s;
+    writeHeader(s, IndexKind::kBang);
+    writeBangImage(s, im);
+    writeTrailer(s);
+    {
+        MemorySource in(s.bytes.data(), s.bytes.size());
+        uint32_t version = 0;
+        ASSERT_EQ(readHeader(in, &version), IndexKind::kBang);
+        EXPECT_EQ(version, kIndexFormatVersion);
+        BangImage back = readBangImage(in, version);
+        readTrailer(in);
+        EXPECT_EQ(back.pqSubquantizers, 2);
+        EXPECT_EQ(back.pqCentroids, im.pqCentroids);
+        EXPECT_EQ(back.pqCodes, im.pqCodes);
+        EXPECT_EQ(back.graph, im.graph);
+    }
+    for (size_t cut = 0; cut + 1 < s.bytes.size(); cut += 97) {
+        MemorySource in(s.bytes.data(), cut);
+        EXPECT_THROW(
+                {
+                    uint32_t version = 0;
+                    readHeader(in, &version);
+                    readBangImage(in, version);
+                    readTrailer(in);
+                },
+                faiss::FaissException)
+                << "cut " << cut;
+    }
+    auto refuses = [](const BangImage& bad) {
+        VectorSink b;
+        writeBangImage(b, bad);
+        MemorySource in(b.bytes.data(), b.bytes.size());
+        EXPECT_THROW(readBangImage(in), faiss::FaissException);
+    };
+    BangImage bad = im;
+    bad.pqSubquantizers = 3; // does not divide d
+    refuses(bad);
+    bad = im;
+    bad.pqSubquantizers = -2;
+    refuses(bad);
+    bad = im;
+    bad.pqCentroids[5] = NAN;
+    refuses(bad);
+    bad = im;
+    bad.pqCodes.pop_back(); // codes short of ntotal x M
+    refuses(bad);
+
+    // Version 1: the same payload without the sub-quantizer count; read as exact mode.
+    BangImage exact = im;
+    exact.pqSubquantizers = 0;
+    exact.pqCentroids.clear();
+    exact.pqCodes.clear();
+    VectorSink v2;
+    writeHeader(v2, IndexKind::kBang);
+    writeBangImage(v2, exact);
+    writeTrailer(v2);
+    std::vector<uint8_t> v1 = v2.bytes;
+    v1.erase(v1.begin() + 72, v1.begin() + 76); // 16-byte header + 56 bytes of fields
+    const uint32_t one = 1;
+    std::memcpy(v1.data() + 8, &one, 4);
+    MemorySource in(v1.data(), v1.size());
+    uint32_t version = 0;
+    ASSERT_EQ(readHeader(in, &version), IndexKind::kBang);
+    EXPECT_EQ(version, 1u);
+    BangImage back = readBangImage(in, version);
+    readTrailer(in);
+    EXPECT_EQ(back.pqSubquantizers, 0);
+    EXPECT_EQ(back.vectors, exact.vectors);
+    EXPECT_EQ(back.graph, exact.graph);
+    EXPECT_EQ(back.entry, 2);
+    // Versions outside [1, current] are refused, naming the version.
+    for (uint32_t v : {0u, kIndexFormatVersion + 1}) {
+        std::memcpy(v1.data() + 8, &v, 4);
+        MemorySource bad(v1.data(), v1.size());
+        try {
+            readHeader(bad);
+            ADD_FAILURE() << "version " << v << " accepted";
+        } catch (const faiss::FaissException& e) {
+            EXPECT_NE(std::string(e.what()).find("version " + std::to_string(v)),
+                      std::string::npos)
+                    << e.what();
+        }
     }
 }

@@ -148,7 +148,7 @@ void writeHeader(ByteSink& out, IndexKind kind) {
     put<uint32_t>(out, uint32_t(kind));
 }
 
-IndexKind readHeader(ByteSource& in) {
+IndexKind readHeader(ByteSource& in, uint32_t* versionOut) {
     FAISS_THROW_IF_NOT_FMT(
             in.remaining() >= sizeof(kMagic) + 8,
             "not a faiss_ext index: %llu bytes is shorter than the header",
@@ -161,14 +161,17 @@ IndexKind readHeader(ByteSource& in) {
             "faiss::read_index)");
     const uint32_t version = get<uint32_t>(in);
     FAISS_THROW_IF_NOT_FMT(
-            version == kIndexFormatVersion,
-            "faiss_ext index format version %u is not supported (this build reads %u)",
-            version, kIndexFormatVersion);
+            version >= kIndexFormatOldestVersion && version <= kIndexFormatVersion,
+            "faiss_ext index format version %u is not supported (this build reads %u to %u)",
+            version, kIndexFormatOldestVersion, kIndexFormatVersion);
     const uint32_t kind = get<uint32_t>(in);
     FAISS_THROW_IF_NOT_FMT(
             kind == uint32_t(IndexKind::kFlat) || kind == uint32_t(IndexKind::kIvfFlat) ||
                     kind == uint32_t(IndexKind::kBang),
             "faiss_ext index of unknown kind %u", kind);
+    if (versionOut != nullptr) {
+        *versionOut = version;
+    }
     return IndexKind(kind);
 }
 
@@ -277,11 +280,14 @@ void writeBangImage(ByteSink& out, const BangImage& im) {
     put<int32_t>(out, im.searchL);
     put<int64_t>(out, im.ntotal);
     put<int64_t>(out, im.entry);
+    put<int32_t>(out, im.pqSubquantizers);
     putArray(out, im.vectors);
     putArray(out, im.graph);
+    putArray(out, im.pqCentroids);
+    putArray(out, im.pqCodes);
 }
 
-BangImage readBangImage(ByteSource& in) {
+BangImage readBangImage(ByteSource& in, uint32_t version) {
     BangImage im;
     im.d = getDim(in);
     im.metric = getMetric(in, "index");
@@ -298,7 +304,15 @@ BangImage readBangImage(ByteSource& in) {
     im.searchL = get<int32_t>(in);
     im.ntotal = get<int64_t>(in);
     im.entry = get<int64_t>(in);
-    const uint64_t rowBytes = uint64_t(im.d) * 4 + uint64_t(im.graphDegree) * 4;
+    if (version >= 2) {
+        im.pqSubquantizers = get<int32_t>(in);
+        FAISS_THROW_IF_NOT_FMT(
+                im.pqSubquantizers >= 0 && im.pqSubquantizers <= im.d &&
+                        (im.pqSubquantizers == 0 || im.d % im.pqSubquantizers == 0),
+                "index file: %d PQ sub-quantizers for d=%d", im.pqSubquantizers, im.d);
+    }
+    const uint64_t rowBytes = uint64_t(im.d) * 4 + uint64_t(im.graphDegree) * 4 +
+            uint64_t(im.pqSubquantizers);
     FAISS_THROW_IF_NOT_FMT(
             im.ntotal >= 0 && im.ntotal < (int64_t(1) << 31) &&
                     uint64_t(im.ntotal) <= in.remaining() / rowBytes,
@@ -316,6 +330,13 @@ BangImage readBangImage(ByteSource& in) {
         FAISS_THROW_IF_NOT_FMT(
                 id >= -1 && id < im.ntotal, "index file: graph id %d for %lld vectors", id,
                 (long long)im.ntotal);
+    }
+    if (im.pqSubquantizers > 0 && im.ntotal > 0) {
+        // M x 256 x d / M floats
+        im.pqCentroids = getArray<float>(in, uint64_t(im.d) * 256, "PQ centroids");
+        checkFiniteArray(im.pqCentroids, "PQ centroids");
+        im.pqCodes = getArray<uint8_t>(
+                in, uint64_t(im.ntotal) * uint64_t(im.pqSubquantizers), "PQ codes");
     }
     return im;
 }

@@ -2,13 +2,14 @@
 // (no device), so the format checks are tested on any machine.
 //
 // File layout (little-endian, no padding):
-//   "FXEXTIDX" (8 bytes)  u32 version (1)  u32 kind (IndexKind)
+//   "FXEXTIDX" (8 bytes)  u32 version (2; 1 is still read)  u32 kind (IndexKind)
 //   payload of the kind
 //   "FXEXTEND" (8 bytes), then end of file
 // Every size read is checked against the bytes left before anything is allocated, so
 // a truncated or foreign file gives a faiss::FaissException, never a crash or a huge
 // allocation. A new index type (GpuIndexBang) adds a kind, an image and its two
 // functions; existing kinds keep their payloads (a payload change bumps the version).
+// Version 2 added GpuIndexBang's PQ state; the other payloads are the same in 1 and 2.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +20,9 @@
 
 namespace faiss_ext {
 
-constexpr uint32_t kIndexFormatVersion = 1;
+/// The version written; every version from kIndexFormatOldestVersion up is read.
+constexpr uint32_t kIndexFormatVersion = 2;
+constexpr uint32_t kIndexFormatOldestVersion = 1;
 
 enum class IndexKind : uint32_t {
     kFlat = 1,
@@ -124,11 +127,18 @@ struct BangImage {
     int64_t entry = 0;
     std::vector<float> vectors; ///< ntotal x d
     std::vector<int32_t> graph; ///< ntotal x graphDegree, ids in [-1, ntotal)
+    /// PQ mode's sub-quantizers M (0: exact mode; version 1 files have no PQ state).
+    int pqSubquantizers = 0;
+    /// PQ mode with ntotal > 0: the codebooks (M x 256 x d / M) and codes (ntotal x
+    /// M); else empty.
+    std::vector<float> pqCentroids;
+    std::vector<uint8_t> pqCodes;
 };
 
 void writeHeader(ByteSink& out, IndexKind kind);
-/// Reads and checks the magic and version; returns the kind (checked to be known).
-IndexKind readHeader(ByteSource& in);
+/// Reads and checks the magic and version; returns the kind (checked to be known) and,
+/// when version is not null, the file's format version.
+IndexKind readHeader(ByteSource& in, uint32_t* version = nullptr);
 /// Writes / checks the end marker (and that nothing follows it).
 void writeTrailer(ByteSink& out);
 void readTrailer(ByteSource& in);
@@ -139,7 +149,8 @@ void writeIvfFlatImage(ByteSink& out, const IvfFlatImage& image);
 IvfFlatImage readIvfFlatImage(ByteSource& in);
 void writeBangImage(ByteSink& out, const BangImage& image);
 /// Checks sizes, finiteness, ids and the build parameters' ranges (not the rules the
-/// index constructor checks again: degree and alpha limits).
-BangImage readBangImage(ByteSource& in);
+/// index constructor checks again: degree, alpha and sub-quantizer limits). version:
+/// the file's (readHeader); version 1 payloads have no PQ fields.
+BangImage readBangImage(ByteSource& in, uint32_t version = kIndexFormatVersion);
 
 } // namespace faiss_ext

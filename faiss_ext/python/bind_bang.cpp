@@ -27,10 +27,12 @@ void bindBang(py::module_& m) {
             "BANG graph index on the GPU (L2): add() builds a Vamana graph of degree R "
             "over all stored vectors (a later add rebuilds it over old and new ones); "
             "search walks it with a worklist of search_L entries (or "
-            "SearchParametersBang(search_L=...) per call).")
+            "SearchParametersBang(search_L=...) per call). pq_subquantizers=M > 0: BANG's "
+            "PQ mode (M 8-bit sub-quantizers, M divides d, trained at add; the search walks "
+            "with ADC distances and re-ranks its final worklist exactly).")
             .def(py::init([](PyGpuResources& res, int d, int R, float alpha,
                              int buildCandidates, int buildPasses, int buildL, int searchL,
-                             bool stepwise, size_t pageBytes) {
+                             bool stepwise, size_t pageBytes, int pqSubquantizers) {
                      GpuIndexBangConfig config;
                      config.graphDegree = R;
                      config.alpha = alpha;
@@ -39,6 +41,7 @@ void bindBang(py::module_& m) {
                      config.buildL = buildL;
                      config.kernel = stepwise ? BangKernel::kStepwise : BangKernel::kPersistent;
                      config.pageBytes = pageBytes;
+                     config.pqSubquantizers = pqSubquantizers;
                      DeviceCall call(res);
                      auto index = std::make_unique<GpuIndexBang>(
                              res, d, faiss::METRIC_L2, config);
@@ -52,11 +55,16 @@ void bindBang(py::module_& m) {
                  py::arg("build_L") = GpuIndexBangConfig().buildL,
                  py::arg("search_L") = 64, py::arg("stepwise") = false,
                  py::arg("page_bytes") = GpuIndexBangConfig().pageBytes,
+                 py::arg("pq_subquantizers") = GpuIndexBangConfig().pqSubquantizers,
                  py::keep_alive<1, 2>())
             .def_readwrite("search_L", &GpuIndexBang::search_L,
                            "Worklist size when search gets no params.")
             .def_property_readonly("R", &GpuIndexBang::graphDegree)
             .def_property_readonly("entry_point", &GpuIndexBang::entryPoint)
+            .def_property_readonly(
+                    "pq_subquantizers",
+                    [](const GpuIndexBang& index) { return index.bangConfig().pqSubquantizers; },
+                    "PQ mode's sub-quantizers M (0: exact distances).")
             .def("graph",
                  [](const GpuIndexBang& index) {
                      std::vector<int32_t> g;

@@ -90,3 +90,37 @@ def test_stepwise_kernel_and_save_load(res, rng, tmp_path):
         bad[3, 2] = np.nan
         a.add(bad)
     assert a.ntotal == nb
+
+
+def test_pq_mode(res, rng, tmp_path):
+    d, nb, nq = 24, 6000, 100
+    centres = rng.random((300, d), dtype=np.float32)
+    xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
+    flat = faiss_ext.GpuIndexFlat(res, d)
+    flat.add(xb)
+    _, gt = flat.search(xq, 10)
+
+    index = faiss_ext.GpuIndexBang(res, d, R=32, pq_subquantizers=6, search_L=100)
+    assert index.pq_subquantizers == 6
+    assert faiss_ext.GpuIndexBang(res, d).pq_subquantizers == 0
+    index.add(xb)
+    D, I = index.search(xq, 10)
+    # Distances are exact after the re-rank.
+    exact = ((xb[I] - xq[:, None, :]) ** 2).sum(-1)
+    np.testing.assert_allclose(D, exact, rtol=1e-4, atol=1e-5)
+    r = recall_at_10(I, gt)
+    print(f"PQ mode recall@10 at L=100: {r:.3f}")
+    assert r >= 0.8
+
+    path = str(tmp_path / "bang_pq.fx")
+    faiss_ext.write_index(index, path)
+    loaded = faiss_ext.read_index(path, res)
+    assert loaded.pq_subquantizers == 6
+    D2, I2 = loaded.search(xq, 10)
+    np.testing.assert_array_equal(I2, I)
+    np.testing.assert_array_equal(D2, D)
+
+    with pytest.raises(faiss_ext.FaissException, match="pqSubquantizers=5"):
+        faiss_ext.GpuIndexBang(res, d, pq_subquantizers=5)
+    with pytest.raises(faiss_ext.FaissException, match="256"):
+        faiss_ext.GpuIndexBang(res, d, pq_subquantizers=6).add(xb[:100])

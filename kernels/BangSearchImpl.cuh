@@ -1,0 +1,678 @@
+// Device code of the BANG greedy search (see bang_search.cu for the algorithm), one
+// search loop for both distance modes: kPq = false walks with exact squared L2
+// distances from the full vectors, kPq = true with ADC distances from PQ codes and a
+// per-query table in shared memory (BangPq.h), then re-ranks the final worklist with
+// exact distances. Included by bang_search.cu (declarations of the launchers only:
+// see the extern templates at the end) and by the two files that instantiate them,
+// bang_search_exact.cu and bang_search_pq.cu.
+#pragma once
+
+#include <climits>
+
+#include <math_constants.h>
+
+#include "BangBloom.h"
+#include "BangPq.h"
+#include "BangSearch.h"
+#include "CudaCheck.h"
+#include "Select.h"
+
+namespace faiss_ext {
+namespace kernels {
+namespace bang {
+
+constexpr int kGroup = 8; // lanes per neighbour
+static_assert(kGroup == kBangPqLanes, "ADC sums use the groups' lanes");
+constexpr int kGroups = kBangThreads / kGroup;
+/// Blocks per SM the register budget is held to (65536 / (6 * 256) = 42 registers).
+constexpr int kBangMinBlocks = 6;
+
+__host__ __device__ inline size_t align16(size_t v) {
+    return (v + 15) & ~size_t(15);
+}
+
+/// Byte offsets of one block's shared state.
+struct Layout {
+    size_t keysA, keysB, cand, query, table, bloom, candId, scal, visA, visB, total;
+};
+
+/// pqM: sub-quantizers of the ADC table (0: exact mode, no table).
+__host__ __device__ inline Layout layoutFor(int L, int R, int d, bool withBloom, int pqM) {
+    const int P = nextPow2(R);
+    Layout l;
+    size_t off = 0;
+    l.keysA = off;
+    off += size_t(L) * 8;
+    l.keysB = off;
+    off += size_t(L) * 8;
+    l.cand = off;
+    off += size_t(P) * 8;
+    off = align16(off);
+    l.query = off;
+    off += align16(size_t(d) * 4);
+    l.table = off;
+    off += size_t(pqM) * kBangPqCentroids * 4;
+    l.bloom = off;
+    off += withBloom ? size_t(kBangBloomWords) * 4 : 0;
+    l.candId = off;
+    off += size_t(P) * 4;
+    l.scal = off;
+    off += 16;
+    l.visA = off;
+    off += size_t(L);
+    l.visB = off;
+    off += size_t(L);
+    l.total = align16(off);
+    return l;
+}
+
+struct Smem {
+    uint64_t* keys;     ///< current worklist, sorted, kBangEmptyKey at the end
+    uint64_t* keysNext; ///< merge target
+    uint8_t* vis;       ///< expanded flags of keys
+    uint8_t* visNext;
+    uint64_t* cand;     ///< this iteration's candidates (P keys)
+    int32_t* candId;    ///< parent's neighbours that passed the filter, else -1
+    float* q;
+    float* table;       ///< PQ mode: the query's ADC table (pqM x 256)
+    uint32_t* bloom;    ///< shared Bloom filter (persistent kernel only)
+    int* scal;
+};
+
+__device__ inline Smem carve(char* base, int L, int R, int d, bool withBloom, int pqM) {
+    const Layout l = layoutFor(L, R, d, withBloom, pqM);
+    Smem s;
+    s.keys = reinterpret_cast<uint64_t*>(base + l.keysA);
+    s.keysNext = reinterpret_cast<uint64_t*>(base + l.keysB);
+    s.cand = reinterpret_cast<uint64_t*>(base + l.cand);
+    s.q = reinterpret_cast<float*>(base + l.query);
+    s.table = pqM > 0 ? reinterpret_cast<float*>(base + l.table) : nullptr;
+    s.bloom = withBloom ? reinterpret_cast<uint32_t*>(base + l.bloom) : nullptr;
+    s.candId = reinterpret_cast<int32_t*>(base + l.candId);
+    s.scal = reinterpret_cast<int*>(base + l.scal);
+    s.vis = reinterpret_cast<uint8_t*>(base + l.visA);
+    s.visNext = reinterpret_cast<uint8_t*>(base + l.visB);
+    return s;
+}
+
+__device__ inline void bloomSet(uint32_t* words, uint32_t id) {
+    const uint32_t a = bangBloomHash1(id), b = bangBloomHash2(id);
+    atomicOr(&words[a >> 5], 1u << (a & 31));
+    atomicOr(&words[b >> 5], 1u << (b & 31));
+}
+
+/// Adds the 8 lanes' partial sums of each group (every lane of the warp must call
+/// it); all 8 lanes get the totals. The order is bangPqDistance's.
+__device__ __forceinline__ void groupReducePair(float& acc0, float& acc1) {
+    acc0 += __shfl_xor_sync(0xffffffffu, acc0, 4);
+    acc1 += __shfl_xor_sync(0xffffffffu, acc1, 4);
+    acc0 += __shfl_xor_sync(0xffffffffu, acc0, 2);
+    acc1 += __shfl_xor_sync(0xffffffffu, acc1, 2);
+    acc0 += __shfl_xor_sync(0xffffffffu, acc0, 1);
+    acc1 += __shfl_xor_sync(0xffffffffu, acc1, 1);
+}
+
+/// Squared L2 distances of q to rows x0 and x1, each summed by one group of 8 lanes:
+/// two rows per group, so that both rows' loads are in flight together. Every lane of
+/// the warp must call it (the reductions shuffle over the whole warp). An invalid row
+/// is not read and its result is meaningless. All 8 lanes return the sums. A row's sum
+/// is formed in the same order whatever the other row is.
+__device__ __forceinline__ void groupL2Pair(
+        const float* q,
+        const float* __restrict__ x0,
+        const float* __restrict__ x1,
+        int d,
+        int sub,
+        bool valid0,
+        bool valid1,
+        float& out0,
+        float& out1) {
+    float acc0 = 0.f, acc1 = 0.f;
+    if ((d & 3) == 0) {
+        const float4* a4 = reinterpret_cast<const float4*>(x0);
+        const float4* b4 = reinterpret_cast<const float4*>(x1);
+        const float4* q4 = reinterpret_cast<const float4*>(q);
+        const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+        for (int j = sub; j < (d >> 2); j += kGroup) {
+            const float4 a = valid0 ? __ldg(a4 + j) : zero;
+            const float4 b = valid1 ? __ldg(b4 + j) : zero;
+            const float4 c = q4[j];
+            float t = c.x - a.x;
+            acc0 = fmaf(t, t, acc0);
+            t = c.y - a.y;
+            acc0 = fmaf(t, t, acc0);
+            t = c.z - a.z;
+            acc0 = fmaf(t, t, acc0);
+            t = c.w - a.w;
+            acc0 = fmaf(t, t, acc0);
+            t = c.x - b.x;
+            acc1 = fmaf(t, t, acc1);
+            t = c.y - b.y;
+            acc1 = fmaf(t, t, acc1);
+            t = c.z - b.z;
+            acc1 = fmaf(t, t, acc1);
+            t = c.w - b.w;
+            acc1 = fmaf(t, t, acc1);
+        }
+    } else {
+#pragma unroll 4
+        for (int j = sub; j < d; j += kGroup) {
+            const float a = valid0 ? __ldg(x0 + j) : 0.f;
+            const float b = valid1 ? __ldg(x1 + j) : 0.f;
+            float t = q[j] - a;
+            acc0 = fmaf(t, t, acc0);
+            t = q[j] - b;
+            acc1 = fmaf(t, t, acc1);
+        }
+    }
+    groupReducePair(acc0, acc1);
+    out0 = acc0;
+    out1 = acc1;
+}
+
+/// One row's distance (groupL2Pair's arithmetic, for the distance table of the tests).
+__device__ __forceinline__ float groupL2(
+        const float* q, const float* __restrict__ x, int d, int sub, bool valid) {
+    float dist, unused;
+    groupL2Pair(q, x, x, d, sub, valid, false, dist, unused);
+    return dist;
+}
+
+/// ADC distances of code rows c0 and c1 (M bytes each) through the shared table, one
+/// group of 8 lanes per row, lane `sub` summing sub-quantizers sub, sub + 8, ... (as
+/// bangPqLaneSum); same calling rules as groupL2Pair.
+__device__ __forceinline__ void groupAdcPair(
+        const float* table,
+        const uint8_t* __restrict__ c0,
+        const uint8_t* __restrict__ c1,
+        int M,
+        int sub,
+        bool valid0,
+        bool valid1,
+        float& out0,
+        float& out1) {
+    float acc0 = 0.f, acc1 = 0.f;
+#pragma unroll 4
+    for (int m = sub; m < M; m += kGroup) {
+        const int b0 = valid0 ? int(__ldg(c0 + m)) : 0;
+        const int b1 = valid1 ? int(__ldg(c1 + m)) : 0;
+        acc0 += table[m * kBangPqCentroids + b0];
+        acc1 += table[m * kBangPqCentroids + b1];
+    }
+    groupReducePair(acc0, acc1);
+    out0 = acc0;
+    out1 = acc1;
+}
+
+/// Traversal distances of nodes id0 and id1 (-1: none) in the search's mode.
+template <bool kPq>
+__device__ __forceinline__ void traversalPair(
+        const Smem& s,
+        const BangGraphView& g,
+        int32_t id0,
+        int32_t id1,
+        int sub,
+        float& d0,
+        float& d1) {
+    const int64_t r0 = id0 < 0 ? 0 : id0, r1 = id1 < 0 ? 0 : id1;
+    if constexpr (kPq) {
+        groupAdcPair(
+                s.table, g.codes + r0 * g.pqM, g.codes + r1 * g.pqM, g.pqM, sub, id0 >= 0,
+                id1 >= 0, d0, d1);
+    } else {
+        groupL2Pair(
+                s.q, g.vectors + r0 * g.d, g.vectors + r1 * g.d, g.d, sub, id0 >= 0, id1 >= 0,
+                d0, d1);
+    }
+}
+
+/// PQ mode: fills the query's ADC table (the query must be loaded and visible). Ends
+/// with a barrier. Exact mode: nothing.
+template <bool kPq>
+__device__ void buildTable(const Smem& s, const BangGraphView& g) {
+    if constexpr (kPq) {
+        const int dsub = g.d / g.pqM;
+        for (int e = threadIdx.x; e < g.pqM * kBangPqCentroids; e += kBangThreads) {
+            const int m = e / kBangPqCentroids;
+            s.table[e] = bangPqTableEntry(s.q + m * dsub, g.pqCentroids + size_t(e) * dsub, dsub);
+        }
+        __syncthreads();
+    }
+}
+
+/// Number of entries of the unsorted array a[0, m) below key.
+__device__ inline int countBelowUnsorted(const uint64_t* a, int m, uint64_t key) {
+    int c = 0;
+    for (int i = 0; i < m; ++i) {
+        c += a[i] < key;
+    }
+    return c;
+}
+
+/// Number of entries of the sorted array a[0, m) below key.
+__device__ inline int countBelow(const uint64_t* a, int m, uint64_t key) {
+    int lo = 0, hi = m;
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (a[mid] < key) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/// Copies the query to shared memory; returns (to every thread) whether it holds a
+/// NaN or an infinity. Ends with a barrier.
+__device__ inline bool loadQuery(const Smem& s, const float* qg, int d) {
+    int bad = 0;
+    for (int j = threadIdx.x; j < d; j += kBangThreads) {
+        const float v = qg[j];
+        s.q[j] = v;
+        bad |= !isfinite(v);
+    }
+    return __syncthreads_or(bad) != 0;
+}
+
+/// Empty worklist. No barrier.
+__device__ inline void clearWorklist(const Smem& s, int L) {
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
+        s.keys[i] = kBangEmptyKey;
+        s.vis[i] = 0;
+    }
+}
+
+/// The entry point as the only worklist entry, marked in the filter. The worklist
+/// must be clear (and visible: call after a barrier), and in PQ mode the table built.
+/// Ends with a barrier.
+template <bool kPq>
+__device__ void seedEntry(const Smem& s, const BangGraphView& g, uint32_t* bloom) {
+    if (threadIdx.x < 32) {
+        float dist, unused;
+        traversalPair<kPq>(s, g, g.entry, -1, threadIdx.x % kGroup, dist, unused);
+        if (threadIdx.x == 0) {
+            s.keys[0] = bangKey(dist, g.entry);
+            bloomSet(bloom, uint32_t(g.entry));
+        }
+    }
+    __syncthreads();
+}
+
+/// Position of the best unexpanded worklist entry, or -1. Ends with a barrier.
+__device__ inline int selectParent(const Smem& s, int L) {
+    if (threadIdx.x == 0) {
+        s.scal[0] = INT_MAX;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
+        if (s.keys[i] != kBangEmptyKey && !s.vis[i]) {
+            atomicMin(&s.scal[0], i);
+        }
+    }
+    __syncthreads();
+    const int pos = s.scal[0];
+    __syncthreads();
+    return pos == INT_MAX ? -1 : pos;
+}
+
+/// Merges the (unsorted) candidates into the sorted worklist, keeping the best L:
+/// every entry's new position is its rank among the worklist plus its rank among the
+/// candidates (keys are unique: the filter never lets a node in twice), so no sort is
+/// needed. keysNext / visNext must be cleared and visible. Swaps the buffers. Ends
+/// with a barrier.
+__device__ inline void mergeCandidates(Smem& s, int L, int P) {
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
+        const uint64_t key = s.keys[i];
+        if (key != kBangEmptyKey) {
+            const int pos = i + countBelowUnsorted(s.cand, P, key);
+            if (pos < L) {
+                s.keysNext[pos] = key;
+                s.visNext[pos] = s.vis[i];
+            }
+        }
+    }
+    for (int j = threadIdx.x; j < P; j += kBangThreads) {
+        const uint64_t key = s.cand[j];
+        if (key != kBangEmptyKey) {
+            const int pos = countBelowUnsorted(s.cand, P, key) + countBelow(s.keys, L, key);
+            if (pos < L) {
+                s.keysNext[pos] = key;
+                s.visNext[pos] = 0;
+            }
+        }
+    }
+    __syncthreads();
+    uint64_t* k = s.keys;
+    s.keys = s.keysNext;
+    s.keysNext = k;
+    uint8_t* v = s.vis;
+    s.vis = s.visNext;
+    s.visNext = v;
+}
+
+/// One iteration after the parent was chosen: filter, distances, merge.
+/// All the filter's tests come before its insertions (a barrier apart), so the result
+/// does not depend on thread timing. Ends with a barrier.
+template <bool kPq>
+__device__ void expandParent(
+        Smem& s, const BangGraphView& g, uint32_t* bloom, int32_t parent, int L) {
+    const int P = nextPow2(g.R);
+    const int32_t* row = g.graph + int64_t(parent) * g.R;
+    for (int i = threadIdx.x; i < P; i += kBangThreads) {
+        int32_t id = -1;
+        if (i < g.R) {
+            id = row[i];
+            if (id >= 0 && bangBloomTest(bloom, uint32_t(id))) {
+                id = -1;
+            }
+        }
+        s.candId[i] = id;
+    }
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
+        s.keysNext[i] = kBangEmptyKey;
+        s.visNext[i] = 0;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < g.R; i += kBangThreads) {
+        const int32_t id = s.candId[i];
+        if (id >= 0) {
+            bloomSet(bloom, uint32_t(id));
+        }
+    }
+    const int grp = threadIdx.x / kGroup, sub = threadIdx.x % kGroup;
+    for (int base = 0; base < P; base += 2 * kGroups) {
+        const int slot0 = base + grp, slot1 = base + kGroups + grp;
+        const int32_t id0 = slot0 < P ? s.candId[slot0] : -1;
+        const int32_t id1 = slot1 < P ? s.candId[slot1] : -1;
+        float d0, d1;
+        traversalPair<kPq>(s, g, id0, id1, sub, d0, d1);
+        if (sub == 0) {
+            if (slot0 < P) {
+                s.cand[slot0] = id0 >= 0 ? bangKey(d0, id0) : kBangEmptyKey;
+            }
+            if (slot1 < P) {
+                s.cand[slot1] = id1 >= 0 ? bangKey(d1, id1) : kBangEmptyKey;
+            }
+        }
+    }
+    __syncthreads();
+    mergeCandidates(s, L, P);
+}
+
+/// PQ mode's end: replaces the worklist's (ADC distance, id) keys by exact (squared L2
+/// distance, id) keys of the same nodes, sorted. The query must be loaded and visible;
+/// keysNext is overwritten. Ends with a barrier.
+__device__ inline void rerankExact(const Smem& s, const BangGraphView& g, int L) {
+    const int grp = threadIdx.x / kGroup, sub = threadIdx.x % kGroup;
+    for (int base = 0; base < L; base += 2 * kGroups) {
+        const int i0 = base + grp, i1 = base + kGroups + grp;
+        const uint64_t k0 = i0 < L ? s.keys[i0] : kBangEmptyKey;
+        const uint64_t k1 = i1 < L ? s.keys[i1] : kBangEmptyKey;
+        const int32_t id0 = k0 == kBangEmptyKey ? -1 : bangKeyId(k0);
+        const int32_t id1 = k1 == kBangEmptyKey ? -1 : bangKeyId(k1);
+        float d0, d1;
+        groupL2Pair(
+                s.q, g.vectors + int64_t(id0 < 0 ? 0 : id0) * g.d,
+                g.vectors + int64_t(id1 < 0 ? 0 : id1) * g.d, g.d, sub, id0 >= 0, id1 >= 0, d0,
+                d1);
+        if (sub == 0) {
+            if (i0 < L) {
+                s.keysNext[i0] = id0 >= 0 ? bangKey(d0, id0) : kBangEmptyKey;
+            }
+            if (i1 < L) {
+                s.keysNext[i1] = id1 >= 0 ? bangKey(d1, id1) : kBangEmptyKey;
+            }
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
+        s.keys[i] = kBangEmptyKey;
+    }
+    __syncthreads();
+    // Keys are unique (the worklist never holds a node twice): each one's rank is its
+    // position.
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
+        const uint64_t key = s.keysNext[i];
+        if (key != kBangEmptyKey) {
+            s.keys[countBelowUnsorted(s.keysNext, L, key)] = key;
+        }
+    }
+    __syncthreads();
+}
+
+__device__ inline void writeResults(const uint64_t* keys, int k, float* outD, int64_t* outI) {
+    for (int j = threadIdx.x; j < k; j += kBangThreads) {
+        const uint64_t key = keys[j];
+        const bool missing = key == kBangEmptyKey;
+        outD[j] = missing ? CUDART_INF_F : bangKeyDist(key);
+        outI[j] = missing ? -1 : int64_t(bangKeyId(key));
+    }
+}
+
+/// Sub-quantizers of the table a search in this mode holds in shared memory.
+template <bool kPq>
+__host__ __device__ inline int tableM(const BangGraphView& g) {
+    return kPq ? g.pqM : 0;
+}
+
+template <bool kPq>
+__global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
+        persistentKernel(BangGraphView g, BangSearchArgs a) {
+    extern __shared__ __align__(16) char smem[];
+    Smem s = carve(smem, a.L, g.R, g.d, true, tableM<kPq>(g));
+    const int64_t q = blockIdx.x;
+    for (int i = threadIdx.x; i < kBangBloomWords; i += kBangThreads) {
+        s.bloom[i] = 0;
+    }
+    clearWorklist(s, a.L);
+    const bool bad = loadQuery(s, a.queries + q * g.d, g.d);
+    int iterations = 0;
+    if (!bad) {
+        buildTable<kPq>(s, g);
+        seedEntry<kPq>(s, g, s.bloom);
+        while (true) {
+            const int pos = selectParent(s, a.L);
+            if (pos < 0) {
+                break;
+            }
+            const int32_t parent = bangKeyId(s.keys[pos]);
+            if (threadIdx.x == 0) {
+                s.vis[pos] = 1;
+                if (a.visited != nullptr && iterations < a.maxVisited) {
+                    a.visited[q * a.maxVisited + iterations] = parent;
+                }
+            }
+            ++iterations;
+            expandParent<kPq>(s, g, s.bloom, parent, a.L);
+        }
+        if constexpr (kPq) {
+            rerankExact(s, g, a.L);
+        }
+    }
+    writeResults(s.keys, a.k, a.outD + q * a.k, a.outI + q * a.k);
+    if (a.iterations != nullptr && threadIdx.x == 0) {
+        a.iterations[q] = iterations;
+    }
+}
+
+/// The step variant's per-query state in global memory.
+struct StepState {
+    uint64_t* keys;   ///< nq x L
+    uint32_t* bloom;  ///< nq x kBangBloomWords
+    int32_t* iters;   ///< nq
+    int32_t* done;    ///< nq
+    uint8_t* vis;     ///< nq x L
+};
+
+__host__ __device__ inline size_t stepStateBytes(int64_t nq, int L) {
+    return size_t(nq) * (size_t(L) * 8 + size_t(kBangBloomWords) * 4 + 8 + size_t(L));
+}
+
+inline StepState carveState(void* base, int64_t nq, int L) {
+    char* p = static_cast<char*>(base);
+    StepState st;
+    st.keys = reinterpret_cast<uint64_t*>(p);
+    p += size_t(nq) * L * 8;
+    st.bloom = reinterpret_cast<uint32_t*>(p);
+    p += size_t(nq) * kBangBloomWords * 4;
+    st.iters = reinterpret_cast<int32_t*>(p);
+    p += size_t(nq) * 4;
+    st.done = reinterpret_cast<int32_t*>(p);
+    p += size_t(nq) * 4;
+    st.vis = reinterpret_cast<uint8_t*>(p);
+    return st;
+}
+
+__device__ inline void storeWorklist(const Smem& s, const StepState& st, int64_t q, int L) {
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
+        st.keys[q * L + i] = s.keys[i];
+        st.vis[q * L + i] = s.vis[i];
+    }
+}
+
+/// One iteration of every unfinished query. Only ever sets *continueFlag. PQ mode
+/// rebuilds the query's table in every launch (it does not persist between them).
+template <bool kPq>
+__global__ void __launch_bounds__(kBangThreads, kBangMinBlocks) stepKernel(
+        BangGraphView g, BangSearchArgs a, StepState st, int* continueFlag, int first) {
+    const int64_t q = blockIdx.x;
+    if (!first && st.done[q]) {
+        return;
+    }
+    extern __shared__ __align__(16) char smem[];
+    Smem s = carve(smem, a.L, g.R, g.d, false, tableM<kPq>(g));
+    uint32_t* bloom = st.bloom + q * kBangBloomWords;
+    const bool bad = loadQuery(s, a.queries + q * g.d, g.d);
+    if (first) {
+        clearWorklist(s, a.L);
+        if (threadIdx.x == 0) {
+            st.iters[q] = 0;
+            st.done[q] = 0;
+        }
+        __syncthreads();
+        if (bad) {
+            storeWorklist(s, st, q, a.L);
+            if (threadIdx.x == 0) {
+                st.done[q] = 1;
+            }
+            return;
+        }
+    } else {
+        for (int i = threadIdx.x; i < a.L; i += kBangThreads) {
+            s.keys[i] = st.keys[q * a.L + i];
+            s.vis[i] = st.vis[q * a.L + i];
+        }
+        __syncthreads();
+    }
+    buildTable<kPq>(s, g);
+    if (first) {
+        seedEntry<kPq>(s, g, bloom);
+    }
+    int pos = selectParent(s, a.L);
+    if (pos >= 0) {
+        const int32_t parent = bangKeyId(s.keys[pos]);
+        if (threadIdx.x == 0) {
+            s.vis[pos] = 1;
+            st.iters[q] += 1;
+        }
+        expandParent<kPq>(s, g, bloom, parent, a.L);
+        pos = selectParent(s, a.L);
+    }
+    storeWorklist(s, st, q, a.L);
+    if (threadIdx.x == 0) {
+        if (pos >= 0) {
+            *continueFlag = 1;
+        } else {
+            st.done[q] = 1;
+        }
+    }
+}
+
+/// After the last step: one block per query writes its k best (PQ mode: after the
+/// exact re-rank) and its iteration count.
+template <bool kPq>
+__global__ void __launch_bounds__(kBangThreads)
+        stepFinishKernel(BangGraphView g, BangSearchArgs a, StepState st) {
+    extern __shared__ __align__(16) char smem[];
+    Smem s = carve(smem, a.L, g.R, g.d, false, 0);
+    const int64_t q = blockIdx.x;
+    for (int i = threadIdx.x; i < a.L; i += kBangThreads) {
+        s.keys[i] = st.keys[q * a.L + i];
+    }
+    // loadQuery's barrier also makes the keys visible; a query with a NaN has an
+    // empty worklist, which the re-rank leaves empty.
+    loadQuery(s, a.queries + q * g.d, g.d);
+    if constexpr (kPq) {
+        rerankExact(s, g, a.L);
+    }
+    writeResults(s.keys, a.k, a.outD + q * a.k, a.outI + q * a.k);
+    if (a.iterations != nullptr && threadIdx.x == 0) {
+        a.iterations[q] = st.iters[q];
+    }
+}
+
+template <typename Kernel>
+void setSmem(Kernel kernel, size_t bytes) {
+    if (bytes > 48 * 1024) {
+        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
+                kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    }
+}
+
+/// The launchers of one mode (arguments checked by the callers in bang_search.cu).
+template <bool kPq>
+void persistentLaunch(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream) {
+    const size_t smem = layoutFor(a.L, g.R, g.d, true, tableM<kPq>(g)).total;
+    setSmem(persistentKernel<kPq>, smem);
+    persistentKernel<kPq><<<unsigned(a.nq), kBangThreads, smem, stream>>>(g, a);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+template <bool kPq>
+int stepwiseLaunch(
+        const BangGraphView& g,
+        const BangSearchArgs& a,
+        void* state,
+        int* continueFlagDevice,
+        cudaStream_t stream) {
+    const StepState st = carveState(state, a.nq, a.L);
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(
+            st.bloom, 0, size_t(a.nq) * kBangBloomWords * 4, stream));
+    const size_t smem = layoutFor(a.L, g.R, g.d, false, tableM<kPq>(g)).total;
+    setSmem(stepKernel<kPq>, smem);
+    int launches = 0;
+    for (int first = 1;; first = 0) {
+        FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(continueFlagDevice, 0, sizeof(int), stream));
+        stepKernel<kPq><<<unsigned(a.nq), kBangThreads, smem, stream>>>(
+                g, a, st, continueFlagDevice, first);
+        FAISS_EXT_CUDA_CHECK_LAUNCH();
+        ++launches;
+        int more = 0;
+        FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                &more, continueFlagDevice, sizeof(int), cudaMemcpyDeviceToHost, stream));
+        FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
+        if (!more) {
+            break;
+        }
+    }
+    const size_t finishSmem = layoutFor(a.L, g.R, g.d, false, 0).total;
+    setSmem(stepFinishKernel<kPq>, finishSmem);
+    stepFinishKernel<kPq><<<unsigned(a.nq), kBangThreads, finishSmem, stream>>>(g, a, st);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+    return launches;
+}
+
+extern template void persistentLaunch<false>(
+        const BangGraphView&, const BangSearchArgs&, cudaStream_t);
+extern template void persistentLaunch<true>(
+        const BangGraphView&, const BangSearchArgs&, cudaStream_t);
+extern template int stepwiseLaunch<false>(
+        const BangGraphView&, const BangSearchArgs&, void*, int*, cudaStream_t);
+extern template int stepwiseLaunch<true>(
+        const BangGraphView&, const BangSearchArgs&, void*, int*, cudaStream_t);
+
+} // namespace bang
+} // namespace kernels
+} // namespace faiss_ext
