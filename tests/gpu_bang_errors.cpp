@@ -206,8 +206,8 @@ TEST(GpuIndexBangErrors, BadConstruction) {
     c.buildL = 0;
     expectThrowNaming([&] { make(c); }, "buildL=0");
     c = GpuIndexBangConfig();
-    c.pqSubquantizers = 8;
-    expectThrowNaming([&] { make(c); }, "not implemented");
+    c.pqSubquantizers = 3; // does not divide d = 8
+    expectThrowNaming([&] { make(c); }, "pqSubquantizers=3");
     c = GpuIndexBangConfig();
     c.graphDegree = 128;
     EXPECT_NO_THROW(make(c));
