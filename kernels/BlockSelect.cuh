@@ -56,16 +56,21 @@ struct BlockSelectSmem {
     }
 };
 
+/// Orders pairs by (value, position): a total order, so the result does not depend on
+/// the order in which warps appended candidates, and equal values (exact float ties)
+/// come out the same way on every run.
 template <int kThreads>
 __device__ inline void compareSwap(float* d, int* p, int lo, int hi, bool ascending) {
     float a = d[lo];
     float b = d[hi];
-    if ((a > b) == ascending && a != b) {
+    int pa = p[lo];
+    int pb = p[hi];
+    bool aAfterB = a > b || (a == b && pa > pb);
+    if (aAfterB == ascending && (a != b || pa != pb)) {
         d[lo] = b;
         d[hi] = a;
-        int t = p[lo];
-        p[lo] = p[hi];
-        p[hi] = t;
+        p[lo] = pb;
+        p[hi] = pa;
     }
 }
 
@@ -111,9 +116,10 @@ __device__ float flushCandidates(BlockSelectSmem& s) {
     // a bitonic sequence holding the kp smallest of both.
     for (int i = threadIdx.x; i < s.kp; i += kThreads) {
         float b = s.bufD[s.kp - 1 - i];
-        if (b < s.topD[i]) {
+        int pb = s.bufP[s.kp - 1 - i];
+        if (b < s.topD[i] || (b == s.topD[i] && pb < s.topP[i])) {
             s.topD[i] = b;
-            s.topP[i] = s.bufP[s.kp - 1 - i];
+            s.topP[i] = pb;
         }
     }
     __syncthreads();
