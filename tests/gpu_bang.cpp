@@ -15,6 +15,7 @@
 #include <kernels/BangSearch.h>
 
 #include "BangReference.h"
+#include "BangTestUtil.h"
 #include "Synthetic.h"
 #include "TestUtil.h"
 
@@ -22,46 +23,6 @@ using namespace faiss_ext;
 using namespace faiss_ext::test;
 
 namespace {
-
-/// Distances of every query to every base row, by the kernels' distance function.
-std::vector<float> distanceTable(
-        const GpuResources& res, const std::vector<float>& xq, const std::vector<float>& xb,
-        int d) {
-    const int64_t nq = int64_t(xq.size()) / d, nb = int64_t(xb.size()) / d;
-    auto q = res.alloc<float>(xq.size());
-    auto b = res.alloc<float>(xb.size());
-    auto out = res.alloc<float>(size_t(nq * nb));
-    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
-    copyToDevice(b.data(), xb.data(), xb.size(), res.stream());
-    kernels::bangDistanceTable(q.data(), nq, b.data(), nb, d, out.data(), res.stream());
-    std::vector<float> t(size_t(nq * nb));
-    copyToHost(t.data(), out.data(), t.size(), res.stream());
-    return t;
-}
-
-struct DeviceResults {
-    std::vector<float> D;
-    std::vector<int64_t> I;
-    std::vector<int32_t> iters;
-};
-
-DeviceResults searchWith(
-        const GpuIndexBang& index, const std::vector<float>& xq, int k, int L, BangKernel kernel) {
-    const GpuResources& res = index.resources();
-    const int64_t nq = int64_t(xq.size()) / index.d;
-    auto q = res.alloc<float>(xq.size());
-    auto dD = res.alloc<float>(size_t(nq) * k);
-    auto dI = res.alloc<int64_t>(size_t(nq) * k);
-    auto dIt = res.alloc<int32_t>(size_t(nq));
-    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
-    index.searchDevice(nq, q.data(), k, dD.data(), dI.data(), L, kernel, dIt.data());
-    DeviceResults r{std::vector<float>(size_t(nq) * k), std::vector<int64_t>(size_t(nq) * k),
-                    std::vector<int32_t>(size_t(nq))};
-    copyToHost(r.D.data(), dD.data(), r.D.size(), res.stream());
-    copyToHost(r.I.data(), dI.data(), r.I.size(), res.stream());
-    copyToHost(r.iters.data(), dIt.data(), r.iters.size(), res.stream());
-    return r;
-}
 
 /// GPU (both kernels) against the CPU reference on every query: same ids and
 /// distances (bitwise) at every rank, same number of iterations.
@@ -111,19 +72,19 @@ double recallAt10(const std::vector<int64_t>& gt, const std::vector<int64_t>& I,
 /// Nodes reachable from the entry point.
 int64_t reachable(const std::vector<int32_t>& graph, int R, int64_t n, int64_t entry) {
     std::vector<char> seen(size_t(n), 0);
-    std::queue<int64_t> todo;
-    todo.push(entry);
+    std::queue<int64_t> frontier;
+    frontier.push(entry);
     seen[entry] = 1;
     int64_t count = 1;
-    while (!todo.empty()) {
-        const int64_t v = todo.front();
-        todo.pop();
+    while (!frontier.empty()) {
+        const int64_t v = frontier.front();
+        frontier.pop();
         for (int j = 0; j < R; ++j) {
             const int32_t u = graph[size_t(v) * R + j];
             if (u >= 0 && !seen[u]) {
                 seen[u] = 1;
                 ++count;
-                todo.push(u);
+                frontier.push(u);
             }
         }
     }

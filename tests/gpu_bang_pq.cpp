@@ -20,6 +20,7 @@
 #include <kernels/BangSearch.h>
 
 #include "BangReference.h"
+#include "BangTestUtil.h"
 #include "Synthetic.h"
 #include "TestUtil.h"
 
@@ -27,46 +28,6 @@ using namespace faiss_ext;
 using namespace faiss_ext::test;
 
 namespace {
-
-/// Exact distances of every query to every base row, by the kernels' distance function.
-std::vector<float> exactTable(
-        const GpuResources& res, const std::vector<float>& xq, const std::vector<float>& xb,
-        int d) {
-    const int64_t nq = int64_t(xq.size()) / d, nb = int64_t(xb.size()) / d;
-    auto q = res.alloc<float>(xq.size());
-    auto b = res.alloc<float>(xb.size());
-    auto out = res.alloc<float>(size_t(nq * nb));
-    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
-    copyToDevice(b.data(), xb.data(), xb.size(), res.stream());
-    kernels::bangDistanceTable(q.data(), nq, b.data(), nb, d, out.data(), res.stream());
-    std::vector<float> t(size_t(nq * nb));
-    copyToHost(t.data(), out.data(), t.size(), res.stream());
-    return t;
-}
-
-struct Results {
-    std::vector<float> D;
-    std::vector<int64_t> I;
-    std::vector<int32_t> iters;
-};
-
-Results searchWith(
-        const GpuIndexBang& index, const std::vector<float>& xq, int k, int L, BangKernel kernel) {
-    const GpuResources& res = index.resources();
-    const int64_t nq = int64_t(xq.size()) / index.d;
-    auto q = res.alloc<float>(xq.size());
-    auto dD = res.alloc<float>(size_t(nq) * k);
-    auto dI = res.alloc<int64_t>(size_t(nq) * k);
-    auto dIt = res.alloc<int32_t>(size_t(nq));
-    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
-    index.searchDevice(nq, q.data(), k, dD.data(), dI.data(), L, kernel, dIt.data());
-    Results r{std::vector<float>(size_t(nq) * k), std::vector<int64_t>(size_t(nq) * k),
-              std::vector<int32_t>(size_t(nq))};
-    copyToHost(r.D.data(), dD.data(), r.D.size(), res.stream());
-    copyToHost(r.I.data(), dI.data(), r.I.size(), res.stream());
-    copyToHost(r.iters.data(), dIt.data(), r.iters.size(), res.stream());
-    return r;
-}
 
 /// Both kernels against the CPU reference on every query, with k = L so that the
 /// whole final worklist is seen: the reference walks the graph on the index's own
@@ -78,7 +39,7 @@ void expectMatchesPqReference(
         int L) {
     const int d = index.d, M = index.bangConfig().pqSubquantizers;
     const int64_t nq = int64_t(xq.size()) / d, nb = index.ntotal;
-    const std::vector<float> exact = exactTable(index.resources(), xq, xb, d);
+    const std::vector<float> exact = distanceTable(index.resources(), xq, xb, d);
     const std::vector<int32_t> graph = index.graph();
     const std::vector<float> centroids = index.pqCentroids();
     const std::vector<uint8_t> codes = index.pqCodes();
@@ -94,7 +55,7 @@ void expectMatchesPqReference(
         reranked.push_back(bangReferenceRerank(refs.back().keys, exact.data() + q * nb));
     }
     for (BangKernel kernel : {BangKernel::kPersistent, BangKernel::kStepwise}) {
-        const Results got = searchWith(index, xq, L, L, kernel);
+        const DeviceResults got = searchWith(index, xq, L, L, kernel);
         int64_t bad = 0;
         for (int64_t q = 0; q < nq; ++q) {
             const std::vector<uint64_t>& want = reranked[size_t(q)];
@@ -301,8 +262,8 @@ TEST(GpuIndexBangPq, RecallOnClustered100K) {
     }
     EXPECT_EQ(off, 0);
     // k < L returns the first k of the same re-ranked list; the kernels agree.
-    Results all = searchWith(index, xq, 100, 100, BangKernel::kPersistent);
-    Results top = searchWith(index, xq, k, 100, BangKernel::kStepwise);
+    DeviceResults all = searchWith(index, xq, 100, 100, BangKernel::kPersistent);
+    DeviceResults top = searchWith(index, xq, k, 100, BangKernel::kStepwise);
     for (int64_t q = 0; q < nq; ++q) {
         for (int j = 0; j < k; ++j) {
             EXPECT_EQ(top.I[q * k + j], all.I[q * 100 + j]);
@@ -342,14 +303,14 @@ TEST(GpuIndexBangPq, BadConfigsAndInputsThrowAndLeaveIndexUnchanged) {
     const std::vector<uint8_t> codes = index.pqCodes();
     const int64_t entry = index.entryPoint();
     auto q = datasets::uniform(5, d, 4);
-    const Results before = searchWith(index, q, 5, 20, BangKernel::kPersistent);
+    const DeviceResults before = searchWith(index, q, 5, 20, BangKernel::kPersistent);
     auto unchanged = [&] {
         EXPECT_EQ(index.ntotal, 256);
         EXPECT_EQ(index.graph(), graph);
         EXPECT_EQ(index.pqCentroids(), cent);
         EXPECT_EQ(index.pqCodes(), codes);
         EXPECT_EQ(index.entryPoint(), entry);
-        const Results after = searchWith(index, q, 5, 20, BangKernel::kPersistent);
+        const DeviceResults after = searchWith(index, q, 5, 20, BangKernel::kPersistent);
         EXPECT_EQ(after.I, before.I);
         EXPECT_EQ(after.D, before.D);
     };
@@ -425,8 +386,8 @@ TEST(GpuIndexBangPq, SaveLoadRoundTrip) {
     EXPECT_EQ(back->pqCentroids(), index.pqCentroids());
     EXPECT_EQ(back->pqCodes(), index.pqCodes());
     for (BangKernel kernel : {BangKernel::kPersistent, BangKernel::kStepwise}) {
-        const Results a = searchWith(index, xq, k, 48, kernel);
-        const Results b = searchWith(*back, xq, k, 48, kernel);
+        const DeviceResults a = searchWith(index, xq, k, 48, kernel);
+        const DeviceResults b = searchWith(*back, xq, k, 48, kernel);
         EXPECT_EQ(a.I, b.I);
         EXPECT_EQ(a.D, b.D);
         EXPECT_EQ(a.iters, b.iters);
@@ -474,8 +435,8 @@ TEST(GpuIndexBangPq, ReadsVersion1Files) {
     ASSERT_NE(back, nullptr);
     EXPECT_FALSE(back->pqMode());
     EXPECT_EQ(back->graph(), index.graph());
-    const Results a = searchWith(index, xq, 5, 30, BangKernel::kPersistent);
-    const Results b = searchWith(*back, xq, 5, 30, BangKernel::kPersistent);
+    const DeviceResults a = searchWith(index, xq, 5, 30, BangKernel::kPersistent);
+    const DeviceResults b = searchWith(*back, xq, 5, 30, BangKernel::kPersistent);
     EXPECT_EQ(a.I, b.I);
     EXPECT_EQ(a.D, b.D);
     // A version this build does not know: refused naming it.

@@ -1,0 +1,54 @@
+// Helpers shared by the GpuIndexBang GPU suites (exact and PQ mode).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <faiss_ext/GpuIndexBang.h>
+#include <kernels/BangSearch.h>
+
+namespace faiss_ext {
+namespace test {
+
+/// Distances of every query to every base row, by the kernels' distance function.
+inline std::vector<float> distanceTable(
+        const GpuResources& res, const std::vector<float>& xq, const std::vector<float>& xb,
+        int d) {
+    const int64_t nq = int64_t(xq.size()) / d, nb = int64_t(xb.size()) / d;
+    auto q = res.alloc<float>(xq.size());
+    auto b = res.alloc<float>(xb.size());
+    auto out = res.alloc<float>(size_t(nq * nb));
+    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
+    copyToDevice(b.data(), xb.data(), xb.size(), res.stream());
+    kernels::bangDistanceTable(q.data(), nq, b.data(), nb, d, out.data(), res.stream());
+    std::vector<float> t(size_t(nq * nb));
+    copyToHost(t.data(), out.data(), t.size(), res.stream());
+    return t;
+}
+
+struct DeviceResults {
+    std::vector<float> D;
+    std::vector<int64_t> I;
+    std::vector<int32_t> iters;
+};
+
+inline DeviceResults searchWith(
+        const GpuIndexBang& index, const std::vector<float>& xq, int k, int L, BangKernel kernel) {
+    const GpuResources& res = index.resources();
+    const int64_t nq = int64_t(xq.size()) / index.d;
+    auto q = res.alloc<float>(xq.size());
+    auto dD = res.alloc<float>(size_t(nq) * k);
+    auto dI = res.alloc<int64_t>(size_t(nq) * k);
+    auto dIt = res.alloc<int32_t>(size_t(nq));
+    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
+    index.searchDevice(nq, q.data(), k, dD.data(), dI.data(), L, kernel, dIt.data());
+    DeviceResults r{std::vector<float>(size_t(nq) * k), std::vector<int64_t>(size_t(nq) * k),
+                    std::vector<int32_t>(size_t(nq))};
+    copyToHost(r.D.data(), dD.data(), r.D.size(), res.stream());
+    copyToHost(r.I.data(), dI.data(), r.I.size(), res.stream());
+    copyToHost(r.iters.data(), dIt.data(), r.iters.size(), res.stream());
+    return r;
+}
+
+} // namespace test
+} // namespace faiss_ext
