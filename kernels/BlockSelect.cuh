@@ -31,12 +31,33 @@ __host__ __device__ inline int selectBufferCapacity(int k) {
     return 2 * (kp > kSelectStep ? kp : kSelectStep);
 }
 
+/// A (value, position) pair as one 64-bit key that orders like the pair: the float's
+/// bits made monotonic in the high word, the position in the low word (as unsigned, so
+/// -1 sorts last). One load and one compare per element in the sorts, and a total
+/// order, so equal values come out the same way whatever order warps appended them in.
+__device__ __forceinline__ uint64_t selectKey(float value, int position) {
+    uint32_t u = __float_as_uint(value);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return (uint64_t(u) << 32) | uint32_t(position);
+}
+
+__device__ __forceinline__ float selectKeyValue(uint64_t key) {
+    uint32_t u = uint32_t(key >> 32);
+    u = (u & 0x80000000u) ? (u & 0x7fffffffu) : ~u;
+    return __uint_as_float(u);
+}
+
+__device__ __forceinline__ int selectKeyPosition(uint64_t key) {
+    return int(uint32_t(key));
+}
+
+/// selectKey(+inf, -1): an empty slot, after every real candidate.
+constexpr uint64_t kSelectEmptyKey = 0xff800000ffffffffull;
+
 /// Shared memory layout of one block's selection state.
 struct BlockSelectSmem {
-    float* topD;
-    int* topP;
-    float* bufD;
-    int* bufP;
+    uint64_t* top; ///< kp best keys, sorted
+    uint64_t* buf; ///< cap candidate keys
     int* count;
     int k;
     int kp;
@@ -47,54 +68,49 @@ struct BlockSelectSmem {
         s.k = k;
         s.kp = nextPow2(k);
         s.cap = selectBufferCapacity(k);
-        s.topD = reinterpret_cast<float*>(smem);
-        s.bufD = s.topD + s.kp;
-        s.topP = reinterpret_cast<int*>(s.bufD + s.cap);
-        s.bufP = s.topP + s.kp;
-        s.count = s.bufP + s.cap;
+        s.top = reinterpret_cast<uint64_t*>(smem);
+        s.buf = s.top + s.kp;
+        s.count = reinterpret_cast<int*>(s.buf + s.cap);
         return s;
+    }
+    __device__ float value(int i) const {
+        return selectKeyValue(top[i]);
+    }
+    __device__ int position(int i) const {
+        return selectKeyPosition(top[i]);
     }
 };
 
-/// Orders pairs by (value, position): a total order, so the result does not depend on
-/// the order in which warps appended candidates, and equal values (exact float ties)
-/// come out the same way on every run.
-template <int kThreads>
-__device__ inline void compareSwap(float* d, int* p, int lo, int hi, bool ascending) {
-    float a = d[lo];
-    float b = d[hi];
-    int pa = p[lo];
-    int pb = p[hi];
-    bool aAfterB = a > b || (a == b && pa > pb);
-    if (aAfterB == ascending && (a != b || pa != pb)) {
-        d[lo] = b;
-        d[hi] = a;
-        p[lo] = pb;
-        p[hi] = pa;
+__device__ inline void compareSwap(uint64_t* keys, int lo, int hi, bool ascending) {
+    uint64_t a = keys[lo];
+    uint64_t b = keys[hi];
+    if ((a > b) == ascending && a != b) {
+        keys[lo] = b;
+        keys[hi] = a;
     }
 }
 
-/// Sorts len (a power of two) pairs ascending. Ends with a barrier.
+/// Sorts len (a power of two) keys ascending. Ends with a barrier.
 template <int kThreads>
-__device__ void bitonicSort(float* d, int* p, int len) {
+__device__ void bitonicSort(uint64_t* keys, int len) {
     for (int size = 2; size <= len; size <<= 1) {
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
             for (int i = threadIdx.x; i < len / 2; i += kThreads) {
                 int lo = 2 * i - (i & (stride - 1));
-                compareSwap<kThreads>(d, p, lo, lo + stride, (lo & size) == 0);
+                compareSwap(keys, lo, lo + stride, (lo & size) == 0);
             }
             __syncthreads();
         }
     }
 }
 
-/// Sorts a bitonic sequence of len (a power of two) pairs ascending. Ends with a barrier.
+/// Sorts a bitonic sequence of len (a power of two) keys ascending. Ends with a barrier.
 template <int kThreads>
-__device__ void bitonicMerge(float* d, int* p, int len) {
+__device__ void bitonicMerge(uint64_t* keys, int len) {
     for (int stride = len >> 1; stride > 0; stride >>= 1) {
         for (int i = threadIdx.x; i < len / 2; i += kThreads) {
             int lo = 2 * i - (i & (stride - 1));
-            compareSwap<kThreads>(d, p, lo, lo + stride, true);
+            compareSwap(keys, lo, lo + stride, true);
         }
         __syncthreads();
     }
@@ -107,39 +123,35 @@ __device__ float flushCandidates(BlockSelectSmem& s) {
     int n = *s.count;
     int len = nextPow2(n > s.kp ? n : s.kp);
     for (int i = n + threadIdx.x; i < len; i += kThreads) {
-        s.bufD[i] = CUDART_INF_F;
-        s.bufP[i] = -1;
+        s.buf[i] = kSelectEmptyKey;
     }
     __syncthreads();
-    bitonicSort<kThreads>(s.bufD, s.bufP, len);
+    bitonicSort<kThreads>(s.buf, len);
     // best (ascending) against the buffer's first kp reversed: the pointwise minimum is
     // a bitonic sequence holding the kp smallest of both.
     for (int i = threadIdx.x; i < s.kp; i += kThreads) {
-        float b = s.bufD[s.kp - 1 - i];
-        int pb = s.bufP[s.kp - 1 - i];
-        if (b < s.topD[i] || (b == s.topD[i] && pb < s.topP[i])) {
-            s.topD[i] = b;
-            s.topP[i] = pb;
+        uint64_t b = s.buf[s.kp - 1 - i];
+        if (b < s.top[i]) {
+            s.top[i] = b;
         }
     }
     __syncthreads();
-    bitonicMerge<kThreads>(s.topD, s.topP, s.kp);
+    bitonicMerge<kThreads>(s.top, s.kp);
     if (threadIdx.x == 0) {
         *s.count = 0;
     }
-    float threshold = s.topD[s.k - 1];
+    float threshold = s.value(s.k - 1);
     __syncthreads();
     return threshold;
 }
 
 /// Runs the selection over positions [0, n): load(pos) gives the value at pos.
 /// Within a warp, consecutive lanes load consecutive positions. Leaves the best k
-/// sorted in s.topD / s.topP (position -1 where fewer than k values were finite).
+/// sorted in s.top (position -1 where fewer than k values were finite).
 template <int kThreads, int kItems, typename Loader>
 __device__ void blockSelectMin(BlockSelectSmem& s, int64_t n, const Loader& load) {
     for (int i = threadIdx.x; i < s.kp; i += kThreads) {
-        s.topD[i] = CUDART_INF_F;
-        s.topP[i] = -1;
+        s.top[i] = kSelectEmptyKey;
     }
     if (threadIdx.x == 0) {
         *s.count = 0;
@@ -169,8 +181,7 @@ __device__ void blockSelectMin(BlockSelectSmem& s, int64_t n, const Loader& load
                 first = __shfl_sync(0xffffffffu, first, leader);
                 if (pass) {
                     int slot = first + __popc(mask & lanesBelow);
-                    s.bufD[slot] = v[j];
-                    s.bufP[slot] = int(base + j * kThreads + threadIdx.x);
+                    s.buf[slot] = selectKey(v[j], int(base + j * kThreads + threadIdx.x));
                 }
             }
         }

@@ -31,21 +31,19 @@ __global__ void __launch_bounds__(kMergeThreads) mergeFastKernel(
         int64_t* outI,
         int64_t rowOffset) {
     extern __shared__ __align__(16) char smem[];
-    float* keys = reinterpret_cast<float*>(smem);
-    int* pos = reinterpret_cast<int*>(keys + len);
+    uint64_t* keys = reinterpret_cast<uint64_t*>(smem);
     const int64_t row = rowOffset + blockIdx.x;
     const float* d = candD + row * ld;
     for (int i = threadIdx.x; i < len; i += kMergeThreads) {
-        keys[i] = i < ld ? d[i] : CUDART_INF_F;
-        pos[i] = i < ld ? i : -1;
+        keys[i] = i < ld ? selectKey(d[i], i) : kSelectEmptyKey;
     }
     __syncthreads();
-    bitonicSort<kMergeThreads>(keys, pos, len);
+    bitonicSort<kMergeThreads>(keys, len);
     const int64_t* ids = candI + row * ld;
     for (int i = threadIdx.x; i < k; i += kMergeThreads) {
-        const int p = pos[i];
+        const int p = selectKeyPosition(keys[i]);
         const int64_t id = p < 0 ? -1 : ids[p];
-        outD[row * k + i] = finishKey(keys[i], id, innerProduct);
+        outD[row * k + i] = finishKey(selectKeyValue(keys[i]), id, innerProduct);
         outI[row * k + i] = id;
     }
 }
@@ -64,7 +62,7 @@ size_t ivfMergeFastSmemBytes(int64_t candidates) {
     while (len < candidates) {
         len <<= 1;
     }
-    return size_t(len) * (sizeof(float) + sizeof(int));
+    return size_t(len) * sizeof(uint64_t);
 }
 
 void ivfMergeFast(
@@ -84,7 +82,7 @@ void ivfMergeFast(
         return;
     }
     const size_t smem = ivfMergeFastSmemBytes(ld);
-    const int len = int(smem / (sizeof(float) + sizeof(int)));
+    const int len = int(smem / sizeof(uint64_t));
     if (smem > 48 * 1024) {
         FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
                 mergeFastKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));

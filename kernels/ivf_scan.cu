@@ -138,8 +138,8 @@ __global__ void __launch_bounds__(kSelectThreads)
 
     const int64_t* ids = a.listIds[list] + start;
     for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
-        const int p = s.topP[i];
-        outD[i] = s.topD[i];
+        const int p = s.position(i);
+        outD[i] = s.value(i);
         outI[i] = p < 0 ? -1 : ids[p];
     }
 }

@@ -39,8 +39,8 @@ __global__ void __launch_bounds__(kSelectThreads)
     for (int j = 0; j < kSelectOutPerThread; ++j) {
         int i = threadIdx.x + j * kSelectThreads;
         if (i < a.k) {
-            int p = s.topP[i];
-            outD[j] = s.topD[i];
+            int p = s.position(i);
+            outD[j] = s.value(i);
             outI[j] = p < 0 ? -1
                     : a.inIds ? a.inIds[row * a.ldIds + segStart + p]
                               : a.idBase + segStart + p;
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kSelectThreads)
 
 size_t blockSelectSmemBytes(int k) {
     size_t slots = size_t(nextPow2(k)) + size_t(selectBufferCapacity(k));
-    return slots * (sizeof(float) + sizeof(int)) + sizeof(int);
+    return slots * sizeof(uint64_t) + sizeof(int);
 }
 
 void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
