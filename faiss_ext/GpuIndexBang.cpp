@@ -262,27 +262,18 @@ size_t GpuIndexBang::traversalBytesPerVector() const {
 
 std::vector<float> GpuIndexBang::pqCentroids() const {
     DeviceScope scope(res_.device());
-    std::vector<float> c(pqCentroids_.size());
-    if (!c.empty()) {
-        copyToHost(c.data(), pqCentroids_.data(), c.size(), res_.stream());
-    }
-    return c;
+    return copyToHostVector(pqCentroids_.data(), pqCentroids_.size(), res_.stream());
 }
 
 std::vector<uint8_t> GpuIndexBang::pqCodes() const {
     DeviceScope scope(res_.device());
-    std::vector<uint8_t> c(pqCodes_.size());
-    if (!c.empty()) {
-        copyToHost(c.data(), pqCodes_.data(), c.size(), res_.stream());
-    }
-    return c;
+    return copyToHostVector(pqCodes_.data(), pqCodes_.size(), res_.stream());
 }
 
 std::vector<int32_t> GpuIndexBang::graph() const {
     DeviceScope scope(res_.device());
-    std::vector<int32_t> g(size_t(ntotal) * bangConfig_.graphDegree);
-    copyToHost(g.data(), graph_.data(), g.size(), res_.stream());
-    return g;
+    return copyToHostVector(
+            graph_.data(), size_t(ntotal) * bangConfig_.graphDegree, res_.stream());
 }
 
 void GpuIndexBang::searchImpl_(

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include <kernels/CudaCheck.h>
 
@@ -97,6 +98,14 @@ void copyToHost(T* dst, const T* src, size_t count, cudaStream_t stream) {
     FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
             dst, src, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
     FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+/// The first `count` elements of a device array, as a host vector.
+template <typename T>
+std::vector<T> copyToHostVector(const T* src, size_t count, cudaStream_t stream) {
+    std::vector<T> out(count);
+    copyToHost(out.data(), src, count, stream);
+    return out;
 }
 
 } // namespace faiss_ext

@@ -150,9 +150,7 @@ std::vector<int64_t> IvfLists::listIds(int64_t list) const {
     FAISS_THROW_IF_NOT_FMT(
             list >= 0 && list < nlist_, "list %lld is outside [0, %lld)", (long long)list,
             (long long)nlist_);
-    std::vector<int64_t> out(static_cast<size_t>(len_[list]));
-    copyToHost(out.data(), ids_[list].data(), out.size(), res_->stream());
-    return out;
+    return copyToHostVector(ids_[list].data(), static_cast<size_t>(len_[list]), res_->stream());
 }
 
 std::vector<int> IvfLists::gatherByIds(int64_t i0, int64_t ni, float* out) const {
