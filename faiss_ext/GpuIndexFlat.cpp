@@ -9,7 +9,9 @@ GpuIndexFlat::GpuIndexFlat(
         int d,
         faiss::MetricType metric,
         GpuIndexFlatConfig config)
-        : GpuIndex(resources, d, metric, config), storage_(resources, d) {}
+        : GpuIndex(resources, d, metric, config),
+          flatConfig_(config),
+          storage_(resources, d) {}
 
 GpuIndexFlat::GpuIndexFlat(
         GpuResources& resources,
@@ -110,6 +112,17 @@ void GpuIndexFlat::searchDevice(
     in.nb = ntotal;
     in.d = d;
     in.metric = metric_type;
+    switch (flatConfig_.precision) {
+        case GpuFlatPrecision::kAuto:
+            in.tf32 = n >= 64 && k <= 1024;
+            break;
+        case GpuFlatPrecision::kFloat32:
+            in.tf32 = false;
+            break;
+        case GpuFlatPrecision::kTF32:
+            in.tf32 = true;
+            break;
+    }
     flatSearch(res_, in, k, distancesDevice, labelsDevice);
 }
 

@@ -10,7 +10,23 @@
 
 namespace faiss_ext {
 
-struct GpuIndexFlatConfig : GpuIndexConfig {};
+/// How GpuIndexFlat computes the query-base products. Results are those of FP32
+/// arithmetic in every mode (ids equal except ties, distances to FP32 rounding).
+enum class GpuFlatPrecision {
+    /// TF32 where it pays: batches of at least 64 queries and k <= 1024
+    kAuto,
+    /// FP32 GEMM on CUDA cores
+    kFloat32,
+    /// TF32 GEMM on tensor cores, an FP32 re-rank of a shortlist of k + max(16, k/8),
+    /// and a second FP32 search of the queries whose shortlist boundary is not provably
+    /// beyond the TF32 rounding error; k above 1820 is refused
+    kTF32,
+};
+
+struct GpuIndexFlatConfig : GpuIndexConfig {
+    /// see GpuFlatPrecision
+    GpuFlatPrecision precision = GpuFlatPrecision::kAuto;
+};
 
 /// Brute-force k-NN (L2 or inner product) over vectors stored on the GPU: batched
 /// cuBLAS GEMM tiles with precomputed norms and a fused streaming k-selection, so the
@@ -63,6 +79,7 @@ class GpuIndexFlat : public GpuIndex {
             const faiss::SearchParameters* params) const override;
 
    private:
+    GpuIndexFlatConfig flatConfig_;
     FlatStorage storage_;
 };
 

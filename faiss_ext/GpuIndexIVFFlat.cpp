@@ -400,6 +400,7 @@ IvfSearchPlan GpuIndexIVFFlat::plan(int64_t nq, int k, int64_t nprobeRequested) 
     in.listLengths = &lists_.lengths();
     in.chunkOverride = ivfConfig_.listChunkVectors;
     in.mergePath = ivfConfig_.mergePath;
+    in.scanPath = ivfConfig_.scanPath;
     in.budgetBytes = res_.tempMemoryBytes();
     in.maxSmemPerBlock = res_.maxSharedMemoryPerBlock();
     in.smCount = res_.multiProcessorCount();

@@ -23,6 +23,11 @@ struct GpuIndexIVFFlatConfig : GpuIndexConfig {
     /// limit, else the heap path; kFast / kHeap force one (kFast refuses searches
     /// whose candidates do not fit).
     IvfMergePath mergePath = IvfMergePath::kAuto;
+    /// The list scan: kAuto takes the list-major path when the batch's queries share
+    /// lists (on average at least 4 queries per non-empty list: nq x nprobe / lists),
+    /// else the per-query path; kPerQuery / kListMajor force one. Both give the same
+    /// results (the same FP32 operations in the same order).
+    IvfScanPath scanPath = IvfScanPath::kAuto;
     /// Vectors one list-scan block reads (a multiple of 32, at most 2^30); longer
     /// lists are split into chunks of this size. 0: chosen per search from the batch
     /// shape, k and the device.

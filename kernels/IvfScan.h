@@ -21,8 +21,9 @@ void ivfChunkOffsets(
         int* offsets,
         cudaStream_t stream);
 
-/// One list scan: every (query, chunk) pair is one thread block that selects the k
-/// best of the chunk's vectors.
+/// One list scan: every (query, chunk) pair selects the k best of the chunk's vectors,
+/// a thread block per pair, or a warp per pair when distances are precomputed and
+/// nextPow2(k) <= kMaxWarpSelectK.
 struct IvfScanArgs {
     const float* queries = nullptr; ///< nq x d, row-major
     int64_t nq = 0;
@@ -37,6 +38,12 @@ struct IvfScanArgs {
     int64_t chunksPerQuery = 0; ///< candidate slots per query (>= every query's chunk count)
     int k = 0;
     bool innerProduct = false;
+    /// List-major path: distances precomputed by ivfListMajorDistances are read instead
+    /// of computed (the query's probe p starts at vectorOffsets[q * (nprobe + 1) + p] in
+    /// its row); null for the per-query path.
+    const float* distances = nullptr;
+    int64_t ldDistances = 0;
+    const int* vectorOffsets = nullptr;
     /// nq x (chunksPerQuery * k): slot c of query q holds the k best keys of its chunk
     /// c, ascending (L2: squared distance; IP: minus the inner product), with the
     /// stored ids; unused slots and missing results are +inf with id -1.

@@ -12,6 +12,9 @@ namespace kernels {
 /// Largest k any selection supports.
 constexpr int kMaxSelectK = 2048;
 
+/// Largest k the per-warp selection serves (larger k use the per-block one).
+constexpr int kMaxWarpSelectK = 256;
+
 /// Smallest power of two >= v (v >= 1).
 constexpr int nextPow2(int v) {
     int p = 1;

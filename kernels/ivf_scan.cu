@@ -10,6 +10,7 @@
 #include "IvfScan.h"
 #include "IvfStore.h"
 #include "Select.h"
+#include "WarpSelect.cuh"
 
 namespace faiss_ext {
 namespace kernels {
@@ -91,23 +92,28 @@ struct ListLoader {
     }
 };
 
-template <bool kInnerProduct>
-__global__ void __launch_bounds__(kSelectThreads)
-        scanKernel(IvfScanArgs a, int64_t queryOffset, size_t selectBytes) {
-    extern __shared__ __align__(16) char smem[];
-    const int64_t q = queryOffset + blockIdx.y;
-    const int64_t slot = blockIdx.x;
-    const int* off = a.offsets + q * (a.nprobe + 1);
-    float* outD = a.candD + q * (a.chunksPerQuery * a.k) + slot * a.k;
-    int64_t* outI = a.candI + q * (a.chunksPerQuery * a.k) + slot * a.k;
+/// Precomputed distances of one chunk (list-major path).
+struct BufferLoader {
+    const float* row; ///< the chunk's first distance
+    __device__ float operator()(int64_t pos) const {
+        return row[pos];
+    }
+};
 
-    const int total = off[a.nprobe];
-    if (slot >= total) {
-        for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
-            outD[i] = CUDART_INF_F;
-            outI[i] = -1;
-        }
-        return;
+/// Where candidate slot `slot` of query q lies: its probe, list, first vector and
+/// length; slot beyond the query's chunks has n = -1.
+struct ScanSlot {
+    int probe;
+    int64_t list;
+    int64_t start;
+    int64_t n;
+};
+
+__device__ ScanSlot resolveSlot(const IvfScanArgs& a, int64_t q, int64_t slot) {
+    const int* off = a.offsets + q * (a.nprobe + 1);
+    ScanSlot s{0, -1, 0, -1};
+    if (slot >= off[a.nprobe]) {
+        return s;
     }
     // The probe holding this slot: the last p with off[p] <= slot (empty probes repeat
     // an offset, so take the last).
@@ -120,26 +126,93 @@ __global__ void __launch_bounds__(kSelectThreads)
             hi = mid - 1;
         }
     }
-    const int64_t list = a.coarse[q * a.nprobe + lo];
-    const int64_t start = (slot - off[lo]) * a.chunkLen;
-    const int64_t n = min(a.chunkLen, a.listLen[list] - start);
+    s.probe = lo;
+    s.list = a.coarse[q * a.nprobe + lo];
+    s.start = (slot - off[lo]) * a.chunkLen;
+    s.n = min(a.chunkLen, a.listLen[s.list] - s.start);
+    return s;
+}
 
-    const int groups = ivfPaddedDim(a.d) / 4;
-    float4* query = reinterpret_cast<float4*>(smem + selectBytes);
-    const float* qsrc = a.queries + q * a.d;
-    for (int j = threadIdx.x; j < 4 * groups; j += kSelectThreads) {
-        reinterpret_cast<float*>(query)[j] = j < a.d ? qsrc[j] : 0.f;
+__device__ const float* chunkDistances(const IvfScanArgs& a, int64_t q, const ScanSlot& s) {
+    return a.distances + q * a.ldDistances + a.vectorOffsets[q * (a.nprobe + 1) + s.probe] +
+            s.start;
+}
+
+/// kSource: 0 computes L2 from the lists, 1 inner product, 2 reads precomputed distances.
+template <int kSource>
+__global__ void __launch_bounds__(kSelectThreads)
+        scanKernel(IvfScanArgs a, int64_t queryOffset, size_t selectBytes) {
+    extern __shared__ __align__(16) char smem[];
+    const int64_t q = queryOffset + blockIdx.y;
+    const int64_t slot = blockIdx.x;
+    float* outD = a.candD + q * (a.chunksPerQuery * a.k) + slot * a.k;
+    int64_t* outI = a.candI + q * (a.chunksPerQuery * a.k) + slot * a.k;
+
+    const ScanSlot ss = resolveSlot(a, q, slot);
+    if (ss.n < 0) {
+        for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
+            outD[i] = CUDART_INF_F;
+            outI[i] = -1;
+        }
+        return;
     }
-    // blockSelectMin's first barrier orders these writes before any load.
+    // blockSelectMin's first barrier orders the query writes before any load.
     BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
-    ListLoader<kInnerProduct> load{
-            reinterpret_cast<const float4*>(a.listData[list]), query, start, groups};
-    blockSelectMin<kSelectThreads, kSelectItems>(s, n, load);
+    if (kSource == 2) {
+        blockSelectMin<kSelectThreads, kSelectItems>(
+                s, ss.n, BufferLoader{chunkDistances(a, q, ss)});
+    } else {
+        const int groups = ivfPaddedDim(a.d) / 4;
+        float4* query = reinterpret_cast<float4*>(smem + selectBytes);
+        const float* qsrc = a.queries + q * a.d;
+        for (int j = threadIdx.x; j < 4 * groups; j += kSelectThreads) {
+            reinterpret_cast<float*>(query)[j] = j < a.d ? qsrc[j] : 0.f;
+        }
+        ListLoader<kSource == 1> load{
+                reinterpret_cast<const float4*>(a.listData[ss.list]), query, ss.start,
+                groups};
+        blockSelectMin<kSelectThreads, kSelectItems>(s, ss.n, load);
+    }
 
-    const int64_t* ids = a.listIds[list] + start;
+    const int64_t* ids = a.listIds[ss.list] + ss.start;
     for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
         const int p = s.position(i);
         outD[i] = s.value(i);
+        outI[i] = p < 0 ? -1 : ids[p];
+    }
+}
+
+constexpr int kWarpScanWarps = kSelectThreads / 32;
+
+// One warp per (query, chunk) over precomputed distances.
+__global__ void __launch_bounds__(kSelectThreads)
+        warpScanKernel(IvfScanArgs a, int64_t queryOffset, int64_t nq) {
+    extern __shared__ __align__(16) uint64_t warpSmem[];
+    const int warp = threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+    const int64_t w = int64_t(blockIdx.x) * kWarpScanWarps + warp;
+    if (w >= nq * a.chunksPerQuery) {
+        return;
+    }
+    const int64_t q = queryOffset + w / a.chunksPerQuery;
+    const int64_t slot = w % a.chunksPerQuery;
+    float* outD = a.candD + q * (a.chunksPerQuery * a.k) + slot * a.k;
+    int64_t* outI = a.candI + q * (a.chunksPerQuery * a.k) + slot * a.k;
+
+    const ScanSlot ss = resolveSlot(a, q, slot);
+    if (ss.n < 0) {
+        for (int i = lane; i < a.k; i += 32) {
+            outD[i] = CUDART_INF_F;
+            outI[i] = -1;
+        }
+        return;
+    }
+    WarpSelect sel(warpSmem + warp * warpSelectSlots(a.k), a.k);
+    sel.run(ss.n, BufferLoader{chunkDistances(a, q, ss)});
+    const int64_t* ids = a.listIds[ss.list] + ss.start;
+    for (int i = lane; i < a.k; i += 32) {
+        const int p = sel.position(i);
+        outD[i] = sel.value(i);
         outI[i] = p < 0 ? -1 : ids[p];
     }
 }
@@ -186,9 +259,24 @@ void ivfScan(const IvfScanArgs& a, cudaStream_t stream) {
     if (a.nq == 0) {
         return;
     }
+    const bool buffered = a.distances != nullptr;
+    if (buffered && nextPow2(a.k) <= kMaxWarpSelectK) {
+        const size_t smem = size_t(kWarpScanWarps) * warpSelectSlots(a.k) * sizeof(uint64_t);
+        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
+                warpScanKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        const int64_t maxQueries = std::max<int64_t>(1, (int64_t(1) << 30) / a.chunksPerQuery);
+        for (int64_t q0 = 0; q0 < a.nq; q0 += maxQueries) {
+            const int64_t nq = std::min(maxQueries, a.nq - q0);
+            const int64_t warps = nq * a.chunksPerQuery;
+            warpScanKernel<<<unsigned((warps + kWarpScanWarps - 1) / kWarpScanWarps),
+                             kSelectThreads, smem, stream>>>(a, q0, nq);
+            FAISS_EXT_CUDA_CHECK_LAUNCH();
+        }
+        return;
+    }
     const size_t selectBytes = selectBytesAligned(a.k);
-    const size_t smem = ivfScanSmemBytes(a.d, a.k);
-    auto kernel = a.innerProduct ? scanKernel<true> : scanKernel<false>;
+    const size_t smem = buffered ? selectBytes : ivfScanSmemBytes(a.d, a.k);
+    auto kernel = buffered ? scanKernel<2> : a.innerProduct ? scanKernel<1> : scanKernel<0>;
     if (smem > 48 * 1024) {
         FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
                 kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));

@@ -5,6 +5,7 @@
 
 #include "BlockSelect.cuh"
 #include "Select.h"
+#include "WarpSelect.cuh"
 
 namespace faiss_ext {
 namespace kernels {
@@ -19,6 +20,51 @@ struct BiasedRowLoader {
     }
 };
 
+constexpr int kWarpRowThreads = 256;
+constexpr int kWarpRowWarps = kWarpRowThreads / 32;
+
+/// Writes the k results of one (row, segment) selection: ids from inIds or idBase.
+/// Every result is gathered before any is written: the output may alias the input ids.
+template <bool kWholeBlock, typename Top>
+__device__ void writeSegmentResults(
+        const SelectRowsArgs& a,
+        const Top& top,
+        int64_t row,
+        int64_t seg,
+        int64_t segStart,
+        int lane,
+        int stride) {
+    float outD[kSelectOutPerThread];
+    int64_t outI[kSelectOutPerThread];
+    const int per = (a.k + stride - 1) / stride;
+#pragma unroll
+    for (int j = 0; j < kSelectOutPerThread; ++j) {
+        const int i = lane + j * stride;
+        if (j < per && i < a.k) {
+            const int p = top.position(i);
+            outD[j] = top.value(i);
+            outI[j] = p < 0 ? -1
+                    : a.inIds ? a.inIds[row * a.ldIds + segStart + p]
+                              : a.idBase + segStart + p;
+        }
+    }
+    if (kWholeBlock) {
+        __syncthreads();
+    } else {
+        __syncwarp();
+    }
+    float* dRow = a.outD + row * a.ldOut + seg * a.k;
+    int64_t* iRow = a.outI + row * a.ldOut + seg * a.k;
+#pragma unroll
+    for (int j = 0; j < kSelectOutPerThread; ++j) {
+        const int i = lane + j * stride;
+        if (j < per && i < a.k) {
+            dRow[i] = outD[j];
+            iRow[i] = outI[j];
+        }
+    }
+}
+
 __global__ void __launch_bounds__(kSelectThreads)
         selectRowsKernel(SelectRowsArgs a, int64_t segLen, int64_t rowOffset) {
     extern __shared__ __align__(16) char smem[];
@@ -32,31 +78,31 @@ __global__ void __launch_bounds__(kSelectThreads)
             a.colBias ? a.colBias + segStart : nullptr};
     blockSelectMin<kSelectThreads, kSelectItems>(s, segN, load);
 
-    // Gather every result before writing any: the output may alias the input ids.
-    float outD[kSelectOutPerThread];
-    int64_t outI[kSelectOutPerThread];
-#pragma unroll
-    for (int j = 0; j < kSelectOutPerThread; ++j) {
-        int i = threadIdx.x + j * kSelectThreads;
-        if (i < a.k) {
-            int p = s.position(i);
-            outD[j] = s.value(i);
-            outI[j] = p < 0 ? -1
-                    : a.inIds ? a.inIds[row * a.ldIds + segStart + p]
-                              : a.idBase + segStart + p;
-        }
+    writeSegmentResults<true>(
+            a, s, row, int64_t(blockIdx.x), segStart, threadIdx.x, kSelectThreads);
+}
+
+// One warp per (row, segment): no block barrier, so short segments are cheap.
+__global__ void __launch_bounds__(kWarpRowThreads) warpSelectRowsKernel(
+        SelectRowsArgs a, int64_t segLen, int64_t nseg, int64_t rowOffset, int64_t nrows) {
+    extern __shared__ __align__(16) uint64_t warpSmem[];
+    const int warp = threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+    const int64_t w = int64_t(blockIdx.x) * kWarpRowWarps + warp;
+    if (w >= nrows * nseg) {
+        return;
     }
-    __syncthreads();
-    float* dRow = a.outD + row * a.ldOut + int64_t(blockIdx.x) * a.k;
-    int64_t* iRow = a.outI + row * a.ldOut + int64_t(blockIdx.x) * a.k;
-#pragma unroll
-    for (int j = 0; j < kSelectOutPerThread; ++j) {
-        int i = threadIdx.x + j * kSelectThreads;
-        if (i < a.k) {
-            dRow[i] = outD[j];
-            iRow[i] = outI[j];
-        }
-    }
+    const int64_t row = rowOffset + w / nseg;
+    const int64_t seg = w % nseg;
+    const int64_t segStart = seg * segLen;
+    const int64_t segN = min(segLen, a.ncols - segStart);
+
+    WarpSelect sel(warpSmem + warp * warpSelectSlots(a.k), a.k);
+    BiasedRowLoader load{
+            a.dist + row * a.ldDist + segStart,
+            a.colBias ? a.colBias + segStart : nullptr};
+    sel.run(segN, load);
+    writeSegmentResults<false>(a, sel, row, seg, segStart, lane, 32);
 }
 
 } // namespace
@@ -79,6 +125,21 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
     const int64_t nseg = (a.ncols + segLen - 1) / segLen;
     FAISS_THROW_IF_NOT_FMT(
             nseg <= INT32_MAX, "%lld segments per row is too many", (long long)nseg);
+    if (nextPow2(a.k) <= kMaxWarpSelectK) {
+        const size_t smem = size_t(kWarpRowWarps) * warpSelectSlots(a.k) * sizeof(uint64_t);
+        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
+                warpSelectRowsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        // Rows per launch such that the grid's x dimension stays below 2^31.
+        const int64_t maxRows = std::max<int64_t>(1, (int64_t(1) << 30) / nseg);
+        for (int64_t r0 = 0; r0 < a.nrows; r0 += maxRows) {
+            const int64_t rows = std::min(maxRows, a.nrows - r0);
+            const int64_t warps = rows * nseg;
+            warpSelectRowsKernel<<<unsigned((warps + kWarpRowWarps - 1) / kWarpRowWarps),
+                                   kWarpRowThreads, smem, stream>>>(a, segLen, nseg, r0, rows);
+            FAISS_EXT_CUDA_CHECK_LAUNCH();
+        }
+        return;
+    }
     const size_t smem = blockSelectSmemBytes(a.k);
     if (smem > 48 * 1024) {
         FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(

@@ -157,3 +157,42 @@ TEST(IvfPlan, BadShapesThrow) {
     EXPECT_THROW(planIvfSearch(input(lengths, 1, 1, 0)), faiss::FaissException);
     EXPECT_THROW(planIvfSearch(input(lengths, 1, 1, 2049)), faiss::FaissException);
 }
+
+TEST(IvfPlan, ListMajorChosenWhenQueriesShareLists) {
+    std::vector<int64_t> lengths(4096, 244);
+    // 10000 x 32 probes over 4096 lists: ~78 queries per list.
+    IvfSearchPlan p = planIvfSearch(input(lengths, 10000, 32, 10));
+    EXPECT_TRUE(p.listMajor);
+    EXPECT_EQ(p.maxRowVectors, 32 * 244);
+    // One query per list on average: per-query.
+    p = planIvfSearch(input(lengths, 128, 32, 10));
+    EXPECT_FALSE(p.listMajor);
+    p = planIvfSearch(input(lengths, 1, 1, 10));
+    EXPECT_FALSE(p.listMajor);
+    // Forced either way.
+    IvfPlanInput in = input(lengths, 1, 1, 10);
+    in.scanPath = IvfScanPath::kListMajor;
+    p = planIvfSearch(in);
+    EXPECT_TRUE(p.listMajor);
+    expectValid(in, p);
+    in = input(lengths, 10000, 32, 10);
+    in.scanPath = IvfScanPath::kPerQuery;
+    EXPECT_FALSE(planIvfSearch(in).listMajor);
+}
+
+TEST(IvfPlan, ListMajorDistanceBufferStaysInTheBudget) {
+    std::vector<int64_t> lengths(2048, 1000);
+    lengths[9] = 500000; // one list holding a third of the data
+    for (int nprobe : {1, 32, 2048}) {
+        for (int k : {1, 100, 2048}) {
+            SCOPED_TRACE(testing::Message() << "nprobe=" << nprobe << " k=" << k);
+            IvfPlanInput in = input(lengths, 100000, nprobe, k);
+            in.scanPath = IvfScanPath::kListMajor;
+            IvfSearchPlan p = planIvfSearch(in);
+            expectValid(in, p);
+            // The buffer holds the nprobe longest lists of every query of a tile.
+            EXPECT_GE(p.maxRowVectors, 500000 + int64_t(nprobe - 1) * 1000);
+            EXPECT_GE(p.bytes, size_t(p.queryTile) * p.maxRowVectors * sizeof(float));
+        }
+    }
+}

@@ -1,4 +1,5 @@
 // GpuIndexFlat against faiss::IndexFlat: same ids except ties, distances within 1e-4.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -8,6 +9,7 @@
 #include <faiss/IndexFlat.h>
 
 #include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/impl/FlatSearch.h>
 
 #include "Synthetic.h"
 #include "TestUtil.h"
@@ -24,13 +26,35 @@ struct FlatCase {
     int k;
     faiss::MetricType metric;
     uint64_t seed;
+    GpuFlatPrecision precision = GpuFlatPrecision::kAuto;
 };
+
+const char* precisionName(GpuFlatPrecision p) {
+    switch (p) {
+        case GpuFlatPrecision::kAuto:
+            return "auto";
+        case GpuFlatPrecision::kFloat32:
+            return "fp32";
+        case GpuFlatPrecision::kTF32:
+            return "tf32";
+    }
+    return "?";
+}
+
+/// The precisions a case can be forced to: TF32 only where its shortlist fits.
+std::vector<GpuFlatPrecision> precisionsFor(int k) {
+    std::vector<GpuFlatPrecision> out{GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32};
+    if (flatTF32Supports(k)) {
+        out.push_back(GpuFlatPrecision::kTF32);
+    }
+    return out;
+}
 
 std::string describe(const FlatCase& c) {
     return "nb=" + std::to_string(c.nb) + " nq=" + std::to_string(c.nq) +
             " d=" + std::to_string(c.d) + " k=" + std::to_string(c.k) +
             " metric=" + (c.metric == faiss::METRIC_L2 ? "L2" : "IP") +
-            " seed=" + std::to_string(c.seed);
+            " seed=" + std::to_string(c.seed) + " precision=" + precisionName(c.precision);
 }
 
 void runCase(GpuResources& res, const FlatCase& c) {
@@ -39,7 +63,9 @@ void runCase(GpuResources& res, const FlatCase& c) {
     auto xq = datasets::uniform(c.nq, c.d, c.seed + 1);
     faiss::IndexFlat cpu(c.d, c.metric);
     cpu.add(c.nb, xb.data());
-    GpuIndexFlat gpu(res, c.d, c.metric);
+    GpuIndexFlatConfig cfg;
+    cfg.precision = c.precision;
+    GpuIndexFlat gpu(res, c.d, c.metric, cfg);
     // Two adds, to exercise storage growth.
     gpu.add(c.nb / 2 + 1, xb.data());
     if (c.nb / 2 + 1 < c.nb) {
@@ -62,17 +88,25 @@ TEST(GpuIndexFlat, MatchesCpuOnFixedShapes) {
     const uint64_t seed = test::testSeed();
     for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
         for (int k : {1, 10, 100, 1024, 2048}) {
-            runCase(res, {5000, 37, 64, k, m, seed + k});
+            for (GpuFlatPrecision p : precisionsFor(k)) {
+                runCase(res, {5000, 37, 64, k, m, seed + k, p});
+            }
         }
-        for (int d : {32, 96, 128, 256, 960}) {
-            runCase(res, {3000, 100, d, 10, m, seed + d});
+        for (int d : {1, 3, 32, 96, 128, 256, 960, 2048}) {
+            for (GpuFlatPrecision p : precisionsFor(10)) {
+                runCase(res, {3000, 100, d, 10, m, seed + d, p});
+            }
         }
-        // Several base tiles and segments: nb above one segment, k at the maximum.
-        runCase(res, {70000, 5, 32, 2048, m, seed + 3});
-        // A single query, across several selection segments.
-        runCase(res, {20000, 1, 128, 100, m, seed + 5});
-        // k above nb: -1 padding.
-        runCase(res, {50, 7, 16, 100, m, seed + 4});
+        for (GpuFlatPrecision p : precisionsFor(1024)) {
+            // Several base tiles and segments: nb above one segment.
+            runCase(res, {70000, 5, 32, 1024, m, seed + 3, p});
+            // A single query, across several selection segments.
+            runCase(res, {20000, 1, 128, 100, m, seed + 5, p});
+            // k above nb: -1 padding.
+            runCase(res, {50, 7, 16, 100, m, seed + 4, p});
+        }
+        // k at the maximum (FP32 only).
+        runCase(res, {70000, 5, 32, 2048, m, seed + 6});
     }
 }
 
@@ -90,6 +124,8 @@ TEST(GpuIndexFlat, MatchesCpuOnRandomShapes) {
         c.nq = 1 + int64_t(rng() % 300);
         c.metric = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
         c.seed = rng();
+        const auto precisions = precisionsFor(c.k);
+        c.precision = precisions[rng() % precisions.size()];
         runCase(res, c);
     }
 }
@@ -161,4 +197,94 @@ TEST(GpuIndexFlat, KMeansAssignerMatchesCpuObjective) {
     float cpuObj = cpuClus.iteration_stats.back().obj;
     float gpuObj = gpuClus.iteration_stats.back().obj;
     EXPECT_NEAR(gpuObj, cpuObj, 1e-2 * cpuObj);
+}
+
+// Vectors packed so tightly around one point that TF32 rounding (2^-10 relative) cannot
+// order them, beside a spread-out half where it can: the TF32 path must re-search the
+// tight queries in FP32 and keep the re-ranked answers of the others, and both must
+// equal an exact double-precision reference.
+TEST(GpuIndexFlat, TF32RoundingFlipsAreCaughtAndSearchedAgain) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 64, k = 10;
+    const int64_t half = 4000, nb = 2 * half, nq = 128;
+    std::mt19937_64 rng(test::testSeed());
+    std::uniform_real_distribution<float> unit(0.f, 1.f);
+    std::vector<float> center(d);
+    for (auto& c : center) {
+        c = 10.f / std::sqrt(float(d)) * (unit(rng) < 0.5f ? -1.f : 1.f);
+    }
+    auto tight = [&] {
+        std::vector<float> v(d);
+        for (int j = 0; j < d; ++j) {
+            v[j] = center[j] + 0.05f * (2.f * unit(rng) - 1.f);
+        }
+        return v;
+    };
+    auto spread = [&] {
+        std::vector<float> v(d);
+        for (int j = 0; j < d; ++j) {
+            v[j] = 3.f * unit(rng);
+        }
+        return v;
+    };
+    std::vector<float> xb, xq;
+    for (int64_t i = 0; i < nb; ++i) {
+        auto v = i < half ? tight() : spread();
+        xb.insert(xb.end(), v.begin(), v.end());
+    }
+    for (int64_t i = 0; i < nq; ++i) {
+        auto v = i % 2 ? tight() : spread();
+        xq.insert(xq.end(), v.begin(), v.end());
+    }
+    // Exact reference in double precision.
+    std::vector<float> refD(nq * k);
+    std::vector<int64_t> refI(nq * k);
+    for (int64_t q = 0; q < nq; ++q) {
+        std::vector<std::pair<double, int64_t>> all(nb);
+        for (int64_t i = 0; i < nb; ++i) {
+            double acc = 0;
+            for (int j = 0; j < d; ++j) {
+                const double t = double(xq[q * d + j]) - double(xb[i * d + j]);
+                acc += t * t;
+            }
+            all[i] = {acc, i};
+        }
+        std::partial_sort(all.begin(), all.begin() + k, all.end());
+        for (int j = 0; j < k; ++j) {
+            refD[q * k + j] = float(all[j].first);
+            refI[q * k + j] = all[j].second;
+        }
+    }
+
+    GpuIndexFlatConfig cfg;
+    cfg.precision = GpuFlatPrecision::kTF32;
+    GpuIndexFlat gpu(res, d, faiss::METRIC_L2, cfg);
+    gpu.add(nb, xb.data());
+    std::vector<float> D(nq * k, 12345.f);
+    std::vector<int64_t> I(nq * k, 777);
+    gpu.search(nq, xq.data(), k, D.data(), I.data());
+    // FP32 norms-formula distances carry ~1e-5 absolute error at these magnitudes.
+    EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-4f), 0);
+
+    // The same search through the pipeline, to see that both branches ran.
+    auto qDev = res.alloc<float>(xq.size());
+    copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
+    auto dDev = res.alloc<float>(size_t(nq) * k);
+    auto iDev = res.alloc<int64_t>(size_t(nq) * k);
+    FlatSearchInput in;
+    in.queries = qDev.data();
+    in.nq = nq;
+    in.base = gpu.storage().vectors();
+    in.baseNorms = gpu.storage().norms();
+    in.nb = nb;
+    in.d = d;
+    in.tf32 = true;
+    FlatSearchStats stats;
+    flatSearch(res, in, k, dDev.data(), iDev.data(), &stats);
+    EXPECT_GT(stats.fallbackQueries, 0);
+    EXPECT_LT(stats.fallbackQueries, nq);
+    std::vector<float> D2 = copyToHostVector(dDev.data(), D.size(), res.stream());
+    std::vector<int64_t> I2 = copyToHostVector(iDev.data(), I.size(), res.stream());
+    EXPECT_EQ(compareKnn(refD, refI, D2, I2, nq, k, 1e-4f, 1e-4f), 0);
 }

@@ -42,7 +42,13 @@ std::string describe(const IvfCase& c) {
             " seed=" + std::to_string(c.seed) + (c.viaParams ? " (params)" : "");
 }
 
-/// Searches the CPU index and the GPU copy of it; returns the number of bad rows.
+const char* pathName(IvfScanPath p) {
+    return p == IvfScanPath::kListMajor ? "list-major"
+            : p == IvfScanPath::kPerQuery ? "per-query"
+                                          : "auto";
+}
+
+/// Searches the CPU index and the GPU copy of it, once on each forced scan path.
 void runCase(GpuResources& res, const IvfCase& c, GpuIndexIVFFlatConfig cfg = {}) {
     SCOPED_TRACE(describe(c));
     auto xb = datasets::uniform(c.nb, c.d, c.seed);
@@ -51,25 +57,31 @@ void runCase(GpuResources& res, const IvfCase& c, GpuIndexIVFFlatConfig cfg = {}
     auto cpu = cpuIvf(c.d, c.nlist, c.metric, cent.data());
     cpu->add(c.nb, xb.data());
     cpu->nprobe = size_t(c.nprobe);
-
-    GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
-    ASSERT_EQ(gpu.ntotal, c.nb);
-    std::vector<float> refD(c.nq * c.k), D(c.nq * c.k, 12345.f);
-    std::vector<int64_t> refI(c.nq * c.k), I(c.nq * c.k, 777);
+    std::vector<float> refD(c.nq * c.k);
+    std::vector<int64_t> refI(c.nq * c.k);
     cpu->search(c.nq, xq.data(), c.k, refD.data(), refI.data());
     infForMissing(refD, refI, c.metric);
-    if (c.viaParams) {
-        gpu.nprobe = 1;
-        faiss::SearchParametersIVF params;
-        params.nprobe = size_t(c.nprobe);
-        gpu.search(c.nq, xq.data(), c.k, D.data(), I.data(), &params);
-    } else {
-        gpu.search(c.nq, xq.data(), c.k, D.data(), I.data());
-    }
     auto skip = coarseTies(*cpu->quantizer, c.nq, xq.data(), std::min(c.nprobe, c.nlist));
     const int64_t skipped = std::count(skip.begin(), skip.end(), true);
     EXPECT_LE(skipped, c.nq / 5 + 1) << "too many coarse ties";
-    EXPECT_EQ(compareKnnRows(refD, refI, D, I, c.nq, c.k, skip, 1e-4f, 1e-4f), 0);
+
+    for (IvfScanPath path : {IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
+        SCOPED_TRACE(pathName(path));
+        cfg.scanPath = path;
+        GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
+        ASSERT_EQ(gpu.ntotal, c.nb);
+        std::vector<float> D(c.nq * c.k, 12345.f);
+        std::vector<int64_t> I(c.nq * c.k, 777);
+        if (c.viaParams) {
+            gpu.nprobe = 1;
+            faiss::SearchParametersIVF params;
+            params.nprobe = size_t(c.nprobe);
+            gpu.search(c.nq, xq.data(), c.k, D.data(), I.data(), &params);
+        } else {
+            gpu.search(c.nq, xq.data(), c.k, D.data(), I.data());
+        }
+        EXPECT_EQ(compareKnnRows(refD, refI, D, I, c.nq, c.k, skip, 1e-4f, 1e-4f), 0);
+    }
 }
 
 } // namespace
@@ -232,8 +244,11 @@ TEST(GpuIndexIVFFlat, UnevenAndEmptyLists) {
             ASSERT_EQ(cpu->invlists->list_size(25), 0u);
         }
         for (int64_t chunk : {int64_t(0), int64_t(256)}) {
+          for (IvfScanPath path : {IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
+            SCOPED_TRACE(pathName(path));
             GpuIndexIVFFlatConfig cfg;
             cfg.listChunkVectors = chunk;
+            cfg.scanPath = path;
             GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
             for (int64_t nprobe : {int64_t(1), int64_t(4), int64_t(25)}) {
                 for (int k : {10, 500}) {
@@ -249,7 +264,49 @@ TEST(GpuIndexIVFFlat, UnevenAndEmptyLists) {
                     EXPECT_EQ(compareKnnRows(refD, refI, D, I, nq, k, skip, 1e-4f, 1e-4f), 0);
                 }
             }
+          }
         }
+    }
+}
+
+// The two scan paths run the same FP32 operations in the same order and feed the same
+// merge: their results are identical, bit for bit, over k, nprobe and d up to 2048.
+TEST(GpuIndexIVFFlat, ScanPathsGiveIdenticalResults) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed());
+    const int dims[] = {1, 5, 32, 128, 768, 2048};
+    const int ks[] = {1, 10, 100, 256, 257, 1000, 2048};
+    for (int iter = 0; iter < 14; ++iter) {
+        const int d = dims[iter % 6];
+        const int k = ks[rng() % 7];
+        const int64_t nlist = 1 + int64_t(rng() % 300);
+        const int64_t nb = (d >= 768 ? 2000 : 1000) + int64_t(rng() % 20000) / (d >= 768 ? 8 : 1);
+        const int64_t nq = iter == 0 ? 5000 : 1 + int64_t(rng() % 600);
+        const int64_t nprobe = iter == 1 ? 2048 : 1 + int64_t(rng() % (nlist + 2));
+        const auto m = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
+        const uint64_t seed = rng();
+        SCOPED_TRACE(testing::Message() << "d=" << d << " nb=" << nb << " nlist=" << nlist
+                                        << " nq=" << nq << " k=" << k << " nprobe=" << nprobe
+                                        << " seed=" << seed);
+        auto xb = datasets::uniform(nb, d, seed);
+        auto xq = datasets::uniform(nq, d, seed + 1);
+        auto cent = datasets::uniform(nlist, d, seed + 2);
+        auto cpu = cpuIvf(d, nlist, m, cent.data());
+        cpu->add(nb, xb.data());
+        GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;
+        perQueryCfg.scanPath = IvfScanPath::kPerQuery;
+        listMajorCfg.scanPath = IvfScanPath::kListMajor;
+        GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
+        GpuIndexIVFFlat listMajor(res, cpu.get(), listMajorCfg);
+        ASSERT_FALSE(perQuery.plan(nq, k, nprobe).listMajor);
+        ASSERT_TRUE(listMajor.plan(nq, k, nprobe).listMajor);
+        perQuery.nprobe = listMajor.nprobe = size_t(nprobe);
+        std::vector<float> D1(nq * k), D2(nq * k);
+        std::vector<int64_t> I1(nq * k), I2(nq * k);
+        perQuery.search(nq, xq.data(), k, D1.data(), I1.data());
+        listMajor.search(nq, xq.data(), k, D2.data(), I2.data());
+        EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
     }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <kernels/Distances.h>
+#include <kernels/Rerank.h>
 #include <kernels/Select.h>
 
 namespace faiss_ext {
@@ -12,14 +13,19 @@ constexpr size_t kCandBytes = sizeof(float) + sizeof(int64_t);
 }
 
 FlatTiling planFlatTiling(
-        int64_t nq, int64_t nb, int k, size_t budgetBytes, int64_t minBlocks) {
+        int64_t nq,
+        int64_t nb,
+        int k,
+        size_t budgetBytes,
+        int64_t minBlocks,
+        int64_t minSegLen) {
     FAISS_THROW_IF_NOT_FMT(
             nq > 0 && nb > 0 && k >= 1, "bad flat search shape nq=%lld nb=%lld k=%d",
             (long long)nq, (long long)nb, k);
     FlatTiling t;
     // Each selection block keeps at most a quarter of its columns, so the merge
     // reads far less than the distance tile.
-    t.segLen = std::max<int64_t>(4096, 4 * int64_t(kernels::nextPow2(k)));
+    t.segLen = std::max<int64_t>(minSegLen, 4 * int64_t(kernels::nextPow2(k)));
     const size_t distBudget = budgetBytes / 2;
     const size_t candBudget = budgetBytes / 2;
     for (int64_t qt = std::min<int64_t>(nq, 4096);; qt = (qt + 1) / 2) {
@@ -50,22 +56,100 @@ FlatTiling planFlatTiling(
     return t;
 }
 
-void flatSearch(
+int flatTF32Shortlist(int k) {
+    // A margin of k/8 (at least 16) beyond k: on SIFT-like data the boundary then
+    // clears the TF32 error bound for almost every query (benchs/NOTES.md).
+    return k + std::max(16, k / 8);
+}
+
+bool flatTF32Supports(int k) {
+    return k >= 1 && flatTF32Shortlist(k) + 1 <= kernels::kMaxSelectK;
+}
+
+namespace {
+
+/// Selection geometry: the warp path (small k) owns short segments cheaply, so it
+/// plans in warps and starts from 1024-column segments; the block path as before.
+FlatTiling planFor(const GpuResources& res, int64_t nq, int64_t nb, int kSel) {
+    const int64_t sms = res.multiProcessorCount();
+    if (kernels::nextPow2(kSel) <= kernels::kMaxWarpSelectK) {
+        return planFlatTiling(nq, nb, kSel, res.tempMemoryBytes(), 32 * sms, 1024);
+    }
+    return planFlatTiling(nq, nb, kSel, res.tempMemoryBytes(), 4 * sms);
+}
+
+/// Leaves each of nq queries' best kSel keys over the whole base, ascending, in columns
+/// [0, kSel) of candD / candI (L2 keys are |b|^2 - 2 q.b: |q|^2 is added later).
+void selectOverBase(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        const FlatTiling& t,
+        const float* q,
+        int64_t nq,
+        int kSel,
+        bool tf32,
+        float* dist,
+        float* candD,
+        int64_t* candI,
+        int64_t candLd) {
+    cudaStream_t stream = res.stream();
+    const bool l2 = in.metric == faiss::METRIC_L2;
+    // dist = alpha * Q B^T, plus |b|^2 added during selection for L2.
+    const float alpha = l2 ? -2.f : -1.f;
+    const float beta = 0.f;
+    for (int64_t b0 = 0; b0 < in.nb; b0 += t.baseTile) {
+        const int64_t nb = std::min(t.baseTile, in.nb - b0);
+        // Row-major C[nq x nb] = Q B^T is column-major C^T = B^T(op) Q.
+        FAISS_EXT_CUBLAS_CHECK(cublasGemmEx(
+                res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nq), in.d, &alpha,
+                in.base + b0 * in.d, CUDA_R_32F, in.d, q, CUDA_R_32F, in.d, &beta, dist,
+                CUDA_R_32F, int(nb),
+                tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                CUBLAS_GEMM_DEFAULT));
+        // Per-segment best kSel into candidate slots 1.., then merge with slot 0.
+        kernels::SelectRowsArgs seg;
+        seg.dist = dist;
+        seg.ldDist = nb;
+        seg.nrows = nq;
+        seg.ncols = nb;
+        seg.segLen = t.segLen;
+        seg.colBias = l2 ? in.baseNorms + b0 : nullptr;
+        seg.idBase = b0;
+        seg.k = kSel;
+        seg.outD = candD + kSel;
+        seg.outI = candI + kSel;
+        seg.ldOut = candLd;
+        kernels::selectRowsMin(seg, stream);
+
+        const bool first = b0 == 0;
+        const int64_t nseg = (nb + t.segLen - 1) / t.segLen;
+        kernels::SelectRowsArgs merge;
+        merge.dist = candD + (first ? kSel : 0);
+        merge.ldDist = candLd;
+        merge.nrows = nq;
+        merge.ncols = (first ? 0 : kSel) + nseg * kSel;
+        merge.inIds = candI + (first ? kSel : 0);
+        merge.ldIds = candLd;
+        merge.k = kSel;
+        merge.outD = candD;
+        merge.outI = candI;
+        merge.ldOut = candLd;
+        kernels::selectRowsMin(merge, stream);
+    }
+}
+
+kernels::DistanceFinish finishOf(faiss::MetricType metric) {
+    return metric == faiss::METRIC_L2 ? kernels::DistanceFinish::kL2
+                                      : kernels::DistanceFinish::kInnerProduct;
+}
+
+void flatSearchFloat32(
         const GpuResources& res,
         const FlatSearchInput& in,
         int k,
         float* outD,
         int64_t* outI) {
-    if (in.nb == 0) {
-        kernels::fillMissingResults(
-                outD, outI, in.nq * k,
-                in.metric == faiss::METRIC_L2 ? kernels::DistanceFinish::kL2
-                                              : kernels::DistanceFinish::kInnerProduct,
-                res.stream());
-        return;
-    }
-    const FlatTiling t = planFlatTiling(
-            in.nq, in.nb, k, res.tempMemoryBytes(), 4 * int64_t(res.multiProcessorCount()));
+    const FlatTiling t = planFor(res, in.nq, in.nb, k);
     cudaStream_t stream = res.stream();
     const bool l2 = in.metric == faiss::METRIC_L2;
     const int64_t segsPerTile = (t.baseTile + t.segLen - 1) / t.segLen;
@@ -75,59 +159,121 @@ void flatSearch(
     auto candD = res.alloc<float>(size_t(t.queryTile) * candLd);
     auto candI = res.alloc<int64_t>(size_t(t.queryTile) * candLd);
     auto qNorms = res.alloc<float>(l2 ? size_t(t.queryTile) : 0);
-
-    // dist = alpha * Q B^T, plus |b|^2 added during selection for L2.
-    const float alpha = l2 ? -2.f : -1.f;
-    const float beta = 0.f;
     for (int64_t q0 = 0; q0 < in.nq; q0 += t.queryTile) {
         const int64_t nq = std::min(t.queryTile, in.nq - q0);
         const float* q = in.queries + q0 * in.d;
         if (l2) {
             kernels::rowSquaredNorms(q, nq, in.d, qNorms.data(), stream);
         }
-        for (int64_t b0 = 0; b0 < in.nb; b0 += t.baseTile) {
-            const int64_t nb = std::min(t.baseTile, in.nb - b0);
-            // Row-major C[nq x nb] = Q B^T is column-major C^T = B^T(op) Q.
-            FAISS_EXT_CUBLAS_CHECK(cublasSgemm(
-                    res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nq), in.d,
-                    &alpha, in.base + b0 * in.d, in.d, q, in.d, &beta, dist.data(),
-                    int(nb)));
-            // Per-segment best k into candidate slots 1.., then merge with slot 0.
-            kernels::SelectRowsArgs seg;
-            seg.dist = dist.data();
-            seg.ldDist = nb;
-            seg.nrows = nq;
-            seg.ncols = nb;
-            seg.segLen = t.segLen;
-            seg.colBias = l2 ? in.baseNorms + b0 : nullptr;
-            seg.idBase = b0;
-            seg.k = k;
-            seg.outD = candD.data() + k;
-            seg.outI = candI.data() + k;
-            seg.ldOut = candLd;
-            kernels::selectRowsMin(seg, stream);
-
-            const bool first = b0 == 0;
-            const int64_t nseg = (nb + t.segLen - 1) / t.segLen;
-            kernels::SelectRowsArgs merge;
-            merge.dist = candD.data() + (first ? k : 0);
-            merge.ldDist = candLd;
-            merge.nrows = nq;
-            merge.ncols = (first ? 0 : k) + nseg * k;
-            merge.inIds = candI.data() + (first ? k : 0);
-            merge.ldIds = candLd;
-            merge.k = k;
-            merge.outD = candD.data();
-            merge.outI = candI.data();
-            merge.ldOut = candLd;
-            kernels::selectRowsMin(merge, stream);
-        }
+        selectOverBase(
+                res, in, t, q, nq, k, false, dist.data(), candD.data(), candI.data(), candLd);
         kernels::finishKnn(
-                candD.data(), candI.data(), candLd, nq, k,
-                l2 ? kernels::DistanceFinish::kL2
-                   : kernels::DistanceFinish::kInnerProduct,
+                candD.data(), candI.data(), candLd, nq, k, finishOf(in.metric),
                 qNorms.data(), outD + q0 * k, outI + q0 * k, stream);
     }
+}
+
+/// Returns the number of queries that had to be searched again in FP32.
+int64_t flatSearchTF32(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        float* outD,
+        int64_t* outI) {
+    const int shortlist = flatTF32Shortlist(k);
+    const int kSel = shortlist + 1;
+    const FlatTiling t = planFor(res, in.nq, in.nb, kSel);
+    cudaStream_t stream = res.stream();
+    const int64_t segsPerTile = (t.baseTile + t.segLen - 1) / t.segLen;
+    const int64_t candLd = (1 + segsPerTile) * kSel;
+
+    auto maxSqNorm = res.alloc<float>(1);
+    kernels::maxValue(in.baseNorms, in.nb, maxSqNorm.data(), stream);
+    auto fallbackCount = res.alloc<int>(1);
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(fallbackCount.data(), 0, sizeof(int), stream));
+    auto fallbackRows = res.alloc<int64_t>(size_t(in.nq));
+    {
+        auto dist = res.alloc<float>(size_t(t.queryTile) * t.baseTile);
+        auto candD = res.alloc<float>(size_t(t.queryTile) * candLd);
+        auto candI = res.alloc<int64_t>(size_t(t.queryTile) * candLd);
+        auto qNorms = res.alloc<float>(size_t(t.queryTile));
+        for (int64_t q0 = 0; q0 < in.nq; q0 += t.queryTile) {
+            const int64_t nq = std::min(t.queryTile, in.nq - q0);
+            const float* q = in.queries + q0 * in.d;
+            kernels::rowSquaredNorms(q, nq, in.d, qNorms.data(), stream);
+            selectOverBase(
+                    res, in, t, q, nq, kSel, true, dist.data(), candD.data(), candI.data(),
+                    candLd);
+            kernels::RerankArgs r;
+            r.queries = q;
+            r.queryNorms = qNorms.data();
+            r.nq = nq;
+            r.base = in.base;
+            r.baseMaxSqNorm = maxSqNorm.data();
+            r.d = in.d;
+            r.innerProduct = in.metric == faiss::METRIC_INNER_PRODUCT;
+            r.candD = candD.data();
+            r.candI = candI.data();
+            r.ldCand = candLd;
+            r.shortlist = shortlist;
+            r.k = k;
+            r.outD = outD + q0 * k;
+            r.outI = outI + q0 * k;
+            r.rowBase = q0;
+            r.fallbackCount = fallbackCount.data();
+            r.fallbackRows = fallbackRows.data();
+            kernels::rerankExact(r, stream);
+        }
+    }
+    int nFallback = 0;
+    copyToHost(&nFallback, fallbackCount.data(), 1, stream);
+    if (nFallback > 0) {
+        auto xq = res.alloc<float>(size_t(nFallback) * in.d);
+        auto fd = res.alloc<float>(size_t(nFallback) * k);
+        auto fi = res.alloc<int64_t>(size_t(nFallback) * k);
+        kernels::gatherRows(in.queries, fallbackRows.data(), nFallback, in.d, xq.data(), stream);
+        FlatSearchInput again = in;
+        again.queries = xq.data();
+        again.nq = nFallback;
+        flatSearchFloat32(res, again, k, fd.data(), fi.data());
+        kernels::scatterResults(
+                fd.data(), fi.data(), fallbackRows.data(), nFallback, k, outD, outI, stream);
+    }
+    return nFallback;
+}
+
+} // namespace
+
+void flatSearch(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        float* outD,
+        int64_t* outI,
+        FlatSearchStats* stats) {
+    if (stats) {
+        *stats = FlatSearchStats();
+    }
+    if (in.nq == 0) {
+        return;
+    }
+    if (in.nb == 0) {
+        kernels::fillMissingResults(outD, outI, in.nq * k, finishOf(in.metric), res.stream());
+        return;
+    }
+    if (in.tf32) {
+        FAISS_THROW_IF_NOT_FMT(
+                flatTF32Supports(k),
+                "the TF32 flat search cannot serve k=%d: its shortlist of %d exceeds the "
+                "selection limit of %d",
+                k, flatTF32Shortlist(k) + 1, kernels::kMaxSelectK);
+        const int64_t fallback = flatSearchTF32(res, in, k, outD, outI);
+        if (stats) {
+            stats->fallbackQueries = fallback;
+        }
+        return;
+    }
+    flatSearchFloat32(res, in, k, outD, outI);
 }
 
 } // namespace faiss_ext

@@ -18,12 +18,24 @@ struct FlatTiling {
     size_t bytes = 0;      ///< temporaries this plan allocates
 };
 
-/// Plans the tiles for nq queries against nb vectors (pure host arithmetic).
-/// Segments are made as long as possible while one base tile still yields at least
-/// `minBlocks` selection blocks: each block has a fixed cost (sorting its first
-/// candidates) that long segments amortise. Throws if one query does not fit.
+/// Plans the tiles for nq queries against nb vectors (pure host arithmetic) when the
+/// selection keeps k per segment. Segments start at `minSegLen` (at least 4 nextPow2(k))
+/// and grow while one base tile still yields at least `minBlocks` selection units
+/// (blocks or warps): each unit has a fixed cost that long segments amortise. Throws if
+/// one query does not fit.
 FlatTiling planFlatTiling(
-        int64_t nq, int64_t nb, int k, size_t budgetBytes, int64_t minBlocks);
+        int64_t nq,
+        int64_t nb,
+        int k,
+        size_t budgetBytes,
+        int64_t minBlocks,
+        int64_t minSegLen = 4096);
+
+/// Shortlist length the TF32 path re-ranks for k results.
+int flatTF32Shortlist(int k);
+
+/// Whether the TF32 path can serve k (its shortlist and boundary fit the selection).
+bool flatTF32Supports(int k);
 
 /// Vectors of one flat search, all in device memory.
 struct FlatSearchInput {
@@ -34,16 +46,29 @@ struct FlatSearchInput {
     int64_t nb = 0;
     int d = 0;
     faiss::MetricType metric = faiss::METRIC_L2;
+    /// false: FP32 GEMM (CUDA cores) and selection of the k best. true (needs
+    /// flatTF32Supports(k)): TF32 GEMM (tensor cores), selection of a shortlist of
+    /// flatTF32Shortlist(k) plus a boundary key, FP32 re-rank of the shortlist; queries
+    /// whose boundary is not provably beyond the TF32 error are searched again in FP32,
+    /// so results are those of FP32 arithmetic either way.
+    bool tf32 = false;
+};
+
+/// What one search did beyond its plan (for benchmarks).
+struct FlatSearchStats {
+    int64_t fallbackQueries = 0; ///< TF32 path: queries searched again in FP32
 };
 
 /// Writes the k nearest of each query, best first, to outD / outI (device, nq x k),
 /// in FAISS conventions (ids are base row numbers, -1 / +-inf when nb < k).
 /// Everything runs on res.stream(); nothing waits for the host.
+/// The TF32 path waits for the host once per call (the count of queries to search again).
 void flatSearch(
         const GpuResources& res,
         const FlatSearchInput& in,
         int k,
         float* outD,
-        int64_t* outI);
+        int64_t* outI,
+        FlatSearchStats* stats = nullptr);
 
 } // namespace faiss_ext

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include <kernels/Distances.h>
+#include <kernels/IvfListMajor.h>
 #include <kernels/IvfMerge.h>
 #include <kernels/IvfScan.h>
 #include <kernels/Select.h>
@@ -15,6 +16,10 @@ namespace {
 constexpr size_t kCandBytes = sizeof(float) + sizeof(int64_t);
 constexpr int64_t kMaxChunk = 32768;
 constexpr int64_t kMaxGridRows = 65535;
+/// Auto picks the list-major scan from this many queries per non-empty list on average:
+/// below it a list tile is shared by too few queries to repay the distance buffer's
+/// write and read.
+constexpr double kListMajorMinSharing = 4.0;
 
 /// Sum over the nprobe lists with the most chunks of their chunk counts.
 int64_t maxChunksOfProbes(const std::vector<int64_t>& lengths, int nprobe, int64_t chunk) {
@@ -67,31 +72,73 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
         c = std::min(std::max(c, minChunk), std::max(kMaxChunk, minChunk));
         p.chunkLen = (c + 255) / 256 * 256;
     }
-    auto perQuery = [&](int64_t chunks) {
-        return size_t(chunks) * in.k * kCandBytes        // candidates
-                + size_t(in.nprobe) * kCandBytes         // coarse results
-                + size_t(in.nprobe + 1) * sizeof(int);   // chunk offsets
+    // Temporaries of one query (and the list-major scan's per-batch part) for a chunk
+    // count and a scan path.
+    const int64_t maxRowVectors = maxChunksOfProbes(lengths, in.nprobe, 1);
+    auto perQuery = [&](int64_t chunks, bool listMajor) {
+        size_t bytes = size_t(chunks) * in.k * kCandBytes      // candidates
+                + size_t(in.nprobe) * kCandBytes               // coarse results
+                + size_t(in.nprobe + 1) * sizeof(int);         // chunk offsets
+        if (listMajor) {
+            bytes += size_t(maxRowVectors) * sizeof(float)     // distance buffer
+                    + size_t(in.nprobe + 1) * sizeof(int)      // vector offsets
+                    + size_t(in.nprobe) * sizeof(int);         // grouped probes
+        }
+        return bytes;
     };
+    // The grouping's per-list arrays and CUB's scratch, whatever the tile.
+    const size_t fixedListMajor = kernels::ivfGroupScratchBytes(int64_t(lengths.size()), 0);
+    auto budgetFor = [&](bool listMajor) {
+        const size_t fixed = listMajor ? fixedListMajor : 0;
+        return in.budgetBytes > fixed ? in.budgetBytes - fixed : 0;
+    };
+    switch (in.scanPath) {
+        case IvfScanPath::kAuto: {
+            // List-major pays when a tile of queries shares lists: on average at least
+            // kListMajorMinSharing queries per non-empty list within one tile.
+            p.chunksPerQuery = maxChunksOfProbes(lengths, in.nprobe, p.chunkLen);
+            const size_t bytes = perQuery(p.chunksPerQuery, true);
+            const int64_t tile =
+                    std::min<int64_t>({in.nq, int64_t(budgetFor(true) / bytes), kMaxGridRows});
+            p.listMajor = double(tile) * in.nprobe / double(std::max<int64_t>(nonEmpty, 1)) >=
+                    kListMajorMinSharing;
+            break;
+        }
+        case IvfScanPath::kPerQuery:
+            p.listMajor = false;
+            break;
+        case IvfScanPath::kListMajor:
+            p.listMajor = true;
+            break;
+    }
+    if (p.listMajor) {
+        p.maxRowVectors = maxRowVectors;
+    }
+    const size_t budget = budgetFor(p.listMajor);
     p.chunksPerQuery = maxChunksOfProbes(lengths, in.nprobe, p.chunkLen);
     // One query must fit: longer chunks (fewer candidates) until it does.
-    while (perQuery(p.chunksPerQuery) > in.budgetBytes && in.chunkOverride == 0 &&
+    while (perQuery(p.chunksPerQuery, p.listMajor) > budget && in.chunkOverride == 0 &&
            p.chunkLen < maxLen) {
         p.chunkLen *= 2;
         p.chunksPerQuery = maxChunksOfProbes(lengths, in.nprobe, p.chunkLen);
     }
     p.candidatesPerQuery = p.chunksPerQuery * in.k;
-    p.bytesPerQuery = perQuery(p.chunksPerQuery);
+    p.bytesPerQuery = perQuery(p.chunksPerQuery, p.listMajor);
     FAISS_THROW_IF_NOT_FMT(
-            p.bytesPerQuery <= in.budgetBytes,
+            p.bytesPerQuery <= budget,
             "temporary memory budget of %zu bytes is too small for nprobe=%d k=%d "
-            "(one query needs %zu bytes with chunks of %lld vectors)",
-            in.budgetBytes, in.nprobe, in.k, p.bytesPerQuery, (long long)p.chunkLen);
+            "(one query needs %zu bytes with chunks of %lld vectors%s)",
+            in.budgetBytes, in.nprobe, in.k, p.bytesPerQuery, (long long)p.chunkLen,
+            p.listMajor ? " on the list-major scan" : "");
     FAISS_THROW_IF_NOT_FMT(
             p.candidatesPerQuery <= INT32_MAX, "%lld candidates per query is too many",
             (long long)p.candidatesPerQuery);
-    p.queryTile = std::min<int64_t>(
-            {in.nq, int64_t(in.budgetBytes / p.bytesPerQuery), kMaxGridRows});
-    p.bytes = p.bytesPerQuery * size_t(p.queryTile);
+    FAISS_THROW_IF_NOT_FMT(
+            p.maxRowVectors <= INT32_MAX,
+            "%lld probed vectors per query is too many for the list-major scan",
+            (long long)p.maxRowVectors);
+    p.queryTile = std::min<int64_t>({in.nq, int64_t(budget / p.bytesPerQuery), kMaxGridRows});
+    p.bytes = p.bytesPerQuery * size_t(p.queryTile) + (p.listMajor ? fixedListMajor : 0);
 
     p.fastMergeSmemBytes = kernels::ivfMergeFastSmemBytes(p.candidatesPerQuery);
     const bool fits = p.fastMergeSmemBytes <= in.maxSmemPerBlock;
@@ -114,6 +161,51 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     }
     return p;
 }
+
+namespace {
+
+/// The list-major scan of one tile: groups the probes by list, fills the distance
+/// buffer, then runs the per-chunk selection over it.
+void listMajorDistances(
+        const GpuResources& res,
+        const IvfSearchInput& in,
+        const float* queries,
+        int64_t m,
+        const IvfSearchPlan& plan,
+        const int64_t* coarse,
+        kernels::IvfScanArgs scan) {
+    cudaStream_t stream = res.stream();
+    const int nprobe = in.nprobe;
+    auto vecOffsets = res.alloc<int>(size_t(m) * (nprobe + 1));
+    kernels::ivfChunkOffsets(
+            coarse, m, nprobe, in.lists->deviceLengths(), 1, vecOffsets.data(), stream);
+    const size_t scratchBytes = kernels::ivfGroupScratchBytes(in.lists->nlist(), m * nprobe);
+    auto scratch = res.alloc<char>(scratchBytes);
+    auto distances = res.alloc<float>(size_t(m) * plan.maxRowVectors);
+
+    kernels::IvfListMajorArgs lm;
+    lm.queries = queries;
+    lm.nq = m;
+    lm.d = in.coarse.d;
+    lm.nprobe = nprobe;
+    lm.nlist = in.lists->nlist();
+    lm.listData = in.lists->deviceData();
+    lm.listLen = in.lists->deviceLengths();
+    lm.groups = kernels::ivfGroupProbesByList(
+            coarse, m, nprobe, lm.nlist, lm.listLen, scratch.data(), scratchBytes, stream);
+    lm.vectorOffsets = vecOffsets.data();
+    lm.distances = distances.data();
+    lm.ldDistances = plan.maxRowVectors;
+    lm.innerProduct = in.metric == faiss::METRIC_INNER_PRODUCT;
+    kernels::ivfListMajorDistances(lm, res.multiProcessorCount(), stream);
+
+    scan.distances = distances.data();
+    scan.ldDistances = plan.maxRowVectors;
+    scan.vectorOffsets = vecOffsets.data();
+    kernels::ivfScan(scan, stream);
+}
+
+} // namespace
 
 void ivfSearch(
         const GpuResources& res,
@@ -166,7 +258,11 @@ void ivfSearch(
         scan.innerProduct = ip;
         scan.candD = candD.data();
         scan.candI = candI.data();
-        kernels::ivfScan(scan, stream);
+        if (plan.listMajor) {
+            listMajorDistances(res, in, q, m, plan, coarseI.data(), scan);
+        } else {
+            kernels::ivfScan(scan, stream);
+        }
 
         // Kernel D.
         float* dOut = outD + q0 * k;

@@ -25,6 +25,19 @@ enum class IvfMergePath {
     kHeap,
 };
 
+/// How the list scan visits the probed lists.
+enum class IvfScanPath {
+    /// list-major when queries of the batch share lists (host cost model in
+    /// planIvfSearch), else per-query
+    kAuto,
+    /// one block per (query, chunk of a probed list): each query reads its lists
+    kPerQuery,
+    /// probes grouped by list on the device, one product per (list tile, group of 64
+    /// queries) into a distance buffer, then the per-chunk selection over it: each list
+    /// tile is read once per group of queries
+    kListMajor,
+};
+
 /// What the planner needs to know about one search.
 struct IvfPlanInput {
     int64_t nq = 0;
@@ -34,6 +47,7 @@ struct IvfPlanInput {
     const std::vector<int64_t>* listLengths = nullptr;
     int64_t chunkOverride = 0; ///< 0: automatic
     IvfMergePath mergePath = IvfMergePath::kAuto;
+    IvfScanPath scanPath = IvfScanPath::kAuto;
     size_t budgetBytes = 0;      ///< temporaries of the list scan and merge
     size_t maxSmemPerBlock = 0;  ///< the device's opt-in limit
     int smCount = 0;
@@ -46,6 +60,8 @@ struct IvfSearchPlan {
     int64_t queryTile = 0;      ///< queries per pass of the pipeline
     bool fastMerge = false;
     size_t fastMergeSmemBytes = 0; ///< what the fast path would need
+    bool listMajor = false;
+    int64_t maxRowVectors = 0;  ///< list-major: distance buffer columns per query
     size_t bytesPerQuery = 0;
     size_t bytes = 0;           ///< temporaries of one tile
 };

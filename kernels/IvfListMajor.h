@@ -1,0 +1,63 @@
+// Host entry points of the list-major IVF scan: the (query, probe) pairs of a batch
+// grouped by list on the device, then one product per (list tile, query group) that
+// reads each probed list once for all the queries that probe it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace faiss_ext {
+namespace kernels {
+
+/// Queries and list vectors of one work item of the distance kernel.
+constexpr int kListMajorQueries = 64;
+constexpr int kListMajorVectors = 64;
+
+/// Device scratch of ivfGroupProbesByList for nlist lists and `pairs` (query, probe)
+/// pairs: counts, starts, cursors, per-list work and the grouped pairs.
+size_t ivfGroupScratchBytes(int64_t nlist, int64_t pairs);
+
+/// The batch's probes grouped by list, in scratch memory carved by ivfGroupProbesByList.
+struct IvfProbeGroups {
+    const int* listStart = nullptr; ///< nlist + 1: first grouped pair of each list
+    const int* pairs = nullptr;     ///< q * nprobe + p, grouped by list
+    const int* workStart = nullptr; ///< nlist + 1: first work item of each list
+};
+
+/// Groups the nq x nprobe probes of `coarse` (-1: none) by list; work items of a list:
+/// ceil(queries / kListMajorQueries) x ceil(length / kListMajorVectors).
+IvfProbeGroups ivfGroupProbesByList(
+        const int64_t* coarse,
+        int64_t nq,
+        int nprobe,
+        int64_t nlist,
+        const int64_t* listLen,
+        void* scratch,
+        size_t scratchBytes,
+        cudaStream_t stream);
+
+/// Writes every probed vector's distance (L2: squared; inner product: minus the
+/// product), computed with the same FP32 operations in the same order as the
+/// per-query scan, to
+///   distances[q * ldDistances + vectorOffsets[q * (nprobe + 1) + p] + v]
+/// for vector v of the list of query q's probe p.
+struct IvfListMajorArgs {
+    const float* queries = nullptr; ///< nq x d
+    int64_t nq = 0;
+    int d = 0;
+    int nprobe = 0;
+    int64_t nlist = 0;
+    const float* const* listData = nullptr;
+    const int64_t* listLen = nullptr;
+    IvfProbeGroups groups;
+    const int* vectorOffsets = nullptr; ///< ivfChunkOffsets with chunkLen 1
+    float* distances = nullptr;
+    int64_t ldDistances = 0;
+    bool innerProduct = false;
+};
+void ivfListMajorDistances(const IvfListMajorArgs& args, int smCount, cudaStream_t stream);
+
+} // namespace kernels
+} // namespace faiss_ext
