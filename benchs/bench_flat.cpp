@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include <faiss_ext/GpuIndexFlat.h>
@@ -18,27 +19,49 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_flat: no CUDA device found; this benchmark needs a GPU\n");
         return 2;
     }
+    // bench_flat [n_base] [uniform|clustered] [auto|fp32|tf32]: clustered is bench_ivf's
+    // set (2000 blobs, spread 0.15); the last argument forces GpuIndexFlatConfig's
+    // precision.
     const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
+    const bool clustered = argc > 2 && std::string(argv[2]) == "clustered";
+    const std::string precision = argc > 3 ? argv[3] : "auto";
+    GpuIndexFlatConfig cfg;
+    cfg.precision = precision == "fp32" ? GpuFlatPrecision::kFloat32
+            : precision == "tf32"       ? GpuFlatPrecision::kTF32
+                                        : GpuFlatPrecision::kAuto;
     const int d = 128;
+    datasets::ClusteredSpec spec{nb, d, 2000, 0.15f, 1};
+    auto makeQueries = [&](int64_t nq) {
+        if (!clustered) {
+            return datasets::uniform(nq, d, 2 + nq);
+        }
+        datasets::ClusteredSpec qs = spec;
+        qs.n = nq;
+        return datasets::clustered(qs, 2 + nq);
+    };
     GpuResources res;
     bench::Ceilings ceil = bench::measureCeilings(res);
     bench::printDevice(res, ceil);
 
-    auto xb = datasets::uniform(nb, d, 1);
-    GpuIndexFlat index(res, d, faiss::METRIC_L2);
+    auto xb = clustered ? datasets::clustered(spec, 0) : datasets::uniform(nb, d, 1);
+    std::printf("data: %s, precision %s\n",
+                clustered ? "clustered (2000 blobs, spread 0.15)" : "uniform [0,1)",
+                precision.c_str());
+    GpuIndexFlat index(res, d, faiss::METRIC_L2, cfg);
     index.add(nb, xb.data());
     std::printf("n_base=%lld d=%d device memory %.1f MiB (%.1f bytes/vector)\n\n",
                 (long long)nb, d, index.deviceMemoryBytes() / 1048576.0,
                 double(index.deviceMemoryBytes()) / nb);
 
     std::printf("| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) |"
-                " GEMM tiles alone ms | floor ms (bytes) | floor ms (flops) | floor / device |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
-    for (int64_t nq : {int64_t(1), int64_t(16), int64_t(256), int64_t(10000)}) {
-        auto xq = datasets::uniform(nq, d, 2 + nq);
+                " GEMM tiles alone ms | floor ms (bytes) | floor ms (flops) | floor / device |"
+                " TF32 | queries searched again in FP32 |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int64_t nq : {int64_t(1), int64_t(16), int64_t(256), int64_t(1024), int64_t(10000)}) {
+        auto xq = makeQueries(nq);
         auto qDev = res.alloc<float>(size_t(nq) * d);
         copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
-        for (int k : {1, 10, 100}) {
+        for (int k : {1, 10, 100, 1024}) {
             auto dDev = res.alloc<float>(size_t(nq) * k);
             auto iDev = res.alloc<int64_t>(size_t(nq) * k);
             const int reps = nq >= 10000 ? 5 : 30;
@@ -72,10 +95,28 @@ int main(int argc, char** argv) {
             double flops = 2.0 * nq * double(nb) * d;
             double floorBytesMs = bytes / ceil.bytesPerSec * 1e3;
             double floorFlopsMs = flops / ceil.flopsPerSec * 1e3;
-            std::printf("| %lld | %d | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.3f | %.2f |\n",
+            // The path searchDevice took (kAuto), and how many queries its TF32 check
+            // sent back to FP32.
+            const bool tf32 = precision == "tf32" ||
+                    (precision == "auto" && nq >= 64 && k <= 4);
+            FlatSearchStats stats;
+            if (tf32) {
+                FlatSearchInput in;
+                in.queries = qDev.data();
+                in.nq = nq;
+                in.base = index.storage().vectors();
+                in.baseNorms = index.storage().norms();
+                in.nb = nb;
+                in.d = d;
+                in.tf32 = true;
+                flatSearch(res, in, k, dDev.data(), iDev.data(), &stats);
+            }
+            std::printf("| %lld | %d | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.3f | %.2f |"
+                        " %s | %lld |\n",
                         (long long)nq, k, devMs, nq / (devMs * 1e-3), apiMs,
                         nq / (apiMs * 1e-3), gemmMs, floorBytesMs, floorFlopsMs,
-                        std::max(floorBytesMs, floorFlopsMs) / devMs);
+                        std::max(floorBytesMs, floorFlopsMs) / devMs, tf32 ? "yes" : "no",
+                        (long long)stats.fallbackQueries);
         }
     }
     return 0;

@@ -114,7 +114,7 @@ void GpuIndexFlat::searchDevice(
     in.metric = metric_type;
     switch (flatConfig_.precision) {
         case GpuFlatPrecision::kAuto:
-            in.tf32 = n >= 64 && k <= 1024;
+            in.tf32 = n >= 64 && k <= 4;
             break;
         case GpuFlatPrecision::kFloat32:
             in.tf32 = false;

@@ -13,7 +13,10 @@ namespace faiss_ext {
 /// How GpuIndexFlat computes the query-base products. Results are those of FP32
 /// arithmetic in every mode (ids equal except ties, distances to FP32 rounding).
 enum class GpuFlatPrecision {
-    /// TF32 where it pays: batches of at least 64 queries and k <= 1024
+    /// TF32 where it measured faster on every data set tried: batches of at least 64
+    /// queries and k <= 4 (at larger k the re-rank's proof fails for many queries of
+    /// clustered data, and re-searching them costs more than TF32 saves:
+    /// benchs/NOTES.md)
     kAuto,
     /// FP32 GEMM on CUDA cores
     kFloat32,

@@ -15,6 +15,12 @@ constexpr int kMaxSelectK = 2048;
 /// Largest k the per-warp selection serves (larger k use the per-block one).
 constexpr int kMaxWarpSelectK = 256;
 
+/// Largest k for which selectRowsMin uses a warp per (row, segment). Above it the
+/// threshold of a short segment tightens too slowly (at k = 100 on 1024 columns the
+/// buffer refills and is re-sorted about eight times; measured 3-4x slower than the
+/// block path at batch 1 on H100, benchs/NOTES.md).
+constexpr int kMaxWarpRowSelectK = 32;
+
 /// Smallest power of two >= v (v >= 1).
 constexpr int nextPow2(int v) {
     int p = 1;

@@ -125,7 +125,7 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
     const int64_t nseg = (a.ncols + segLen - 1) / segLen;
     FAISS_THROW_IF_NOT_FMT(
             nseg <= INT32_MAX, "%lld segments per row is too many", (long long)nseg);
-    if (nextPow2(a.k) <= kMaxWarpSelectK) {
+    if (nextPow2(a.k) <= kMaxWarpRowSelectK) {
         const size_t smem = size_t(kWarpRowWarps) * warpSelectSlots(a.k) * sizeof(uint64_t);
         FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
                 warpSelectRowsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));

@@ -72,7 +72,7 @@ namespace {
 /// plans in warps and starts from 1024-column segments; the block path as before.
 FlatTiling planFor(const GpuResources& res, int64_t nq, int64_t nb, int kSel) {
     const int64_t sms = res.multiProcessorCount();
-    if (kernels::nextPow2(kSel) <= kernels::kMaxWarpSelectK) {
+    if (kernels::nextPow2(kSel) <= kernels::kMaxWarpRowSelectK) {
         return planFlatTiling(nq, nb, kSel, res.tempMemoryBytes(), 32 * sms, 1024);
     }
     return planFlatTiling(nq, nb, kSel, res.tempMemoryBytes(), 4 * sms);
