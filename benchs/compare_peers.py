@@ -1,0 +1,545 @@
+#!/usr/bin/env python3
+"""faiss_ext beside its peers, in one process, on one data set: one table, one plot.
+
+  exact     faiss_ext GpuIndexFlat | FAISS GpuIndexFlatL2/IP | cuVS brute_force
+  IVF-Flat  faiss_ext GpuIndexIVFFlat | FAISS GpuIndexIVFFlat (both on ONE trained
+            faiss.IndexIVFFlat: same centroids) | cuVS ivf_flat (own k-means, same
+            nlist; its recall is shown beside its QPS)
+  graph     faiss_ext GpuIndexBang (search_L sweep) | cuVS CAGRA (nn_descent, degree 64,
+            itopk sweep) | FAISS CPU IndexHNSWFlat (--hnsw)
+
+Host numpy arrays in and out for every system (cuVS: queries copied to the device and
+results back inside the timed call). Batch 1: p50 latency of single queries; larger
+batches: median call time after a warm-up. Recall against exact ground truth (k=100,
+checked in float64 on 100 queries). Each Flat / IVF line carries its floors: bytes
+read once / DRAM bandwidth, host copies / PCIe rate, flops / FP32 and TF32 rates.
+
+Usage (GPU machine; benchs/PEERS.md says how to install the peers):
+  PYTHONPATH=build-gpu/python python3 benchs/compare_peers.py --data sift --out $OUT
+  ... --data clustered768 | minilm | clustered:200000:96   [--quick] [--hnsw]
+
+Writes <out>/<name>_<device>_<date>.md (+ .png when matplotlib loads) and prints the
+table last.
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "datasets"))
+sys.path.insert(0, HERE)
+
+import named_sets  # noqa: E402
+from peers import measure, report, systems  # noqa: E402
+
+FAMILIES = ("flat", "ivf", "graph")
+GT_K = 100
+
+
+def say(msg):
+    print(msg, flush=True)
+
+
+def int_list(text):
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers")
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: need positive integers")
+    return values
+
+
+def name_list(choices):
+    def parse(text):
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        bad = [v for v in values if v not in choices]
+        if bad or not values:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: choose among {', '.join(choices)}")
+        return values
+    return parse
+
+
+# Sweeps: full, and --quick.
+DEFAULTS = dict(
+    batches=([1, 16, 128, 1024, 10000], [1, 128, 10000]),
+    flat_k=([1, 10, 100, 1024], [10, 100]),
+    ivf_k=([10, 100], [10, 100]),
+    nprobe=([1, 4, 16, 32, 64, 128], [1, 16, 64]),
+    bang_L=([10, 16, 24, 32, 48, 64, 96, 128, 192, 256], [16, 32, 64, 128]),
+    cagra_itopk=([16, 32, 48, 64, 96, 128, 192, 256, 512], [32, 64, 128, 256]),
+    hnsw_ef=([16, 32, 64, 128, 256], [16, 64, 256]),
+    singles=(200, 100),
+)
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True,
+                    help="data set: " + ", ".join(named_sets.NAMES))
+    ap.add_argument("--data-dir", help="folder of a file data set (default: its /tmp folder)")
+    ap.add_argument("--nb", type=int, help="keep only the first nb base vectors")
+    ap.add_argument("--nq", type=int, help="keep only the first nq queries")
+    ap.add_argument("--systems", type=name_list(systems.PEERS),
+                    default=["faiss_ext", "faiss", "cuvs"],
+                    help="peers to load (default faiss_ext,faiss,cuvs; hnsw with --hnsw)")
+    ap.add_argument("--hnsw", action="store_true", help="also FAISS CPU IndexHNSWFlat")
+    ap.add_argument("--families", type=name_list(FAMILIES), default=list(FAMILIES))
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer batches, k, sweep points and repeats")
+    ap.add_argument("--batches", type=int_list)
+    ap.add_argument("--flat-k", type=int_list)
+    ap.add_argument("--ivf-k", type=int_list)
+    ap.add_argument("--nlist", type=int, help="IVF lists (default: the data set's)")
+    ap.add_argument("--nprobe", type=int_list)
+    ap.add_argument("--bang-L", type=int_list)
+    ap.add_argument("--cagra-itopk", type=int_list)
+    ap.add_argument("--hnsw-ef", type=int_list)
+    ap.add_argument("--singles", type=int, help="single queries timed for batch-1 p50")
+    ap.add_argument("--budget-s", type=float, default=480,
+                    help="start no new measurement after this many seconds (default 480)")
+    ap.add_argument("--rates", choices=["measure", "stated"], default="measure",
+                    help="device rates for the floors: measured (PyTorch, separate "
+                         "process) or the stated ones")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--name", help="file name stem (default peers_<data>)")
+    args = ap.parse_args(argv)
+    q = 1 if args.quick else 0
+    for key, values in DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, values[q])
+    if args.hnsw and "hnsw" not in args.systems:
+        args.systems = args.systems + ["hnsw"]
+    if args.name is None:
+        args.name = "peers_" + re.sub(r"[^A-Za-z0-9]+", "-", args.data).strip("-")
+    return args
+
+
+# ----------------------------------------------------------------------- ground truth
+
+def ground_truth(ds, b, k=GT_K, numpy_limit=2e10):
+    """Exact k-NN ids of every query: faiss_ext GpuIndexFlat, else FAISS's GPU flat
+    index, else numpy (small sets only); checked in float64 on 100 random queries.
+    Returns (ids, one line saying how)."""
+    k = min(k, ds.nb)
+    engines = []
+    if b.has("faiss_ext"):
+        engines.append(("faiss_ext GpuIndexFlat", _gt_faiss_ext))
+    if b.has("faiss"):
+        engines.append(("FAISS GPU flat", _gt_faiss))
+    for name, fn in engines:
+        t0 = time.perf_counter()
+        try:
+            D, I = fn(ds, b, k)
+        except Exception as e:  # noqa: BLE001
+            say(f"  ground truth by {name} failed: {e}")
+            continue
+        secs = time.perf_counter() - t0
+        failures = measure.check_ground_truth(ds.xb, ds.xq, D, I, ds.metric)
+        if failures:
+            say(f"  ground truth by {name} is not exact ({len(failures)} of 100 checked "
+                f"queries; first: {failures[0]}); trying the next engine")
+            continue
+        return I.astype(np.int64), (f"exact k={k} by {name} ({secs:.1f} s), 100 random "
+                                    "queries checked against numpy float64")
+    if float(ds.nb) * ds.nq * ds.d > numpy_limit:
+        raise SystemExit("compare_peers: no GPU engine for the ground truth and the set "
+                         "is too large for numpy")
+    t0 = time.perf_counter()
+    _, I = measure.numpy_knn(ds.xb, ds.xq, k, ds.metric)
+    return I, f"exact k={k} by numpy float64 ({time.perf_counter() - t0:.1f} s)"
+
+
+def _gt_faiss_ext(ds, b, k):
+    fx = b.mods["faiss_ext"]
+    res = fx.GpuResources(device=0)
+    m = fx.METRIC_L2 if ds.metric == "l2" else fx.METRIC_INNER_PRODUCT
+    index = fx.GpuIndexFlat(res, ds.d, m)
+    for i0 in range(0, ds.nb, 1 << 18):
+        index.add(ds.xb[i0:i0 + (1 << 18)])
+    return index.search(ds.xq, k)
+
+
+def _gt_faiss(ds, b, k):
+    faiss = b.mods["faiss"]
+    res = faiss.StandardGpuResources()
+    index = (faiss.GpuIndexFlatL2 if ds.metric == "l2" else faiss.GpuIndexFlatIP)(res, ds.d)
+    index.add(ds.xb)
+    return index.search(ds.xq, k)
+
+
+# ------------------------------------------------------------------------- the runner
+
+class Runner:
+    """Builds each family's systems, measures every point, keeps rows and floors."""
+
+    def __init__(self, args, ds, gt, backends, rates, t_start=None):
+        self.args, self.ds, self.gt, self.b, self.rates = args, ds, gt, backends, rates
+        self.rows, self.floors, self.systems, self.skipped = [], {}, [], []
+        self.t_start = time.perf_counter() if t_start is None else t_start
+        self.batches = [x for x in args.batches if x <= ds.nq]
+        self.big_batch = max(self.batches)
+        self.over_budget = False
+
+    # -- budget
+    def elapsed(self):
+        return time.perf_counter() - self.t_start
+
+    def budget_left(self, what):
+        if self.elapsed() <= self.args.budget_s:
+            return True
+        if not self.over_budget:
+            say(f"  time budget of {self.args.budget_s:.0f} s reached: {what} and what "
+                "follows not measured")
+            self.skipped.append(f"time budget ({self.args.budget_s:.0f} s) reached before "
+                                f"{what}; the rest was not measured")
+        self.over_budget = True
+        return False
+
+    # -- building
+    def build(self, family, label, make):
+        """Builds one system; on failure records why and returns None."""
+        if not self.budget_left(f"building {label}"):
+            return None
+        say(f"  building {label} ...")
+        try:
+            s = make()
+        except Exception as e:  # noqa: BLE001
+            msg = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            say(f"  {label}: build failed: {msg}")
+            self.skipped.append(f"{label}: build failed ({msg[:200]})")
+            return None
+        info = dict(label=s.label, family=family, build_s=s.build_s, mem=s.mem,
+                    notes=list(s.notes))
+        self.systems.append(info)
+        say(f"  {s.label}: built in {s.build_s:.1f} s, device memory "
+            f"{report.fmt_bytes(s.mem)}")
+        return s
+
+    # -- measuring
+    def point(self, s, family, param, k, batch):
+        """Measures one system at one point; a failing call is recorded and skipped."""
+        if not self.budget_left(f"{s.label} {param} k={k} batch={batch}"):
+            return None
+        reps = measure.reps_for(batch, self.args.quick)
+        try:
+            m = measure.time_point(s.search, self.ds.xq, k, batch, reps, self.args.singles)
+        except Exception as e:  # noqa: BLE001
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            say(f"    {s.label} {param} k={k} batch={batch}: failed: {msg}")
+            self.skipped.append(f"{s.label} {param} k={k} batch={batch}: {msg[:200]}")
+            return None
+        gt = self.gt[m["rows"]]
+        row = dict(family=family, peer=s.peer, label=s.label, param=param, k=k,
+                   batch=batch, qps=m["qps"], p50_ms=m["p50_ms"], calls=m["calls"],
+                   r1=measure.recall_at(gt, m["I"], 1), r10=measure.recall_at(gt, m["I"], 10))
+        self.rows.append(row)
+        lat = f" p50 {row['p50_ms']:.3f} ms" if row["p50_ms"] is not None else ""
+        say(f"    {s.label:28s} {str(param):14s} k={k:<4d} batch={batch:<5d} "
+            f"QPS {report.fmt_qps(row['qps']):>7s}{lat}  R@1 {report.fmt_r(row['r1'])} "
+            f"R@10 {report.fmt_r(row['r10'])}  ({m['calls']} calls)")
+        return row
+
+    def batch_rows(self, batch):
+        """The queries of one call at this batch size, for the floors (batch 1: each of
+        the single queries timed)."""
+        if batch == 1:
+            return [np.array([i]) for i in range(min(self.args.singles, self.ds.nq))]
+        return [np.arange(0, batch)]
+
+    def flat_floor(self, k, batch):
+        nbytes, flops = measure.flat_work(self.ds.nb, self.ds.d, batch)
+        return measure.floors(self.rates, batch, self.ds.d, k, nbytes, flops)
+
+    def ivf_floor(self, k, batch, nprobe, list_sizes, probes):
+        per_call = []
+        for rows in self.batch_rows(batch):
+            nbytes, flops = measure.ivf_work(list_sizes, probes[rows, :nprobe],
+                                             len(list_sizes), self.ds.d)
+            per_call.append(measure.floors(self.rates, len(rows), self.ds.d, k, nbytes, flops))
+        return {key: float(np.mean([f[key] for f in per_call])) for key in per_call[0]}
+
+    # -- families
+    def run_flat(self, makers):
+        built = [s for s in (self.build("flat", label, make) for label, make in makers) if s]
+        for k in self.args.flat_k:
+            if k > self.ds.nb:
+                continue
+            for batch in self.batches:
+                self.floors[("flat", "-", k, batch)] = self.flat_floor(k, batch)
+                for s in built:
+                    self.point(s, "flat", "-", k, batch)
+        return built
+
+    def run_ivf(self, makers, shared=None):
+        """shared: dict(list_sizes=..., probes=nq x max nprobe) for the floors, or None."""
+        built = [s for s in (self.build("ivf", label, make) for label, make in makers) if s]
+        if built and shared is not None and shared.get("list_sizes") is None:
+            for s in built:
+                if hasattr(s, "list_sizes"):
+                    shared["list_sizes"] = s.list_sizes()
+                    break
+        nlist = self.args.nlist
+        for nprobe in self.args.nprobe:
+            if nprobe > nlist:
+                continue
+            for s in built:
+                s.set_param(nprobe)
+            for k in self.args.ivf_k:
+                for batch in self.batches:
+                    if shared is not None and shared.get("list_sizes") is not None:
+                        self.floors[("ivf", nprobe, k, batch)] = self.ivf_floor(
+                            k, batch, nprobe, shared["list_sizes"], shared["probes"])
+                    for s in built:
+                        self.point(s, "ivf", nprobe, k, batch)
+        return built
+
+    def run_graph(self, makers, sweeps):
+        k = 10
+        graph_batches = sorted({b for b in (1, self.big_batch) if b in self.batches},
+                               reverse=True)
+        built = []
+        for label, make in makers:
+            s = self.build("graph", label, make)
+            if s is None:
+                continue
+            built.append(s)
+            for param in sweeps[s.peer]:
+                s.set_param(param)
+                for batch in graph_batches:
+                    self.point(s, "graph", param, k, batch)
+            s.close()
+            self.b.release_pools()
+        return built
+
+
+# ---------------------------------------------------------------------- the real run
+
+def device_name(b, measured_name):
+    if measured_name:
+        return measured_name
+    if b.cupy is not None:
+        try:
+            name = b.cupy.cuda.runtime.getDeviceProperties(0)["name"]
+            return name.decode() if isinstance(name, bytes) else str(name)
+        except Exception:  # noqa: BLE001
+            pass
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout.strip()
+        return out.splitlines()[0] if out else "unknown device"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown device"
+
+
+def device_tag(name):
+    m = re.search(r"\b([A-Z]{1,2}\d{2,4}[A-Z]?)\b", name or "")
+    return m.group(1).lower() if m else re.sub(r"[^a-z0-9]+", "-", (name or "cpu").lower())[:20]
+
+
+def git_revision():
+    try:
+        out = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or "unknown (no git here)"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git here)"
+
+
+def real_makers(args, ds, b, runner):
+    """The systems of each family as (label, constructor) pairs, for the peers that
+    loaded; the IVF floors' shared information; and the graph sweeps."""
+    fx_res = b.mods["faiss_ext"].GpuResources(device=0) if b.has("faiss_ext") else None
+    fres = b.mods["faiss"].StandardGpuResources() if b.has("faiss") else None
+    xb, metric = ds.xb, ds.metric
+    flat, ivf, graph = [], [], []
+    if b.has("faiss_ext"):
+        flat.append(("faiss_ext GpuIndexFlat", lambda: systems.ExtFlat(b, fx_res, xb, metric)))
+    if b.has("faiss"):
+        flat.append(("FAISS GpuIndexFlat", lambda: systems.FaissFlat(b, fres, xb, metric)))
+    if b.has("cuvs"):
+        flat.append(("cuVS brute_force", lambda: systems.CuvsFlat(b, xb, metric)))
+
+    shared = None
+    if "ivf" in args.families and (b.has("faiss") or b.has("faiss_ext")):
+        trained = None
+        if b.has("faiss"):
+            say(f"  training one IVF quantizer (nlist={args.nlist}) with FAISS's GPU k-means ...")
+            trained, secs = systems.train_shared_ivf(b.mods["faiss"], fres, xb, metric,
+                                                     args.nlist)
+            runner.systems.append(dict(label=f"shared faiss.IndexIVFFlat quantizer "
+                                             f"(nlist {args.nlist})", family="ivf",
+                                       build_s=secs, mem=None,
+                                       notes=["k-means on the GPU (FAISS clustering_index), "
+                                              "copied to FAISS and faiss_ext"]))
+            say(f"  trained in {secs:.1f} s")
+            max_np = min(max(args.nprobe), args.nlist)
+            _, probes = trained.quantizer.search(ds.xq, max_np)
+            shared = dict(list_sizes=None, probes=probes)
+        if b.has("faiss_ext"):
+            ivf.append(("faiss_ext GpuIndexIVFFlat",
+                        lambda: systems.ExtIVF(b, fx_res, xb, metric, args.nlist, trained)))
+        if trained is not None:
+            ivf.append(("FAISS GpuIndexIVFFlat",
+                        lambda: systems.FaissIVF(b, fres, xb, trained)))
+    if b.has("cuvs"):
+        ivf.append(("cuVS ivf_flat", lambda: systems.CuvsIVF(b, xb, metric, args.nlist)))
+
+    unit = True
+    if metric == "ip":
+        norms = np.linalg.norm(ds.xb[:10_000], axis=1)
+        unit = bool(np.all(np.abs(norms - 1) < 1e-3))
+    if b.has("faiss_ext"):
+        if unit:
+            graph.append(("faiss_ext GpuIndexBang", lambda: systems.ExtBang(b, fx_res, xb, metric)))
+        else:
+            runner.skipped.append("faiss_ext GpuIndexBang: L2 only and the inner-product "
+                                  "vectors are not unit length")
+    if b.has("cuvs"):
+        graph.append(("cuVS CAGRA", lambda: systems.CuvsCagra(b, xb, metric)))
+    if b.has("hnsw"):
+        graph.append(("FAISS CPU IndexHNSWFlat", lambda: systems.FaissHNSW(b, xb, metric)))
+    sweeps = {"faiss_ext": args.bang_L, "cuvs": args.cagra_itopk, "hnsw": args.hnsw_ef}
+    return dict(flat=flat, ivf=ivf, graph=graph), shared, sweeps
+
+
+def run_families(runner, makers, shared, sweeps, after=None):
+    """Runs the chosen families in order; after(family) is called after each one (the
+    report is rewritten then, so that a run cut short still leaves its tables)."""
+    fams = runner.args.families
+    if "flat" in fams:
+        say("== exact search (Flat)")
+        runner.run_flat(makers["flat"])
+        runner.b.release_pools()
+        if after:
+            after("flat")
+    if "ivf" in fams:
+        say(f"== IVF-Flat (nlist {runner.args.nlist})")
+        runner.run_ivf(makers["ivf"], shared)
+        runner.b.release_pools()
+        if after:
+            after("ivf")
+    if "graph" in fams:
+        say("== graph indexes (k = 10)")
+        runner.run_graph(makers["graph"], sweeps)
+        if after:
+            after("graph")
+
+
+def write_report(runner, args, ds, header, argv, partial=None):
+    date = datetime.date.today().isoformat()
+    stem = f"{args.name}_{device_tag(header['device'])}_{date}"
+    md_path = os.path.join(args.out, stem + ".md")
+    png_path = os.path.join(args.out, stem + ".png")
+    title = (f"{ds.name}: nb={ds.nb} nq={ds.nq} d={ds.d} {ds.metric}, "
+             f"{header['device']}, {date}")
+    plot_note = report.write_plot(runner.rows, png_path, title, runner.big_batch)
+    rates, src = header["rates"], header["rate_sources"]
+    lines = [
+        f"# faiss_ext beside its peers: {ds.name}",
+        "",
+        f"- device: {header['device']}; host {platform.node()}; {date}",
+        f"- command: `{' '.join(shlex.quote(a) for a in argv)}`",
+        f"- versions: faiss_ext {header['git']}; FAISS "
+        f"{runner.b.versions.get('faiss', 'not loaded')}; cuVS "
+        f"{runner.b.versions.get('cuvs', 'not loaded')}; CuPy "
+        f"{runner.b.versions.get('cupy', 'not loaded')}; numpy {np.__version__}; "
+        f"Python {platform.python_version()}",
+        f"- data: {ds.source}; nb={ds.nb} nq={ds.nq} d={ds.d} metric={ds.metric}; "
+        f"SHA-256 of the float32 base+query {header['sha256'][:16]}",
+    ] + [f"- data note: {n}" for n in ds.notes] + [
+        f"- ground truth: {header['gt']}",
+        f"- device rates for the floors ({header['rates_how']}): DRAM copy "
+        f"{rates['dram_Bps'] / 1e12:.2f} TB/s ({src['dram_Bps']}), host->device "
+        f"{rates['h2d_Bps'] / 1e9:.1f} GB/s ({src['h2d_Bps']}), device->host "
+        f"{rates['d2h_Bps'] / 1e9:.1f} GB/s ({src['d2h_Bps']}), FP32 GEMM "
+        f"{rates['fp32_flops'] / 1e12:.1f} TFLOP/s ({src['fp32_flops']}), TF32 GEMM "
+        f"{rates['tf32_flops'] / 1e12:.0f} TFLOP/s ({src['tf32_flops']})",
+        "- timing: host numpy arrays in and out for every system (cuVS: host->device of "
+        "the queries and device->host of the results inside the timed call); batch 1: "
+        f"QPS = 1 / p50 latency of up to {args.singles} single queries; larger batches: "
+        "batch / median call time after one warm-up. faiss_ext / best peer: faiss_ext QPS "
+        "over the faster of FAISS and cuVS at that line.",
+        "- floors (per call): DRAM = bytes read once (Flat: the base; IVF: the distinct "
+        "probed lists + centroids) / DRAM rate; PCIe = queries in + results out; FP32, "
+        "TF32 = flops (Flat 2 nq nb d; IVF 2 d (nq nlist + vectors scanned)) / rate; "
+        "'% of floor' = (max(DRAM, TF32) + PCIe) / faiss_ext's call time.",
+        f"- total run time {runner.elapsed():.0f} s" + (f"; {plot_note}" if plot_note else
+                                                         f"; plot {os.path.basename(png_path)}"),
+    ]
+    if partial:
+        lines.append(f"- PARTIAL: written after the {partial} family; the run went on")
+    if header["not_loaded"]:
+        lines.append("- not loaded: " + "; ".join(header["not_loaded"]))
+    sections = [
+        ("Indexes", report.systems_table(runner.systems)),
+        ("Exact search (Flat)", report.point_table(runner.rows, "flat", runner.floors, None)),
+        (f"IVF-Flat, nlist {args.nlist} (FAISS and faiss_ext share one trained quantizer; "
+         "cuVS trains its own)",
+         report.point_table(runner.rows, "ivf", runner.floors, "nprobe")),
+        ("Graph indexes, k = 10", report.graph_table(runner.rows, runner.big_batch)),
+        ("Not measured", [f"- {s}" for s in runner.skipped]),
+    ]
+    text = report.write_markdown(md_path, lines, sections)
+    return md_path, (None if plot_note else png_path), text
+
+
+def main(argv=None):
+    argv = sys.argv if argv is None else argv
+    args = parse_args(argv[1:])
+    t_start = time.perf_counter()
+    say(f"compare_peers: --data {args.data}, peers {','.join(args.systems)}, families "
+        f"{','.join(args.families)}{', quick' if args.quick else ''}; budget {args.budget_s:.0f} s")
+    b = systems.load_backends(args.systems)
+    for name in args.systems:
+        if name in b.mods:
+            say(f"  loaded {name} {b.versions.get(name if name != 'hnsw' else 'faiss', '')}")
+        else:
+            say(f"  skipped {name}: {b.why.get(name, 'not loaded')}")
+    if not any(b.has(p) for p in ("faiss_ext", "faiss", "cuvs")):
+        sys.exit("compare_peers: no GPU system loaded (see the reasons above)")
+
+    t0 = time.perf_counter()
+    ds = named_sets.load(args.data, args.data_dir, args.nb, args.nq)
+    if args.nlist is None:
+        args.nlist = min(ds.nlist, ds.nb)
+    sha = ds.sha256()
+    say(f"data {ds.name}: nb={ds.nb} nq={ds.nq} d={ds.d} metric={ds.metric} "
+        f"({time.perf_counter() - t0:.1f} s); sha256 {sha[:16]}; {ds.source}")
+
+    if args.rates == "measure":
+        rates, sources, measured_name, how = measure.measure_rates()
+    else:
+        rates, sources, measured_name, how = (dict(measure.STATED_RATES),
+                                              {k: "stated" for k in measure.STATED_RATES},
+                                              None, "stated values (--rates stated)")
+    say(f"rates: {how}: " + ", ".join(f"{k} {v:.3g}" for k, v in rates.items()))
+
+    gt, gt_how = ground_truth(ds, b)
+    say(f"ground truth: {gt_how}")
+
+    runner = Runner(args, ds, gt, b, rates, t_start)
+    header = dict(device=device_name(b, measured_name), git=git_revision(), sha256=sha,
+                  gt=gt_how, rates=rates, rate_sources=sources, rates_how=how,
+                  not_loaded=[f"{n}: {b.why[n]}" for n in args.systems if n in b.why])
+    makers, shared, sweeps = real_makers(args, ds, b, runner)
+    run_families(runner, makers, shared, sweeps,
+                 after=lambda fam: write_report(runner, args, ds, header, argv, partial=fam))
+    md_path, png_path, text = write_report(runner, args, ds, header, argv)
+    say("\n" + text)
+    say(f"wrote {md_path}" + (f" and {png_path}" if png_path else ""))
+
+
+if __name__ == "__main__":
+    main()
