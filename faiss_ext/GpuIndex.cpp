@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <faiss_ext/utils/DeviceScope.h>
+
 namespace faiss_ext {
 
 GpuIndex::GpuIndex(

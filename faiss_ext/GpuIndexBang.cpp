@@ -10,6 +10,7 @@
 #include <kernels/BangPq.h>
 #include <kernels/BangSearch.h>
 #include <kernels/Distances.h>
+#include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
 

@@ -8,7 +8,7 @@
 #include <faiss/Index.h>
 
 #include <faiss_ext/GpuIndex.h>
-#include <faiss_ext/impl/DeviceBuffer.h>
+#include <faiss_ext/utils/DeviceBuffer.h>
 #include <faiss_ext/impl/FlatStorage.h>
 
 namespace faiss_ext {

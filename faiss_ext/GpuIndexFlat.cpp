@@ -1,6 +1,7 @@
 #include <faiss_ext/GpuIndexFlat.h>
 
 #include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
 

@@ -6,6 +6,7 @@
 #include <faiss/invlists/InvertedLists.h>
 
 #include <faiss_ext/impl/ArgChecks.h>
+#include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
 

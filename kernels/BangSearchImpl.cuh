@@ -11,10 +11,12 @@
 
 #include <math_constants.h>
 
+#include <faiss_ext/utils/CudaCheck.h>
+#include <faiss_ext/utils/MathUtils.h>
+
 #include "BangBloom.h"
 #include "BangPq.h"
 #include "BangSearch.h"
-#include "CudaCheck.h"
 #include "Select.h"
 
 namespace faiss_ext {
@@ -26,10 +28,6 @@ static_assert(kGroup == kBangPqLanes, "ADC sums use the groups' lanes");
 constexpr int kGroups = kBangThreads / kGroup;
 /// Blocks per SM the register budget is held to (65536 / (6 * 256) = 42 registers).
 constexpr int kBangMinBlocks = 6;
-
-__host__ __device__ inline size_t align16(size_t v) {
-    return (v + 15) & ~size_t(15);
-}
 
 /// Byte offsets of one block's shared state.
 struct Layout {
@@ -47,9 +45,9 @@ __host__ __device__ inline Layout layoutFor(int L, int R, int d, bool withBloom,
     off += size_t(L) * 8;
     l.cand = off;
     off += size_t(P) * 8;
-    off = align16(off);
+    off = roundUp<size_t>(off, 16);
     l.query = off;
-    off += align16(size_t(d) * 4);
+    off += roundUp<size_t>(size_t(d) * 4, 16);
     l.table = off;
     off += size_t(pqM) * kBangPqCentroids * 4;
     l.bloom = off;
@@ -62,7 +60,7 @@ __host__ __device__ inline Layout layoutFor(int L, int R, int d, bool withBloom,
     off += size_t(L);
     l.visB = off;
     off += size_t(L);
-    l.total = align16(off);
+    l.total = roundUp<size_t>(off, 16);
     return l;
 }
 

@@ -6,20 +6,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <faiss_ext/utils/MathUtils.h>
+
 namespace faiss_ext {
 namespace kernels {
 
 /// Largest k any selection supports.
 constexpr int kMaxSelectK = 2048;
-
-/// Smallest power of two >= v (v >= 1).
-constexpr int nextPow2(int v) {
-    int p = 1;
-    while (p < v) {
-        p <<= 1;
-    }
-    return p;
-}
 
 /// Shared memory one streaming-select block needs for k.
 size_t blockSelectSmemBytes(int k);

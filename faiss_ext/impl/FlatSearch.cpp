@@ -19,7 +19,7 @@ FlatTiling planFlatTiling(
     FlatTiling t;
     // Each selection block keeps at most a quarter of its columns, so the merge
     // reads far less than the distance tile.
-    t.segLen = std::max<int64_t>(4096, 4 * int64_t(kernels::nextPow2(k)));
+    t.segLen = std::max<int64_t>(4096, 4 * int64_t(nextPow2(k)));
     const size_t distBudget = budgetBytes / 2;
     const size_t candBudget = budgetBytes / 2;
     for (int64_t qt = std::min<int64_t>(nq, 4096);; qt = (qt + 1) / 2) {
