@@ -8,15 +8,10 @@
 #include <faiss/Index.h>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/IndexConfig.h>
 #include <faiss_ext/impl/ArgChecks.h>
 
 namespace faiss_ext {
-
-struct GpuIndexConfig {
-    /// Host queries are copied to the device in pages of at most this many bytes
-    /// (queries plus results), so that a search of any size needs bounded memory.
-    size_t pageBytes = size_t(256) << 20;
-};
 
 /// A faiss::Index whose data lives on one GPU. Every array passed to the public
 /// methods is host memory (a device pointer is refused with an exception).

@@ -10,8 +10,6 @@
 
 namespace faiss_ext {
 
-struct GpuIndexFlatConfig : GpuIndexConfig {};
-
 /// Brute-force k-NN (L2 or inner product) over vectors stored on the GPU: batched
 /// cuBLAS GEMM tiles with precomputed norms and a fused streaming k-selection, so the
 /// full query x base distance matrix never exists. Also usable as the assignment

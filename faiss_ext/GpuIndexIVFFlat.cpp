@@ -55,6 +55,10 @@ GpuIndexIVFFlat::GpuIndexIVFFlat(
                      config.listChunkVectors <= (int64_t(1) << 30)),
             "listChunkVectors=%lld must be 0 or a multiple of 32 in [32, 2^30]",
             (long long)config.listChunkVectors);
+    FAISS_THROW_IF_NOT_MSG(
+            config.scanPath != IvfScanPath::kListMajor,
+            "scanPath kListMajor: the list-major scan is not built yet (kAuto and kPerQuery "
+            "run the per-query scan)");
     checkDimFits(resources, d);
     cp.niter = 10;
     cp.spherical = metric == faiss::METRIC_INNER_PRODUCT;

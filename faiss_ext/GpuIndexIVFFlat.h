@@ -17,18 +17,6 @@
 
 namespace faiss_ext {
 
-struct GpuIndexIVFFlatConfig : GpuIndexConfig {
-    /// Kernel D (merging each query's per-list candidates): kAuto takes the fast
-    /// shared-memory path whenever its shared memory fits the device's per-block
-    /// limit, else the heap path; kFast / kHeap force one (kFast refuses searches
-    /// whose candidates do not fit).
-    IvfMergePath mergePath = IvfMergePath::kAuto;
-    /// Vectors one list-scan block reads (a multiple of 32, at most 2^30); longer
-    /// lists are split into chunks of this size. 0: chosen per search from the batch
-    /// shape, k and the device.
-    int64_t listChunkVectors = 0;
-};
-
 /// Inverted file over uncompressed vectors. A GpuIndexFlat holds the nlist centroids
 /// (the coarse quantizer); each list keeps its vectors in a warp-interleaved layout and
 /// 64-bit ids in device memory. Search: coarse GEMM + top-nprobe, a list scan with a

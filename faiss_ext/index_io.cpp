@@ -48,20 +48,13 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
         writeHeader(out, IndexKind::kFlat);
         writeFlatImage(out, im);
     } else if (auto bang = dynamic_cast<const GpuIndexBang*>(index)) {
-        const GpuIndexBangConfig& c = bang->bangConfig();
         BangImage im;
         im.d = bang->d;
         im.metric = int(bang->metric_type);
-        im.graphDegree = c.graphDegree;
-        im.alpha = c.alpha;
-        im.buildCandidates = c.buildCandidates;
-        im.buildHubs = c.buildHubs;
-        im.buildPasses = c.buildPasses;
-        im.buildL = c.buildL;
+        im.config = bang->bangConfig();
         im.searchL = bang->search_L;
         im.ntotal = bang->ntotal;
         im.entry = bang->entryPoint();
-        im.pqSubquantizers = c.pqSubquantizers;
         if (im.ntotal > 0) {
             im.vectors.resize(size_t(im.ntotal) * im.d);
             bang->reconstruct_n(0, im.ntotal, im.vectors.data());
@@ -95,23 +88,15 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
     if (kind == IndexKind::kBang) {
         BangImage im = readBangImage(in, version);
         readTrailer(in);
-        GpuIndexBangConfig config;
-        config.graphDegree = im.graphDegree;
-        config.alpha = im.alpha;
-        config.buildCandidates = im.buildCandidates;
-        config.buildHubs = im.buildHubs;
-        config.buildPasses = im.buildPasses;
-        config.buildL = im.buildL;
-        config.pqSubquantizers = im.pqSubquantizers;
         auto index = std::make_unique<GpuIndexBang>(
-                res, im.d, faiss::MetricType(im.metric), config);
+                res, im.d, faiss::MetricType(im.metric), im.config);
         GpuIndexBang::effectiveL(im.searchL, 1);
         index->search_L = im.searchL;
         if (im.ntotal > 0) {
             index->setGraph(
                     im.ntotal, im.vectors.data(), im.graph.data(), im.entry,
-                    im.pqSubquantizers > 0 ? im.pqCentroids.data() : nullptr,
-                    im.pqSubquantizers > 0 ? im.pqCodes.data() : nullptr);
+                    im.config.pqSubquantizers > 0 ? im.pqCentroids.data() : nullptr,
+                    im.config.pqSubquantizers > 0 ? im.pqCodes.data() : nullptr);
         }
         return index;
     }

@@ -149,12 +149,12 @@ TEST(BangKeys, OrderByDistanceThenId) {
 TEST(BangImage, RoundTripAndRefusals) {
     BangImage im;
     im.d = 3;
-    im.graphDegree = 2;
-    im.alpha = 1.25f;
-    im.buildCandidates = 17;
-    im.buildHubs = 4;
-    im.buildPasses = 3;
-    im.buildL = 50;
+    im.config.build.graphDegree = 2;
+    im.config.build.alpha = 1.25f;
+    im.config.build.candidates = 17;
+    im.config.build.hubs = 4;
+    im.config.build.passes = 3;
+    im.config.build.searchL = 50;
     im.searchL = 33;
     im.ntotal = 3;
     im.entry = 1;
@@ -170,12 +170,12 @@ TEST(BangImage, RoundTripAndRefusals) {
         BangImage back = readBangImage(in);
         readTrailer(in);
         EXPECT_EQ(back.d, 3);
-        EXPECT_EQ(back.graphDegree, 2);
-        EXPECT_EQ(back.alpha, 1.25f);
-        EXPECT_EQ(back.buildCandidates, 17);
-        EXPECT_EQ(back.buildHubs, 4);
-        EXPECT_EQ(back.buildPasses, 3);
-        EXPECT_EQ(back.buildL, 50);
+        EXPECT_EQ(back.config.build.graphDegree, 2);
+        EXPECT_EQ(back.config.build.alpha, 1.25f);
+        EXPECT_EQ(back.config.build.candidates, 17);
+        EXPECT_EQ(back.config.build.hubs, 4);
+        EXPECT_EQ(back.config.build.passes, 3);
+        EXPECT_EQ(back.config.build.searchL, 50);
         EXPECT_EQ(back.searchL, 33);
         EXPECT_EQ(back.ntotal, 3);
         EXPECT_EQ(back.entry, 1);
@@ -324,12 +324,12 @@ TEST(BangPq, EncodingNamesTheNearestCentroid) {
 TEST(BangImage, PqStateRoundTripsAndVersion1IsRead) {
     BangImage im;
     im.d = 4;
-    im.graphDegree = 2;
+    im.config.build.graphDegree = 2;
     im.ntotal = 3;
     im.entry = 2;
     im.vectors = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
     im.graph = {1, -1, 0, 2, 1, -1};
-    im.pqSubquantizers = 2;
+    im.config.pqSubquantizers = 2;
     im.pqCentroids.resize(256 * 4);
     for (size_t i = 0; i < im.pqCentroids.size(); ++i) {
         im.pqCentroids[i] = float(i) * 0.5f;
@@ -346,7 +346,7 @@ TEST(BangImage, PqStateRoundTripsAndVersion1IsRead) {
         EXPECT_EQ(version, kIndexFormatVersion);
         BangImage back = readBangImage(in, version);
         readTrailer(in);
-        EXPECT_EQ(back.pqSubquantizers, 2);
+        EXPECT_EQ(back.config.pqSubquantizers, 2);
         EXPECT_EQ(back.pqCentroids, im.pqCentroids);
         EXPECT_EQ(back.pqCodes, im.pqCodes);
         EXPECT_EQ(back.graph, im.graph);
@@ -370,10 +370,10 @@ TEST(BangImage, PqStateRoundTripsAndVersion1IsRead) {
         EXPECT_THROW(readBangImage(in), faiss::FaissException);
     };
     BangImage bad = im;
-    bad.pqSubquantizers = 3; // does not divide d
+    bad.config.pqSubquantizers = 3; // does not divide d
     refuses(bad);
     bad = im;
-    bad.pqSubquantizers = -2;
+    bad.config.pqSubquantizers = -2;
     refuses(bad);
     bad = im;
     bad.pqCentroids[5] = NAN;
@@ -384,7 +384,7 @@ TEST(BangImage, PqStateRoundTripsAndVersion1IsRead) {
 
     // Version 1: the same payload without the sub-quantizer count; read as exact mode.
     BangImage exact = im;
-    exact.pqSubquantizers = 0;
+    exact.config.pqSubquantizers = 0;
     exact.pqCentroids.clear();
     exact.pqCodes.clear();
     VectorSink v2;
@@ -401,7 +401,7 @@ TEST(BangImage, PqStateRoundTripsAndVersion1IsRead) {
     EXPECT_EQ(version, 1u);
     BangImage back = readBangImage(in, version);
     readTrailer(in);
-    EXPECT_EQ(back.pqSubquantizers, 0);
+    EXPECT_EQ(back.config.pqSubquantizers, 0);
     EXPECT_EQ(back.vectors, exact.vectors);
     EXPECT_EQ(back.graph, exact.graph);
     EXPECT_EQ(back.entry, 2);

@@ -116,9 +116,6 @@ TEST(GpuIndexBangErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     std::vector<int64_t> Ip(k);
     index.search(1, q.data(), k, Dp.data(), Ip.data(), &plain);
     EXPECT_EQ(Ip, before.search.I);
-    EXPECT_THROW(
-            index.searchDevice(1, q.data(), 10, D.data(), I.data(), 5, BangKernel::kPersistent),
-            faiss::FaissException); // k > L on the device API
 
     expectThrowNaming([&] { index.reconstruct(800, D.data()); }, "800");
     EXPECT_THROW(index.reconstruct(-1, D.data()), faiss::FaissException);
@@ -182,34 +179,34 @@ TEST(GpuIndexBangErrors, BadConstruction) {
     expectThrowNaming([&] { GpuIndexBang(res, 1 << 20); }, "shared memory");
     auto make = [&](GpuIndexBangConfig c) { GpuIndexBang(res, 8, faiss::METRIC_L2, c); };
     GpuIndexBangConfig c;
-    c.graphDegree = 0;
+    c.build.graphDegree = 0;
     expectThrowNaming([&] { make(c); }, "graphDegree=0");
-    c.graphDegree = 129;
+    c.build.graphDegree = 129;
     expectThrowNaming([&] { make(c); }, "graphDegree=129");
     c = GpuIndexBangConfig();
-    c.alpha = 0.5f;
+    c.build.alpha = 0.5f;
     expectThrowNaming([&] { make(c); }, "alpha=0.5");
-    c.alpha = std::nanf("");
+    c.build.alpha = std::nanf("");
     EXPECT_THROW(make(c), faiss::FaissException);
     c = GpuIndexBangConfig();
-    c.buildCandidates = 0;
-    expectThrowNaming([&] { make(c); }, "buildCandidates=0");
-    c.buildCandidates = 1025;
-    expectThrowNaming([&] { make(c); }, "buildCandidates=1025");
+    c.build.candidates = 0;
+    expectThrowNaming([&] { make(c); }, "build.candidates=0");
+    c.build.candidates = 1025;
+    expectThrowNaming([&] { make(c); }, "build.candidates=1025");
     c = GpuIndexBangConfig();
-    c.buildHubs = -1;
-    expectThrowNaming([&] { make(c); }, "buildHubs=-1");
+    c.build.hubs = -1;
+    expectThrowNaming([&] { make(c); }, "build.hubs=-1");
     c = GpuIndexBangConfig();
-    c.buildPasses = 17;
-    expectThrowNaming([&] { make(c); }, "buildPasses=17");
+    c.build.passes = 17;
+    expectThrowNaming([&] { make(c); }, "build.passes=17");
     c = GpuIndexBangConfig();
-    c.buildL = 0;
-    expectThrowNaming([&] { make(c); }, "buildL=0");
+    c.build.searchL = 0;
+    expectThrowNaming([&] { make(c); }, "build.searchL=0");
     c = GpuIndexBangConfig();
     c.pqSubquantizers = 3; // does not divide d = 8
     expectThrowNaming([&] { make(c); }, "pqSubquantizers=3");
     c = GpuIndexBangConfig();
-    c.graphDegree = 128;
+    c.build.graphDegree = 128;
     EXPECT_NO_THROW(make(c));
 }
 
@@ -218,12 +215,12 @@ TEST(GpuIndexBangErrors, SaveLoadRoundTrip) {
     GpuResources res;
     const int d = 12;
     GpuIndexBangConfig cfg;
-    cfg.graphDegree = 20;
-    cfg.alpha = 1.3f;
-    cfg.buildCandidates = 40;
-    cfg.buildHubs = 30;
-    cfg.buildPasses = 1;
-    cfg.buildL = 48;
+    cfg.build.graphDegree = 20;
+    cfg.build.alpha = 1.3f;
+    cfg.build.candidates = 40;
+    cfg.build.hubs = 30;
+    cfg.build.passes = 1;
+    cfg.build.searchL = 48;
     GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
     auto xb = datasets::uniform(3000, d, 11);
     index.add(3000, xb.data());
@@ -237,12 +234,12 @@ TEST(GpuIndexBangErrors, SaveLoadRoundTrip) {
     EXPECT_EQ(bang->search_L, 37);
     EXPECT_EQ(bang->entryPoint(), index.entryPoint());
     EXPECT_EQ(bang->graph(), index.graph());
-    EXPECT_EQ(bang->bangConfig().graphDegree, 20);
-    EXPECT_EQ(bang->bangConfig().alpha, 1.3f);
-    EXPECT_EQ(bang->bangConfig().buildCandidates, 40);
-    EXPECT_EQ(bang->bangConfig().buildHubs, 30);
-    EXPECT_EQ(bang->bangConfig().buildPasses, 1);
-    EXPECT_EQ(bang->bangConfig().buildL, 48);
+    EXPECT_EQ(bang->bangConfig().build.graphDegree, 20);
+    EXPECT_EQ(bang->bangConfig().build.alpha, 1.3f);
+    EXPECT_EQ(bang->bangConfig().build.candidates, 40);
+    EXPECT_EQ(bang->bangConfig().build.hubs, 30);
+    EXPECT_EQ(bang->bangConfig().build.passes, 1);
+    EXPECT_EQ(bang->bangConfig().build.searchL, 48);
     std::vector<float> v(size_t(3000) * d);
     bang->reconstruct_n(0, 3000, v.data());
     EXPECT_EQ(v, xb);

@@ -91,7 +91,7 @@ double recallAt10(const std::vector<int64_t>& gt, const std::vector<int64_t>& I,
 GpuIndexBangConfig pqConfig(int M, int R = 64) {
     GpuIndexBangConfig c;
     c.pqSubquantizers = M;
-    c.graphDegree = R;
+    c.build.graphDegree = R;
     return c;
 }
 
@@ -121,7 +121,7 @@ TEST(GpuIndexBangPq, MatchesCpuReferenceOnBuiltGraphs) {
     for (Case c : {Case{24, 6, 16}, Case{36, 12, 40}, Case{16, 16, 20}}) {
         const int64_t nb = 2000 + int64_t(rng() % 2000);
         GpuIndexBangConfig cfg = pqConfig(c.M, c.R);
-        cfg.buildCandidates = 48;
+        cfg.build.candidates = 48;
         GpuIndexBang index(res, c.d, faiss::METRIC_L2, cfg);
         datasets::ClusteredSpec spec{nb, c.d, 20, 0.1f, rng()};
         auto xb = datasets::clustered(spec, 0);

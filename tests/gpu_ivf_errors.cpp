@@ -241,6 +241,12 @@ TEST(GpuIndexIVFFlatErrors, BadConstruction) {
     EXPECT_THROW(GpuIndexIVFFlat(res, 8, 10, faiss::METRIC_L2, cfg), faiss::FaissException);
     cfg.listChunkVectors = -32;
     EXPECT_THROW(GpuIndexIVFFlat(res, 8, 10, faiss::METRIC_L2, cfg), faiss::FaissException);
+    cfg.listChunkVectors = 0;
+    cfg.scanPath = IvfScanPath::kListMajor;
+    EXPECT_THROW(GpuIndexIVFFlat(res, 8, 10, faiss::METRIC_L2, cfg), faiss::FaissException);
+    cfg.scanPath = IvfScanPath::kPerQuery;
+    EXPECT_NO_THROW(GpuIndexIVFFlat(res, 8, 10, faiss::METRIC_L2, cfg));
+    cfg.scanPath = IvfScanPath::kAuto;
     EXPECT_THROW(GpuIndexIVFFlat(res, nullptr), faiss::FaissException);
 
     // The fast path forced where it does not fit: refused at search with the sizes.

@@ -271,16 +271,17 @@ IvfFlatImage readIvfFlatImage(ByteSource& in) {
 void writeBangImage(ByteSink& out, const BangImage& im) {
     put<int32_t>(out, im.d);
     put<int32_t>(out, im.metric);
-    put<int32_t>(out, im.graphDegree);
-    put<float>(out, im.alpha);
-    put<int32_t>(out, im.buildCandidates);
-    put<int64_t>(out, im.buildHubs);
-    put<int32_t>(out, im.buildPasses);
-    put<int32_t>(out, im.buildL);
+    const BangBuildConfig& b = im.config.build;
+    put<int32_t>(out, b.graphDegree);
+    put<float>(out, b.alpha);
+    put<int32_t>(out, b.candidates);
+    put<int64_t>(out, b.hubs);
+    put<int32_t>(out, b.passes);
+    put<int32_t>(out, b.searchL);
     put<int32_t>(out, im.searchL);
     put<int64_t>(out, im.ntotal);
     put<int64_t>(out, im.entry);
-    put<int32_t>(out, im.pqSubquantizers);
+    put<int32_t>(out, im.config.pqSubquantizers);
     putArray(out, im.vectors);
     putArray(out, im.graph);
     putArray(out, im.pqCentroids);
@@ -291,52 +292,53 @@ BangImage readBangImage(ByteSource& in, uint32_t version) {
     BangImage im;
     im.d = getDim(in);
     im.metric = getMetric(in, "index");
-    im.graphDegree = get<int32_t>(in);
+    BangBuildConfig& b = im.config.build;
+    b.graphDegree = get<int32_t>(in);
     FAISS_THROW_IF_NOT_FMT(
-            im.graphDegree >= 1 && im.graphDegree <= 4096, "index file: graph degree %d",
-            im.graphDegree);
-    im.alpha = get<float>(in);
-    FAISS_THROW_IF_NOT_FMT(std::isfinite(im.alpha), "index file: alpha %g", double(im.alpha));
-    im.buildCandidates = get<int32_t>(in);
-    im.buildHubs = get<int64_t>(in);
-    im.buildPasses = get<int32_t>(in);
-    im.buildL = get<int32_t>(in);
+            b.graphDegree >= 1 && b.graphDegree <= 4096, "index file: graph degree %d",
+            b.graphDegree);
+    b.alpha = get<float>(in);
+    FAISS_THROW_IF_NOT_FMT(std::isfinite(b.alpha), "index file: alpha %g", double(b.alpha));
+    b.candidates = get<int32_t>(in);
+    b.hubs = get<int64_t>(in);
+    b.passes = get<int32_t>(in);
+    b.searchL = get<int32_t>(in);
     im.searchL = get<int32_t>(in);
     im.ntotal = get<int64_t>(in);
     im.entry = get<int64_t>(in);
+    int& M = im.config.pqSubquantizers;
     if (version >= 2) {
-        im.pqSubquantizers = get<int32_t>(in);
+        M = get<int32_t>(in);
         FAISS_THROW_IF_NOT_FMT(
-                im.pqSubquantizers >= 0 && im.pqSubquantizers <= im.d &&
-                        (im.pqSubquantizers == 0 || im.d % im.pqSubquantizers == 0),
-                "index file: %d PQ sub-quantizers for d=%d", im.pqSubquantizers, im.d);
+                M >= 0 && M <= im.d && (M == 0 || im.d % M == 0),
+                "index file: %d PQ sub-quantizers for d=%d", M, im.d);
     }
-    const uint64_t rowBytes = uint64_t(im.d) * 4 + uint64_t(im.graphDegree) * 4 +
-            uint64_t(im.pqSubquantizers);
+    const uint64_t rowBytes =
+            uint64_t(im.d) * 4 + uint64_t(b.graphDegree) * 4 + uint64_t(M);
     FAISS_THROW_IF_NOT_FMT(
             im.ntotal >= 0 && im.ntotal < (int64_t(1) << 31) &&
                     uint64_t(im.ntotal) <= in.remaining() / rowBytes,
             "index file: ntotal=%lld vectors of d=%d and degree %d do not fit the %llu bytes "
             "left",
-            (long long)im.ntotal, im.d, im.graphDegree, (unsigned long long)in.remaining());
+            (long long)im.ntotal, im.d, b.graphDegree, (unsigned long long)in.remaining());
     FAISS_THROW_IF_NOT_FMT(
             im.ntotal == 0 ? im.entry == 0 : (im.entry >= 0 && im.entry < im.ntotal),
             "index file: entry point %lld for %lld vectors", (long long)im.entry,
             (long long)im.ntotal);
     im.vectors = getArray<float>(in, uint64_t(im.ntotal) * im.d, "vectors");
     checkFiniteArray(im.vectors, "vectors");
-    im.graph = getArray<int32_t>(in, uint64_t(im.ntotal) * im.graphDegree, "graph");
+    im.graph = getArray<int32_t>(in, uint64_t(im.ntotal) * b.graphDegree, "graph");
     for (int32_t id : im.graph) {
         FAISS_THROW_IF_NOT_FMT(
                 id >= -1 && id < im.ntotal, "index file: graph id %d for %lld vectors", id,
                 (long long)im.ntotal);
     }
-    if (im.pqSubquantizers > 0 && im.ntotal > 0) {
+    if (M > 0 && im.ntotal > 0) {
         // M x 256 x d / M floats
         im.pqCentroids = getArray<float>(in, uint64_t(im.d) * 256, "PQ centroids");
         checkFiniteArray(im.pqCentroids, "PQ centroids");
         im.pqCodes = getArray<uint8_t>(
-                in, uint64_t(im.ntotal) * uint64_t(im.pqSubquantizers), "PQ codes");
+                in, uint64_t(im.ntotal) * uint64_t(M), "PQ codes");
     }
     return im;
 }

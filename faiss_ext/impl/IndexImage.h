@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <faiss_ext/IndexConfig.h>
+
 namespace faiss_ext {
 
 /// The version written; every version from kIndexFormatOldestVersion up is read.
@@ -116,19 +118,13 @@ struct IvfFlatImage {
 struct BangImage {
     int d = 0;
     int metric = 1; ///< faiss::MetricType (L2)
-    int graphDegree = 64;
-    float alpha = 1.2f;
-    int buildCandidates = 128;
-    int64_t buildHubs = 0;
-    int buildPasses = 2;
-    int buildL = 64;
-    int searchL = 64;
+    /// The index's configuration (version 1 files have no PQ state: exact mode).
+    GpuIndexBangConfig config;
+    int searchL = 64; ///< GpuIndexBang::search_L
     int64_t ntotal = 0;
     int64_t entry = 0;
     std::vector<float> vectors; ///< ntotal x d
-    std::vector<int32_t> graph; ///< ntotal x graphDegree, ids in [-1, ntotal)
-    /// PQ mode's sub-quantizers M (0: exact mode; version 1 files have no PQ state).
-    int pqSubquantizers = 0;
+    std::vector<int32_t> graph; ///< ntotal x config.build.graphDegree, ids in [-1, ntotal)
     /// PQ mode with ntotal > 0: the codebooks (M x 256 x d / M) and codes (ntotal x
     /// M); else empty.
     std::vector<float> pqCentroids;

@@ -9,21 +9,11 @@
 #include <faiss/MetricType.h>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/IndexConfig.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/IvfLists.h>
 
 namespace faiss_ext {
-
-/// How Kernel D merges each query's nprobe x chunks x k candidates into its top k.
-enum class IvfMergePath {
-    /// fast when its shared memory fits the device's per-block limit, else heap
-    kAuto,
-    /// stage the whole candidate row in shared memory and sort it once; a search whose
-    /// row does not fit is refused
-    kFast,
-    /// streaming selection over the row in global memory (shared memory for k only)
-    kHeap,
-};
 
 /// What the planner needs to know about one search.
 struct IvfPlanInput {
