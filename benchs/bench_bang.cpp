@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <faiss/IndexIVF.h>
+
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
@@ -245,15 +247,17 @@ int main(int argc, char** argv) {
     std::vector<IvfRow> ivfRows;
     std::printf("| nprobe | recall@10 | batch 10000 QPS | batch 1 ms |\n|---|---|---|---|\n");
     for (int64_t nprobe : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
+        faiss::SearchParametersIVF params;
+        params.nprobe = size_t(nprobe);
         const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
-            ivf.searchDevice(nq, qDev.data(), k, dD.data(), dI.data(), nprobe);
+            ivf.searchDevice(nq, qDev.data(), k, dD.data(), dI.data(), &params);
         }));
         copyToHost(I.data(), dI.data(), I.size(), res.stream());
         const double recall = bench::recallAt(gtI, k, I, k, nq, 10);
         int rep = 0;
         const double ms1 = bench::median(bench::timeDevice(res, 2, int(nq1), [&] {
             ivf.searchDevice(1, qDev.data() + size_t(rep++ % nq) * d, k, dD.data(), dI.data(),
-                             nprobe);
+                             &params);
         }));
         ivfRows.push_back({nprobe, recall, nq / (ms * 1e-3), ms1});
         std::printf("| %lld | %.4f | %.0f | %.3f |\n", (long long)nprobe, recall,

@@ -9,8 +9,11 @@
 #include <cstdlib>
 #include <vector>
 
+#include <faiss/IndexIVF.h>
+
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/IvfSearch.h>
 
 #include "BenchUtil.h"
 #include "DemoTable.h"
@@ -110,11 +113,13 @@ int main(int argc, char** argv) {
                     });
                     auto dD = res.alloc<float>(size_t(batch) * k);
                     auto dI = res.alloc<int64_t>(size_t(batch) * k);
+                    faiss::SearchParametersIVF params;
+                    params.nprobe = size_t(nprobe);
                     rep = 0;
                     const double devMs = bench::median(bench::timeDevice(res, 0, reps, [&] {
                         const int64_t q0 = (rep++ * batch) % nqAll;
                         index.searchDevice(batch, qDev.data() + q0 * d, k, dD.data(),
-                                           dI.data(), nprobe);
+                                           dI.data(), &params);
                     }));
                     // Kernels A + B alone (the coarse search), to isolate the scan + merge.
                     auto cD = res.alloc<float>(size_t(batch) * nprobe);

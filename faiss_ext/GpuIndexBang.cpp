@@ -82,19 +82,14 @@ int GpuIndexBang::effectiveL(int requested, int64_t k) {
     return int(std::max<int64_t>(requested, k));
 }
 
-int GpuIndexBang::requestedL_(const faiss::SearchParameters* params) const {
+int GpuIndexBang::searchL_(const faiss::SearchParameters* params, int64_t k) const {
     auto p = dynamic_cast<const SearchParametersBang*>(params);
-    return p ? p->search_L : search_L;
-}
-
-void GpuIndexBang::checkSearchParams_(const faiss::SearchParameters* params) const {
-    GpuIndex::checkSearchParams_(params);
     FAISS_THROW_IF_NOT_FMT(
-            params == nullptr || dynamic_cast<const SearchParametersBang*>(params) != nullptr ||
+            params == nullptr || p != nullptr ||
                     typeid(*params) == typeid(faiss::SearchParameters),
             "search: parameters of type %s are not faiss_ext::SearchParametersBang",
             typeid(*params).name());
-    effectiveL(requestedL_(params), 1);
+    return effectiveL(p ? p->search_L : search_L, k);
 }
 
 void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
@@ -118,7 +113,8 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     const BangBuildTimes t =
             buildBangGraph(res_, next, all.data(), bangConfig_.build, config_.pageBytes);
     if (pqMode()) {
-        next.setPq(trainBangPq(res_, total, d, bangConfig_.pqSubquantizers, all.data()));
+        next.setPq(trainBangPq(
+                res_, total, d, bangConfig_.pqSubquantizers, all.data(), config_.pageBytes));
     }
 
     *state_ = std::move(next);
@@ -190,7 +186,7 @@ void GpuIndexBang::setGraph(
         t.codes.assign(pqCodes, pqCodes + size_t(n) * M);
         next.setPq(t);
     } else if (pqMode()) {
-        next.setPq(trainBangPq(res_, n, d, M, x));
+        next.setPq(trainBangPq(res_, n, d, M, x, config_.pageBytes));
     }
 
     *state_ = std::move(next);
@@ -252,8 +248,7 @@ void GpuIndexBang::searchImpl_(
         float* distancesDevice,
         int64_t* labelsDevice,
         const faiss::SearchParameters* params) const {
-    state_->search(
-            xDevice, n, k, effectiveL(requestedL_(params), k), distancesDevice, labelsDevice);
+    state_->search(xDevice, n, k, searchL_(params, k), distancesDevice, labelsDevice);
 }
 
 } // namespace faiss_ext

@@ -114,10 +114,10 @@ class GpuIndexBang : public GpuIndex {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const override;
-    void checkSearchParams_(const faiss::SearchParameters* params) const override;
 
    private:
-    int requestedL_(const faiss::SearchParameters* params) const;
+    /// The worklist of a search with these params (checked: type, range) and k.
+    int searchL_(const faiss::SearchParameters* params, int64_t k) const;
 
     GpuIndexBangConfig bangConfig_;
     std::unique_ptr<BangGraph> state_;

@@ -2,13 +2,18 @@
 #pragma once
 
 #include <cstdint>
-
-#include <faiss/IndexFlat.h>
+#include <memory>
 
 #include <faiss_ext/GpuIndex.h>
-#include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/IndexConfig.h>
+
+namespace faiss {
+struct IndexFlat;
+}
 
 namespace faiss_ext {
+
+class FlatStorage;
 
 /// Brute-force k-NN (L2 or inner product) over vectors stored on the GPU: batched
 /// cuBLAS GEMM tiles with precomputed norms and a fused streaming k-selection, so the
@@ -26,6 +31,7 @@ class GpuIndexFlat : public GpuIndex {
             GpuResources& resources,
             const faiss::IndexFlat* index,
             GpuIndexFlatConfig config = GpuIndexFlatConfig());
+    ~GpuIndexFlat() override;
 
     /// Replaces this index's contents (dimension, metric, vectors) with the CPU index's.
     void copyFrom(const faiss::IndexFlat* index);
@@ -37,17 +43,8 @@ class GpuIndexFlat : public GpuIndex {
     void reconstruct_n(int64_t i0, int64_t ni, float* recons) const override;
     size_t deviceMemoryBytes() const override;
 
-    /// Search with every array already in device memory (on resources().stream(),
-    /// no host synchronisation): for other indexes and benchmarks.
-    void searchDevice(
-            int64_t n,
-            const float* xDevice,
-            int k,
-            float* distancesDevice,
-            int64_t* labelsDevice) const;
-    /// The stored vectors (ntotal x d, row-major) and squared norms, in device memory.
-    const FlatStorage& storage() const {
-        return storage_;
+    const GpuIndexFlatConfig& flatConfig() const {
+        return flatConfig_;
     }
 
    protected:
@@ -61,7 +58,11 @@ class GpuIndexFlat : public GpuIndex {
             const faiss::SearchParameters* params) const override;
 
    private:
-    FlatStorage storage_;
+    /// The coarse search of GpuIndexIVFFlat reads its quantizer's centroids in place.
+    friend class GpuIndexIVFFlat;
+
+    GpuIndexFlatConfig flatConfig_;
+    std::unique_ptr<FlatStorage> storage_;
 };
 
 } // namespace faiss_ext

@@ -116,6 +116,21 @@ TEST(GpuIndexBangErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     std::vector<int64_t> Ip(k);
     index.search(1, q.data(), k, Dp.data(), Ip.data(), &plain);
     EXPECT_EQ(Ip, before.search.I);
+    {
+        // The device entry resolves the same knobs: refused before anything runs.
+        auto qDev = res.alloc<float>(size_t(d));
+        auto dDev = res.alloc<float>(1025);
+        auto iDev = res.alloc<int64_t>(1025);
+        copyToDevice(qDev.data(), q.data(), size_t(d), res.stream());
+        params.search_L = 1025;
+        expectThrowNaming(
+                [&] { index.searchDevice(1, qDev.data(), k, dDev.data(), iDev.data(), &params); },
+                "search_L=1025");
+        expectThrowNaming(
+                [&] { index.searchDevice(1, qDev.data(), 1025, dDev.data(), iDev.data()); },
+                "k=1025");
+        params.search_L = 30;
+    }
 
     expectThrowNaming([&] { index.reconstruct(800, D.data()); }, "800");
     EXPECT_THROW(index.reconstruct(-1, D.data()), faiss::FaissException);

@@ -12,6 +12,7 @@
 
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/IvfSearch.h>
 
 #include "IvfTestUtil.h"
 #include "Synthetic.h"
