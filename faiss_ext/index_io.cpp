@@ -19,6 +19,7 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
         im.metric = int(ivf->metric_type);
         im.quantizerMetric = int(ivf->quantizer().metric_type);
         im.nlist = ivf->nlist();
+        im.config = ivf->ivfConfig();
         im.nprobe = ivf->nprobe;
         im.trained = ivf->is_trained;
         FAISS_THROW_IF_NOT_MSG(im.nprobe >= 1, "write_index: nprobe=0");
@@ -40,6 +41,7 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
         FlatImage im;
         im.d = flat->d;
         im.metric = int(flat->metric_type);
+        im.config = flat->flatConfig();
         im.ntotal = flat->ntotal;
         im.vectors.resize(size_t(im.ntotal) * im.d);
         if (im.ntotal > 0) {
@@ -77,9 +79,10 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
     uint32_t version = 0;
     const IndexKind kind = readHeader(in, &version);
     if (kind == IndexKind::kFlat) {
-        FlatImage im = readFlatImage(in);
+        FlatImage im = readFlatImage(in, version);
         readTrailer(in);
-        auto index = std::make_unique<GpuIndexFlat>(res, im.d, faiss::MetricType(im.metric));
+        auto index = std::make_unique<GpuIndexFlat>(
+                res, im.d, faiss::MetricType(im.metric), im.config);
         if (im.ntotal > 0) {
             index->add(im.ntotal, im.vectors.data());
         }
@@ -100,10 +103,10 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
         }
         return index;
     }
-    IvfFlatImage im = readIvfFlatImage(in);
+    IvfFlatImage im = readIvfFlatImage(in, version);
     readTrailer(in);
     auto index = std::make_unique<GpuIndexIVFFlat>(
-            res, im.d, im.nlist, faiss::MetricType(im.metric));
+            res, im.d, im.nlist, faiss::MetricType(im.metric), im.config);
     index->nprobe = size_t(im.nprobe);
     if (!im.trained) {
         return index;
