@@ -465,20 +465,6 @@ TEST(GpuIndexIVFFlat, SmallBudgetsGiveTheSameResults) {
               0);
 }
 
-TEST(GpuIndexIVFFlat, NanQueryGivesMissingResults) {
-    FAISS_EXT_REQUIRE_GPU();
-    GpuResources res;
-    const int d = 16, k = 5;
-    auto xb = datasets::uniform(1000, d, 3);
-    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
-        auto cpu = cpuIvf(d, 10, m, xb.data());
-        cpu->add(1000, xb.data());
-        GpuIndexIVFFlat gpu(res, cpu.get());
-        gpu.nprobe = 3;
-        test::expectNanQueryGivesMissing(gpu, k, 4);
-    }
-}
-
 TEST(GpuIndexIVFFlat, ReconstructLikeFaiss) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
