@@ -4,7 +4,6 @@
 // and loading included, is gpu_index_contract.cpp.
 #include <cmath>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
