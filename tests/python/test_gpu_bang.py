@@ -67,7 +67,7 @@ def test_save_load_and_errors(res, rng, tmp_path):
     xq = rng.random((50, d), dtype=np.float32)
     a = faiss_ext.GpuIndexBang(res, d, R=24, search_L=40)
     a.add(xb)
-    Da, Ia = a.search(xq, 10)
+    _, Ia = a.search(xq, 10)
 
     path = str(tmp_path / "bang.fx")
     faiss_ext.write_index(a, path)
