@@ -12,9 +12,13 @@
 #include <string>
 #include <vector>
 
+#include <faiss/IndexIVF.h>
+
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/BangGraph.h>
+#include <kernels/BangStepwise.h>
 
 #include "BenchUtil.h"
 #include "DemoTable.h"
@@ -34,6 +38,27 @@ struct Row {
     double qps;
     double meanIterations;
 };
+
+/// nq device queries through the persistent kernel the library runs, or the stepwise
+/// comparison kernel (kernels/BangStepwise.h); iterations may be null.
+void searchKernel(const GpuIndexBang& index, bool stepwise, const float* queries, int64_t nq,
+                  int k, int L, float* D, int64_t* I, int32_t* iterations) {
+    const BangGraph& state = index.deviceState();
+    if (!stepwise) {
+        state.search(queries, nq, k, L, D, I, iterations);
+        return;
+    }
+    kernels::BangSearchArgs a;
+    a.queries = queries;
+    a.nq = nq;
+    a.L = L;
+    a.k = k;
+    a.outD = D;
+    a.outI = I;
+    a.iterations = iterations;
+    const GpuResources& res = index.resources();
+    kernels::bangSearchStepwise(state.view(), a, res.tempMemoryBytes(), res.stream());
+}
 
 } // namespace
 
@@ -70,13 +95,13 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     bang.add(nb, xb.data());
     const double buildS = secondsSince(t0);
-    const GpuIndexBangConfig& c = bang.bangConfig();
+    const BangBuildConfig& c = bang.bangConfig().build;
     std::printf("\nGpuIndexBang build (add): %.1f s = k-NN candidates %.1f s (GPU) + refinement "
                 "searches %.1f s (GPU) + pruning %.1f s (host, OpenMP); R=%d alpha=%.2f "
-                "candidates=%d passes=%d buildL=%d, entry %lld\n",
+                "candidates=%d passes=%d build L=%d, entry %lld\n",
                 buildS, bang.lastBuildKnnSeconds(), bang.lastBuildSearchSeconds(),
-                bang.lastBuildPruneSeconds(), c.graphDegree, double(c.alpha), c.buildCandidates,
-                c.buildPasses, c.buildL, (long long)bang.entryPoint());
+                bang.lastBuildPruneSeconds(), c.graphDegree, double(c.alpha), c.candidates,
+                c.passes, c.searchL, (long long)bang.entryPoint());
     std::printf("device memory %.1f MiB = %.1f bytes/vector (vector %d + norm 4 + graph %d)\n",
                 bang.deviceMemoryBytes() / 1048576.0, double(bang.deviceMemoryBytes()) / nb,
                 d * 4, c.graphDegree * 4);
@@ -114,7 +139,7 @@ int main(int argc, char** argv) {
     std::vector<int32_t> iters(nq);
     std::vector<Row> bangRows;
 
-    std::printf("\nQPS at batch 10000: CUDA events around searchDevice (queries on the device), "
+    std::printf("\nQPS at batch 10000: CUDA events around the device search (queries on the device), "
                 "median of 3 after a warm-up; batch 1: median device ms over %lld single-query "
                 "searches; recall@10 over all %lld queries; floor: at most iterations x mean degree "
                 "rows of %d bytes read per query (an upper bound: rows already seen are "
@@ -122,15 +147,16 @@ int main(int argc, char** argv) {
                 (long long)nq1, (long long)nq, d * 4, ceil.bytesPerSec / 1e12);
     std::printf("| kernel | L | recall@10 | mean iterations | batch 10000 QPS | batch 10000 ms | "
                 "floor ms | batch 1 ms | batch 1 QPS |\n|---|---|---|---|---|---|---|---|---|\n");
-    std::vector<BangKernel> kernels{BangKernel::kPersistent};
+    std::vector<bool> kernels{false};
     if (!pqOnly) {
-        kernels.push_back(BangKernel::kStepwise);
+        kernels.push_back(true);
     }
-    for (BangKernel kernel : kernels) {
-        const char* name = kernel == BangKernel::kPersistent ? "persistent" : "stepwise";
+    for (bool stepwise : kernels) {
+        const char* name = stepwise ? "stepwise" : "persistent";
         for (int L : {10, 20, 40, 60, 80, 100, 160}) {
             const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
-                bang.searchDevice(nq, qDev.data(), k, dD.data(), dI.data(), L, kernel, dIt.data());
+                searchKernel(bang, stepwise, qDev.data(), nq, k, L, dD.data(), dI.data(),
+                             dIt.data());
             }));
             copyToHost(I.data(), dI.data(), I.size(), res.stream());
             copyToHost(iters.data(), dIt.data(), iters.size(), res.stream());
@@ -142,15 +168,15 @@ int main(int argc, char** argv) {
             meanIt /= nq;
             int rep = 0;
             const double ms1 = bench::median(bench::timeDevice(res, 2, int(nq1), [&] {
-                bang.searchDevice(1, qDev.data() + size_t(rep++ % nq) * d, k, dD.data(),
-                                  dI.data(), L, kernel);
+                searchKernel(bang, stepwise, qDev.data() + size_t(rep++ % nq) * d, 1, k, L,
+                             dD.data(), dI.data(), nullptr);
             }));
             const double floorMs =
                     meanIt * meanDegree * d * 4.0 * nq / ceil.bytesPerSec * 1e3;
             std::printf("| %s | %d | %.4f | %.1f | %.0f | %.2f | %.3f | %.3f | %.0f |\n", name, L,
                         recall, meanIt, nq / (ms * 1e-3), ms, floorMs, ms1, 1e3 / ms1);
             std::fflush(stdout);
-            if (kernel == BangKernel::kPersistent) {
+            if (!stepwise) {
                 bangRows.push_back({L, recall, nq / (ms * 1e-3), meanIt});
             }
         }
@@ -183,8 +209,8 @@ int main(int argc, char** argv) {
                     "|---|---|---|---|---|---|---|---|---|\n");
         for (const Row& r : bangRows) {
             const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
-                pq.searchDevice(nq, qDev.data(), k, dD.data(), dI.data(), r.L,
-                                BangKernel::kPersistent, dIt.data());
+                searchKernel(pq, false, qDev.data(), nq, k, r.L, dD.data(), dI.data(),
+                             dIt.data());
             }));
             copyToHost(I.data(), dI.data(), I.size(), res.stream());
             copyToHost(iters.data(), dIt.data(), iters.size(), res.stream());
@@ -221,15 +247,17 @@ int main(int argc, char** argv) {
     std::vector<IvfRow> ivfRows;
     std::printf("| nprobe | recall@10 | batch 10000 QPS | batch 1 ms |\n|---|---|---|---|\n");
     for (int64_t nprobe : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
+        faiss::SearchParametersIVF params;
+        params.nprobe = size_t(nprobe);
         const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
-            ivf.searchDevice(nq, qDev.data(), k, dD.data(), dI.data(), nprobe);
+            ivf.searchDevice(nq, qDev.data(), k, dD.data(), dI.data(), &params);
         }));
         copyToHost(I.data(), dI.data(), I.size(), res.stream());
         const double recall = bench::recallAt(gtI, k, I, k, nq, 10);
         int rep = 0;
         const double ms1 = bench::median(bench::timeDevice(res, 2, int(nq1), [&] {
             ivf.searchDevice(1, qDev.data() + size_t(rep++ % nq) * d, k, dD.data(), dI.data(),
-                             nprobe);
+                             &params);
         }));
         ivfRows.push_back({nprobe, recall, nq / (ms * 1e-3), ms1});
         std::printf("| %lld | %.4f | %.0f | %.3f |\n", (long long)nprobe, recall,

@@ -1,6 +1,8 @@
 #include <faiss_ext/GpuIndex.h>
 
-#include <algorithm>
+#include <faiss_ext/impl/ArgChecks.h>
+#include <faiss_ext/impl/HostPaging.h>
+#include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
 
@@ -31,12 +33,6 @@ void GpuIndex::checkHostPointer(const void* p, const char* what) {
             attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged,
             "%s: expected host memory, got a device pointer",
             what);
-}
-
-void GpuIndex::checkSearchParams_(const faiss::SearchParameters* params) const {
-    FAISS_THROW_IF_NOT_MSG(
-            params == nullptr || params->sel == nullptr,
-            "search: IDSelector in SearchParameters is not supported");
 }
 
 void GpuIndex::trainImpl_(int64_t, const float*) {}
@@ -81,27 +77,40 @@ void GpuIndex::search(
         const faiss::SearchParameters* params) const {
     checkSearchArgs(n, x, k, distances, labels);
     FAISS_THROW_IF_NOT_MSG(is_trained, "search: the index is not trained");
-    checkSearchParams_(params);
     DeviceScope scope(res_.device());
     checkHostPointer(x, "search queries");
     checkHostPointer(distances, "search distances");
     checkHostPointer(labels, "search labels");
+    searchHostInPages(
+            res_, n, d, k, config_.pageBytes, x, distances, labels,
+            [&](int64_t m, const float* xDev, float* dDev, int64_t* iDev) {
+                searchDevice(m, xDev, k, dDev, iDev, params);
+            });
+}
 
-    const size_t bytesPerQuery = size_t(d) * sizeof(float) +
-            size_t(k) * (sizeof(float) + sizeof(int64_t));
-    const int64_t page = std::min<int64_t>(
-            n, std::max<int64_t>(1, int64_t(config_.pageBytes / bytesPerQuery)));
-    cudaStream_t stream = res_.stream();
-    auto xDev = res_.alloc<float>(size_t(page) * d);
-    auto dDev = res_.alloc<float>(size_t(page) * k);
-    auto iDev = res_.alloc<int64_t>(size_t(page) * k);
-    for (int64_t i0 = 0; i0 < n; i0 += page) {
-        const int64_t m = std::min(page, n - i0);
-        copyToDevice(xDev.data(), x + i0 * d, size_t(m) * d, stream);
-        searchImpl_(m, xDev.data(), int(k), dDev.data(), iDev.data(), params);
-        copyToHost(distances + i0 * k, dDev.data(), size_t(m) * k, stream);
-        copyToHost(labels + i0 * k, iDev.data(), size_t(m) * k, stream);
+void GpuIndex::searchDevice(
+        int64_t n,
+        const float* x,
+        int64_t k,
+        float* distances,
+        int64_t* labels,
+        const faiss::SearchParameters* params) const {
+    FAISS_THROW_IF_NOT_FMT(n >= 0, "search: n=%lld, must be >= 0", (long long)n);
+    FAISS_THROW_IF_NOT_FMT(
+            k >= 1 && k <= kMaxSearchK, "search: k=%lld is outside [1, %lld]", (long long)k,
+            (long long)kMaxSearchK);
+    FAISS_THROW_IF_NOT_MSG(is_trained, "search: the index is not trained");
+    FAISS_THROW_IF_NOT_MSG(
+            params == nullptr || params->sel == nullptr,
+            "search: IDSelector in SearchParameters is not supported");
+    if (n == 0) {
+        return;
     }
+    FAISS_THROW_IF_NOT_MSG(
+            x != nullptr && distances != nullptr && labels != nullptr,
+            "searchDevice: null query or output pointer");
+    DeviceScope scope(res_.device());
+    searchImpl_(n, x, int(k), distances, labels, params);
 }
 
 } // namespace faiss_ext

@@ -1,5 +1,5 @@
-// Base of the faiss_ext GPU indexes: argument checks, device scope and paging of
-// host arrays through bounded device memory. Subclasses implement the device side.
+// Base of the faiss_ext GPU indexes: argument checks, device scope, paging of host
+// arrays through bounded device memory, and the one device-search entry.
 #pragma once
 
 #include <cstddef>
@@ -8,18 +8,13 @@
 #include <faiss/Index.h>
 
 #include <faiss_ext/GpuResources.h>
-#include <faiss_ext/impl/ArgChecks.h>
+#include <faiss_ext/IndexConfig.h>
 
 namespace faiss_ext {
 
-struct GpuIndexConfig {
-    /// Host queries are copied to the device in pages of at most this many bytes
-    /// (queries plus results), so that a search of any size needs bounded memory.
-    size_t pageBytes = size_t(256) << 20;
-};
-
-/// A faiss::Index whose data lives on one GPU. Every array passed to the public
-/// methods is host memory (a device pointer is refused with an exception).
+/// A faiss::Index whose data lives on one GPU. The faiss::Index methods take host
+/// memory (a device pointer is refused with an exception); searchDevice takes device
+/// memory.
 class GpuIndex : public faiss::Index {
    public:
     GpuIndex(GpuResources& resources, int d, faiss::MetricType metric, GpuIndexConfig config);
@@ -27,6 +22,8 @@ class GpuIndex : public faiss::Index {
     void train(int64_t n, const float* x) override;
     void add(int64_t n, const float* x) override;
     void add_with_ids(int64_t n, const float* x, const int64_t* ids) override;
+    /// Host arrays: copied through device pages of at most config().pageBytes, each
+    /// page searched by searchDevice.
     void search(
             int64_t n,
             const float* x,
@@ -34,6 +31,22 @@ class GpuIndex : public faiss::Index {
             float* distances,
             int64_t* labels,
             const faiss::SearchParameters* params = nullptr) const override;
+
+    /// The device-search entry: n queries x (n x d), results distances and labels (n x
+    /// k each) all in device memory of resources().device(). Refuses n < 0, k outside
+    /// [1, kMaxSearchK] (an index may allow less), an untrained index, and params with
+    /// an IDSelector; each index takes its knobs from its own SearchParameters subclass
+    /// (or its defaults when params is null or a plain faiss::SearchParameters),
+    /// checked and clamped once per call. Runs on resources().stream() without host
+    /// synchronisation; n = 0 does nothing. Virtual so that a layer over an index (a
+    /// wrapper that routes or shards searches) can take the calls of search() too.
+    virtual void searchDevice(
+            int64_t n,
+            const float* x,
+            int64_t k,
+            float* distances,
+            int64_t* labels,
+            const faiss::SearchParameters* params = nullptr) const;
 
     GpuResources& resources() const {
         return res_;
@@ -54,7 +67,9 @@ class GpuIndex : public faiss::Index {
     virtual bool supportsAddWithIds_() const {
         return false;
     }
-    /// n > 0 queries in device memory; writes n x k results to device memory.
+    /// n > 0 device queries, k in [1, kMaxSearchK], trained, params without an
+    /// IDSelector, device set: resolves the index's knobs from params and writes n x k
+    /// results to device memory.
     virtual void searchImpl_(
             int64_t n,
             const float* xDevice,
@@ -62,8 +77,6 @@ class GpuIndex : public faiss::Index {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const = 0;
-    /// Refuses search parameters this index cannot honour (an IDSelector, a foreign type).
-    virtual void checkSearchParams_(const faiss::SearchParameters* params) const;
     /// Throws if p points to device (or managed) memory.
     static void checkHostPointer(const void* p, const char* what);
 

@@ -6,33 +6,33 @@
 
 #include <faiss_ext/impl/ArgChecks.h>
 #include <faiss_ext/impl/BangBuild.h>
+#include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangPq.h>
+#include <faiss_ext/utils/DeviceScope.h>
 #include <kernels/BangPq.h>
 #include <kernels/BangSearch.h>
-#include <kernels/Distances.h>
 
 namespace faiss_ext {
 
 namespace {
 
 GpuIndexBangConfig checkedConfig(const GpuIndexBangConfig& c, int d) {
+    const BangBuildConfig& b = c.build;
     FAISS_THROW_IF_NOT_FMT(
-            c.graphDegree >= 1 && c.graphDegree <= kernels::kBangMaxDegree,
-            "graphDegree=%d is outside [1, %d]", c.graphDegree, kernels::kBangMaxDegree);
+            b.graphDegree >= 1 && b.graphDegree <= kernels::kBangMaxDegree,
+            "build.graphDegree=%d is outside [1, %d]", b.graphDegree, kernels::kBangMaxDegree);
     FAISS_THROW_IF_NOT_FMT(
-            c.alpha >= 1.f && c.alpha <= 1e6f, "alpha=%g is outside [1, 1e6]", double(c.alpha));
+            b.alpha >= 1.f && b.alpha <= 1e6f, "build.alpha=%g is outside [1, 1e6]", double(b.alpha));
     FAISS_THROW_IF_NOT_FMT(
-            c.buildCandidates >= 1 && c.buildCandidates <= 1024,
-            "buildCandidates=%d is outside [1, 1024]", c.buildCandidates);
+            b.candidates >= 1 && b.candidates <= 1024,
+            "build.candidates=%d is outside [1, 1024]", b.candidates);
     FAISS_THROW_IF_NOT_FMT(
-            c.buildHubs >= 0, "buildHubs=%lld must be >= 0 (0: automatic)",
-            (long long)c.buildHubs);
+            b.hubs >= 0, "build.hubs=%lld must be >= 0 (0: automatic)", (long long)b.hubs);
     FAISS_THROW_IF_NOT_FMT(
-            c.buildPasses >= 0 && c.buildPasses <= 16, "buildPasses=%d is outside [0, 16]",
-            c.buildPasses);
+            b.passes >= 0 && b.passes <= 16, "build.passes=%d is outside [0, 16]", b.passes);
     FAISS_THROW_IF_NOT_FMT(
-            c.buildL >= 1 && c.buildL <= GpuIndexBang::kMaxSearchL,
-            "buildL=%d is outside [1, %d]", c.buildL, GpuIndexBang::kMaxSearchL);
+            b.searchL >= 1 && b.searchL <= GpuIndexBang::kMaxSearchL,
+            "build.searchL=%d is outside [1, %d]", b.searchL, GpuIndexBang::kMaxSearchL);
     checkBangPqSubquantizers(d, c.pqSubquantizers);
     return c;
 }
@@ -55,12 +55,12 @@ GpuIndexBang::GpuIndexBang(
         GpuIndexBangConfig config)
         : GpuIndex(resources, d, checkedMetric(metric), config),
           bangConfig_(checkedConfig(config, d)),
-          storage_(resources, d) {
+          state_(std::make_unique<BangGraph>(
+                  resources, d, config.build.graphDegree, config.pqSubquantizers)) {
     // The largest worklist must fit; PQ mode adds its table (M KiB).
     const int M = config.pqSubquantizers;
-    const size_t need = std::max(
-            kernels::bangPersistentSmemBytes(kMaxSearchL, config.graphDegree, d, M),
-            kernels::bangStepSmemBytes(kMaxSearchL, config.graphDegree, d, M));
+    const size_t need =
+            kernels::bangPersistentSmemBytes(kMaxSearchL, config.build.graphDegree, d, M);
     FAISS_THROW_IF_NOT_FMT(
             need <= resources.maxSharedMemoryPerBlock(),
             "d=%d, pqSubquantizers=%d is too large: the search would need %zu bytes of "
@@ -68,6 +68,8 @@ GpuIndexBang::GpuIndexBang(
             d, M, need, resources.maxSharedMemoryPerBlock());
     is_trained = true;
 }
+
+GpuIndexBang::~GpuIndexBang() = default;
 
 int GpuIndexBang::effectiveL(int requested, int64_t k) {
     FAISS_THROW_IF_NOT_FMT(
@@ -80,19 +82,14 @@ int GpuIndexBang::effectiveL(int requested, int64_t k) {
     return int(std::max<int64_t>(requested, k));
 }
 
-int GpuIndexBang::requestedL_(const faiss::SearchParameters* params) const {
+int GpuIndexBang::searchL_(const faiss::SearchParameters* params, int64_t k) const {
     auto p = dynamic_cast<const SearchParametersBang*>(params);
-    return p ? p->search_L : search_L;
-}
-
-void GpuIndexBang::checkSearchParams_(const faiss::SearchParameters* params) const {
-    GpuIndex::checkSearchParams_(params);
     FAISS_THROW_IF_NOT_FMT(
-            params == nullptr || dynamic_cast<const SearchParametersBang*>(params) != nullptr ||
+            params == nullptr || p != nullptr ||
                     typeid(*params) == typeid(faiss::SearchParameters),
             "search: parameters of type %s are not faiss_ext::SearchParametersBang",
             typeid(*params).name());
-    effectiveL(requestedL_(params), 1);
+    return effectiveL(p ? p->search_L : search_L, k);
 }
 
 void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
@@ -100,50 +97,31 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     FAISS_THROW_IF_NOT_FMT(
             total < INT_MAX, "add: %lld vectors in all; GpuIndexBang holds fewer than 2^31",
             (long long)total);
-    // Everything is built aside; the index changes only once nothing can fail.
-    std::vector<float> all(size_t(total) * d);
-    if (ntotal > 0) {
-        storage_.copyRowsToHost(0, ntotal, all.data());
-    }
-    std::copy_n(x, size_t(n) * d, all.data() + size_t(ntotal) * d);
-    FlatStorage fresh(res_, d);
-    fresh.append(total, all.data());
-    BangBuildParams p;
-    p.R = bangConfig_.graphDegree;
-    p.alpha = bangConfig_.alpha;
-    p.candidates = bangConfig_.buildCandidates;
-    p.hubs = bangConfig_.buildHubs;
-    p.passes = bangConfig_.buildPasses;
-    p.buildL = bangConfig_.buildL;
-    p.pageBytes = config_.pageBytes;
     FAISS_THROW_IF_NOT_FMT(
             !pqMode() || total >= kBangPqMinVectors,
             "add: PQ mode needs at least %lld vectors in all to train its 256-centroid "
             "codebooks (would hold %lld)",
             (long long)kBangPqMinVectors, (long long)total);
-    BangBuildResult built = buildBangGraph(res_, fresh, all.data(), p);
-    auto g = res_.alloc<int32_t>(built.graph.size());
-    copyToDevice(g.data(), built.graph.data(), built.graph.size(), res_.stream());
-    DeviceBuffer<float> centroids;
-    DeviceBuffer<uint8_t> codes;
+    // Everything is built aside; the index changes only once nothing can fail.
+    std::vector<float> all(size_t(total) * d);
+    if (ntotal > 0) {
+        state_->vectors().copyRowsToHost(0, ntotal, all.data());
+    }
+    std::copy_n(x, size_t(n) * d, all.data() + size_t(ntotal) * d);
+    BangGraph next(res_, d, bangConfig_.build.graphDegree, bangConfig_.pqSubquantizers);
+    next.setVectors(total, all.data());
+    const BangBuildTimes t =
+            buildBangGraph(res_, next, all.data(), bangConfig_.build, config_.pageBytes);
     if (pqMode()) {
-        const BangPqTables t =
-                trainBangPq(res_, total, d, bangConfig_.pqSubquantizers, all.data());
-        centroids = res_.alloc<float>(t.centroids.size());
-        copyToDevice(centroids.data(), t.centroids.data(), t.centroids.size(), res_.stream());
-        codes = res_.alloc<uint8_t>(t.codes.size());
-        copyToDevice(codes.data(), t.codes.data(), t.codes.size(), res_.stream());
+        next.setPq(trainBangPq(
+                res_, total, d, bangConfig_.pqSubquantizers, all.data(), config_.pageBytes));
     }
 
-    storage_ = std::move(fresh);
-    graph_ = std::move(g);
-    pqCentroids_ = std::move(centroids);
-    pqCodes_ = std::move(codes);
-    entry_ = built.medoid;
+    *state_ = std::move(next);
     ntotal = total;
-    lastKnnSeconds_ = built.knnSeconds;
-    lastSearchSeconds_ = built.searchSeconds;
-    lastPruneSeconds_ = built.pruneSeconds;
+    lastKnnSeconds_ = t.knnSeconds;
+    lastSearchSeconds_ = t.searchSeconds;
+    lastPruneSeconds_ = t.pruneSeconds;
 }
 
 void GpuIndexBang::setGraph(
@@ -173,7 +151,7 @@ void GpuIndexBang::setGraph(
     FAISS_THROW_IF_NOT_FMT(
             entry >= 0 && entry < n, "setGraph: entry point %lld is outside [0, %lld)",
             (long long)entry, (long long)n);
-    const int R = bangConfig_.graphDegree;
+    const int R = graphDegree();
     for (int64_t v = 0; v < n; ++v) {
         const int32_t* row = graph + size_t(v) * R;
         std::vector<int32_t> seen;
@@ -195,45 +173,29 @@ void GpuIndexBang::setGraph(
     checkHostPointer(x, "setGraph");
     checkHostPointer(graph, "setGraph graph");
     checkFinite(n, d, x, "setGraph");
-    BangPqTables t;
+    BangGraph next(res_, d, R, M);
+    next.setVectors(n, x);
+    next.setGraph(graph, entry);
     if (pqCentroids != nullptr) {
         checkHostPointer(pqCentroids, "setGraph PQ centroids");
         checkHostPointer(pqCodes, "setGraph PQ codes");
+        BangPqTables t;
         t.centroids.assign(
                 pqCentroids, pqCentroids + size_t(kernels::kBangPqCentroids) * d);
         checkFinite(kernels::kBangPqCentroids, d, t.centroids.data(), "setGraph PQ centroids");
         t.codes.assign(pqCodes, pqCodes + size_t(n) * M);
+        next.setPq(t);
     } else if (pqMode()) {
-        t = trainBangPq(res_, n, d, M, x);
-    }
-    FlatStorage fresh(res_, d);
-    fresh.append(n, x);
-    auto g = res_.alloc<int32_t>(size_t(n) * R);
-    copyToDevice(g.data(), graph, size_t(n) * R, res_.stream());
-    DeviceBuffer<float> centroids;
-    DeviceBuffer<uint8_t> codes;
-    if (pqMode()) {
-        centroids = res_.alloc<float>(t.centroids.size());
-        copyToDevice(centroids.data(), t.centroids.data(), t.centroids.size(), res_.stream());
-        codes = res_.alloc<uint8_t>(t.codes.size());
-        copyToDevice(codes.data(), t.codes.data(), t.codes.size(), res_.stream());
+        next.setPq(trainBangPq(res_, n, d, M, x, config_.pageBytes));
     }
 
-    storage_ = std::move(fresh);
-    graph_ = std::move(g);
-    pqCentroids_ = std::move(centroids);
-    pqCodes_ = std::move(codes);
-    entry_ = entry;
+    *state_ = std::move(next);
     ntotal = n;
 }
 
 void GpuIndexBang::reset() {
     DeviceScope scope(res_.device());
-    storage_.clear();
-    graph_ = DeviceBuffer<int32_t>();
-    pqCentroids_ = DeviceBuffer<float>();
-    pqCodes_ = DeviceBuffer<uint8_t>();
-    entry_ = 0;
+    state_->clear();
     ntotal = 0;
 }
 
@@ -249,31 +211,34 @@ void GpuIndexBang::reconstruct_n(int64_t i0, int64_t ni, float* recons) const {
             (long long)i0, (long long)ni, (long long)ntotal);
     DeviceScope scope(res_.device());
     checkHostPointer(recons, "reconstruct");
-    storage_.copyRowsToHost(i0, ni, recons);
+    state_->vectors().copyRowsToHost(i0, ni, recons);
 }
 
 size_t GpuIndexBang::deviceMemoryBytes() const {
-    return storage_.deviceBytes() + graph_.bytes() + pqCentroids_.bytes() + pqCodes_.bytes();
+    return state_->deviceBytes();
 }
 
 size_t GpuIndexBang::traversalBytesPerVector() const {
     return pqMode() ? size_t(bangConfig_.pqSubquantizers) : size_t(d) * sizeof(float);
 }
 
+int64_t GpuIndexBang::entryPoint() const {
+    return state_->entry();
+}
+
 std::vector<float> GpuIndexBang::pqCentroids() const {
     DeviceScope scope(res_.device());
-    return copyToHostVector(pqCentroids_.data(), pqCentroids_.size(), res_.stream());
+    return state_->pqCentroids();
 }
 
 std::vector<uint8_t> GpuIndexBang::pqCodes() const {
     DeviceScope scope(res_.device());
-    return copyToHostVector(pqCodes_.data(), pqCodes_.size(), res_.stream());
+    return state_->pqCodes();
 }
 
 std::vector<int32_t> GpuIndexBang::graph() const {
     DeviceScope scope(res_.device());
-    return copyToHostVector(
-            graph_.data(), size_t(ntotal) * bangConfig_.graphDegree, res_.stream());
+    return state_->graph();
 }
 
 void GpuIndexBang::searchImpl_(
@@ -283,77 +248,7 @@ void GpuIndexBang::searchImpl_(
         float* distancesDevice,
         int64_t* labelsDevice,
         const faiss::SearchParameters* params) const {
-    searchDevice(
-            n, xDevice, k, distancesDevice, labelsDevice, effectiveL(requestedL_(params), k),
-            bangConfig_.kernel);
-}
-
-void GpuIndexBang::searchDevice(
-        int64_t n,
-        const float* xDevice,
-        int k,
-        float* distancesDevice,
-        int64_t* labelsDevice,
-        int L,
-        BangKernel kernel,
-        int32_t* iterationsDevice) const {
-    FAISS_THROW_IF_NOT_FMT(n >= 0, "search: n=%lld", (long long)n);
-    FAISS_THROW_IF_NOT_FMT(
-            L >= 1 && L <= kMaxSearchL, "search: L=%d is outside [1, %d]", L, kMaxSearchL);
-    FAISS_THROW_IF_NOT_FMT(k >= 1 && k <= L, "search: k=%d is outside [1, L=%d]", k, L);
-    if (n == 0) {
-        return;
-    }
-    DeviceScope scope(res_.device());
-    cudaStream_t stream = res_.stream();
-    if (ntotal == 0) {
-        kernels::fillMissingResults(
-                distancesDevice, labelsDevice, n * k, kernels::DistanceFinish::kL2, stream);
-        if (iterationsDevice) {
-            FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(iterationsDevice, 0, size_t(n) * 4, stream));
-        }
-        return;
-    }
-    kernels::BangGraphView g;
-    g.vectors = storage_.vectors();
-    g.graph = graph_.data();
-    g.n = ntotal;
-    g.d = d;
-    g.R = bangConfig_.graphDegree;
-    g.entry = int32_t(entry_);
-    if (pqMode()) {
-        g.pqM = bangConfig_.pqSubquantizers;
-        g.codes = pqCodes_.data();
-        g.pqCentroids = pqCentroids_.data();
-    }
-
-    // Pages of queries: grid size for the persistent kernel, state memory for the
-    // stepwise one.
-    int64_t page = INT_MAX;
-    DeviceBuffer<char> state;
-    DeviceBuffer<int> flag;
-    if (kernel == BangKernel::kStepwise) {
-        const size_t perQuery = kernels::bangStepStateBytesPerQuery(L);
-        page = std::max<int64_t>(1, int64_t(res_.tempMemoryBytes() / perQuery));
-        page = std::min(page, n);
-        state = res_.alloc<char>(size_t(page) * perQuery);
-        flag = res_.alloc<int>(1);
-    }
-    for (int64_t q0 = 0; q0 < n; q0 += page) {
-        kernels::BangSearchArgs a;
-        a.queries = xDevice + size_t(q0) * d;
-        a.nq = std::min(page, n - q0);
-        a.L = L;
-        a.k = k;
-        a.outD = distancesDevice + size_t(q0) * k;
-        a.outI = labelsDevice + size_t(q0) * k;
-        a.iterations = iterationsDevice ? iterationsDevice + q0 : nullptr;
-        if (kernel == BangKernel::kPersistent) {
-            kernels::bangSearchPersistent(g, a, stream);
-        } else {
-            kernels::bangSearchStepwise(g, a, state.data(), state.bytes(), flag.data(), stream);
-        }
-    }
+    state_->search(xDevice, n, k, searchL_(params, k), distancesDevice, labelsDevice);
 }
 
 } // namespace faiss_ext

@@ -3,51 +3,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <faiss/Index.h>
 
 #include <faiss_ext/GpuIndex.h>
-#include <faiss_ext/impl/DeviceBuffer.h>
-#include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/IndexConfig.h>
 
 namespace faiss_ext {
 
-/// Which kernel runs the search loop.
-enum class BangKernel {
-    /// one launch; each block iterates until its query converges (default)
-    kPersistent,
-    /// one fused kernel launch per iteration from a host loop (the seed's design), the
-    /// state in global memory; for comparison
-    kStepwise,
-};
-
-struct GpuIndexBangConfig : GpuIndexConfig {
-    /// R: most neighbours per vector, in [1, 128].
-    int graphDegree = 64;
-    /// RobustPrune's alpha (>= 1; larger keeps more long edges).
-    float alpha = 1.2f;
-    /// Exact nearest neighbours of each vector in the first graph's candidates, in
-    /// [1, 1024].
-    int buildCandidates = 64;
-    /// Evenly spaced hub vectors linked into the first graph (0: 4 sqrt(ntotal)).
-    int64_t buildHubs = 0;
-    /// Vamana refinement passes after the first graph, in [0, 16] (see BangBuild.h).
-    int buildPasses = 2;
-    /// Worklist of the refinement passes' searches, in [1, 1024].
-    int buildL = 64;
-    /// Kernel of search() (searchDevice takes it per call).
-    BangKernel kernel = BangKernel::kPersistent;
-    /// BANG's PQ mode: M sub-quantizers of 8 bits each (faiss::ProductQuantizer,
-    /// trained at every add on up to 65536 evenly spaced stored vectors with k-means on
-    /// the GPU; impl/BangPq.h). The search walks the graph with ADC distances from the
-    /// codes (M bytes per vector) and a per-query table in shared memory (M KiB), then
-    /// re-ranks its final worklist with exact distances from the full vectors, which
-    /// stay on the GPU. The graph is built with exact distances either way. 0: exact
-    /// distances throughout (default); else in [1, 128], dividing d, and add needs at
-    /// least 256 vectors in all.
-    int pqSubquantizers = 0;
-};
+class BangGraph;
 
 /// Per-call parameters of GpuIndexBang::search.
 struct SearchParametersBang : faiss::SearchParameters {
@@ -56,9 +22,9 @@ struct SearchParametersBang : faiss::SearchParameters {
     int search_L = 64;
 };
 
-/// Vectors and graph live on the GPU. add() (re)builds the graph over every stored
-/// vector (impl/BangBuild.h): a first graph from exact k-NN candidates (GPU) pruned by
-/// RobustPrune (host), then Vamana passes whose searches run on the GPU.
+/// Vectors and graph live on the GPU (impl/BangGraph.h). add() (re)builds the graph over
+/// every stored vector (impl/BangBuild.h): a first graph from exact k-NN candidates
+/// (GPU) pruned by RobustPrune (host), then Vamana passes whose searches run on the GPU.
 /// A later add() rebuilds the whole graph over old and new vectors (the ids stay
 /// sequential). Search (exact mode): exact squared L2 distances throughout, so the final
 /// worklist is already exactly ranked; the k best of it are returned (k <= L; L =
@@ -75,6 +41,7 @@ class GpuIndexBang : public GpuIndex {
             int d,
             faiss::MetricType metric = faiss::METRIC_L2,
             GpuIndexBangConfig config = GpuIndexBangConfig());
+    ~GpuIndexBang() override;
 
     /// Worklist size of search() without SearchParametersBang.
     int search_L = 64;
@@ -100,11 +67,9 @@ class GpuIndexBang : public GpuIndex {
 
     /// The graph (ntotal x R, -1 padded), copied to the host.
     std::vector<int32_t> graph() const;
-    int64_t entryPoint() const {
-        return entry_;
-    }
+    int64_t entryPoint() const;
     int graphDegree() const {
-        return bangConfig_.graphDegree;
+        return bangConfig_.build.graphDegree;
     }
     const GpuIndexBangConfig& bangConfig() const {
         return bangConfig_;
@@ -131,18 +96,11 @@ class GpuIndexBang : public GpuIndex {
         return lastPruneSeconds_;
     }
 
-    /// Search with every array in device memory (on resources().stream()), with an
-    /// explicit worklist size L (>= k) and kernel; iterationsDevice (nullable) gets the
-    /// parents expanded per query. The stepwise kernel synchronises once per iteration.
-    void searchDevice(
-            int64_t n,
-            const float* xDevice,
-            int k,
-            float* distancesDevice,
-            int64_t* labelsDevice,
-            int L,
-            BangKernel kernel,
-            int32_t* iterationsDevice = nullptr) const;
+    /// The device state (impl/BangGraph.h), for tests and benchmarks that run the search
+    /// kernels themselves (iteration counts, the stepwise comparison kernel).
+    const BangGraph& deviceState() const {
+        return *state_;
+    }
     /// The worklist size a search with search_L = requested and k uses (max of the two);
     /// throws if it is outside [1, kMaxSearchL].
     static int effectiveL(int requested, int64_t k);
@@ -156,17 +114,13 @@ class GpuIndexBang : public GpuIndex {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const override;
-    void checkSearchParams_(const faiss::SearchParameters* params) const override;
 
    private:
-    int requestedL_(const faiss::SearchParameters* params) const;
+    /// The worklist of a search with these params (checked: type, range) and k.
+    int searchL_(const faiss::SearchParameters* params, int64_t k) const;
 
     GpuIndexBangConfig bangConfig_;
-    FlatStorage storage_;
-    DeviceBuffer<int32_t> graph_; ///< ntotal x R
-    DeviceBuffer<float> pqCentroids_; ///< PQ mode: M x 256 x d / M
-    DeviceBuffer<uint8_t> pqCodes_;   ///< PQ mode: ntotal x M
-    int64_t entry_ = 0;
+    std::unique_ptr<BangGraph> state_;
     double lastKnnSeconds_ = 0;
     double lastSearchSeconds_ = 0;
     double lastPruneSeconds_ = 0;

@@ -1,6 +1,12 @@
 #include <faiss_ext/GpuIndexFlat.h>
 
+#include <vector>
+
+#include <faiss/IndexFlat.h>
+
 #include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
 
@@ -11,7 +17,7 @@ GpuIndexFlat::GpuIndexFlat(
         GpuIndexFlatConfig config)
         : GpuIndex(resources, d, metric, config),
           flatConfig_(config),
-          storage_(resources, d) {}
+          storage_(std::make_unique<FlatStorage>(resources, d)) {}
 
 GpuIndexFlat::GpuIndexFlat(
         GpuResources& resources,
@@ -25,6 +31,8 @@ GpuIndexFlat::GpuIndexFlat(
     copyFrom(index);
 }
 
+GpuIndexFlat::~GpuIndexFlat() = default;
+
 void GpuIndexFlat::copyFrom(const faiss::IndexFlat* index) {
     FAISS_THROW_IF_NOT_MSG(index != nullptr, "copyFrom: null index");
     FAISS_THROW_IF_NOT_FMT(index->d > 0, "copyFrom: dimension %d", index->d);
@@ -37,7 +45,7 @@ void GpuIndexFlat::copyFrom(const faiss::IndexFlat* index) {
     if (index->ntotal > 0) {
         fresh.append(index->ntotal, index->get_xb());
     }
-    storage_ = std::move(fresh);
+    *storage_ = std::move(fresh);
     d = index->d;
     metric_type = index->metric_type;
     ntotal = index->ntotal;
@@ -47,7 +55,7 @@ void GpuIndexFlat::copyTo(faiss::IndexFlat* index) const {
     FAISS_THROW_IF_NOT_MSG(index != nullptr, "copyTo: null index");
     DeviceScope scope(res_.device());
     std::vector<float> host(size_t(ntotal) * d);
-    storage_.copyRowsToHost(0, ntotal, host.data());
+    storage_->copyRowsToHost(0, ntotal, host.data());
     index->reset();
     index->d = d;
     index->code_size = sizeof(float) * d;
@@ -60,7 +68,7 @@ void GpuIndexFlat::copyTo(faiss::IndexFlat* index) const {
 
 void GpuIndexFlat::reset() {
     DeviceScope scope(res_.device());
-    storage_.clear();
+    storage_->clear();
     ntotal = 0;
 }
 
@@ -76,15 +84,15 @@ void GpuIndexFlat::reconstruct_n(int64_t i0, int64_t ni, float* recons) const {
             (long long)i0, (long long)(i0 + ni), (long long)ntotal);
     DeviceScope scope(res_.device());
     checkHostPointer(recons, "reconstruct");
-    storage_.copyRowsToHost(i0, ni, recons);
+    storage_->copyRowsToHost(i0, ni, recons);
 }
 
 size_t GpuIndexFlat::deviceMemoryBytes() const {
-    return storage_.deviceBytes();
+    return storage_->deviceBytes();
 }
 
 void GpuIndexFlat::addImpl_(int64_t n, const float* x, const int64_t*) {
-    storage_.append(n, x);
+    storage_->append(n, x);
     ntotal += n;
 }
 
@@ -95,20 +103,11 @@ void GpuIndexFlat::searchImpl_(
         float* distancesDevice,
         int64_t* labelsDevice,
         const faiss::SearchParameters*) const {
-    searchDevice(n, xDevice, k, distancesDevice, labelsDevice);
-}
-
-void GpuIndexFlat::searchDevice(
-        int64_t n,
-        const float* xDevice,
-        int k,
-        float* distancesDevice,
-        int64_t* labelsDevice) const {
     FlatSearchInput in;
     in.queries = xDevice;
     in.nq = n;
-    in.base = storage_.vectors();
-    in.baseNorms = storage_.norms();
+    in.base = storage_->vectors();
+    in.baseNorms = storage_->norms();
     in.nb = ntotal;
     in.d = d;
     in.metric = metric_type;

@@ -2,34 +2,18 @@
 #pragma once
 
 #include <cstdint>
-
-#include <faiss/IndexFlat.h>
+#include <memory>
 
 #include <faiss_ext/GpuIndex.h>
-#include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/IndexConfig.h>
+
+namespace faiss {
+struct IndexFlat;
+}
 
 namespace faiss_ext {
 
-/// How GpuIndexFlat computes the query-base products. Results are those of FP32
-/// arithmetic in every mode (ids equal except ties, distances to FP32 rounding).
-enum class GpuFlatPrecision {
-    /// TF32 where it measured faster on every data set tried: batches of at least 64
-    /// queries and k <= 4 (at larger k the re-rank's proof fails for many queries of
-    /// clustered data, and re-searching them costs more than TF32 saves:
-    /// benchs/NOTES.md)
-    kAuto,
-    /// FP32 GEMM on CUDA cores
-    kFloat32,
-    /// TF32 GEMM on tensor cores, an FP32 re-rank of a shortlist of k + max(16, k/8),
-    /// and a second FP32 search of the queries whose shortlist boundary is not provably
-    /// beyond the TF32 rounding error; k above 1820 is refused
-    kTF32,
-};
-
-struct GpuIndexFlatConfig : GpuIndexConfig {
-    /// see GpuFlatPrecision
-    GpuFlatPrecision precision = GpuFlatPrecision::kAuto;
-};
+class FlatStorage;
 
 /// Brute-force k-NN (L2 or inner product) over vectors stored on the GPU: batched
 /// cuBLAS GEMM tiles with precomputed norms and a fused streaming k-selection, so the
@@ -47,6 +31,7 @@ class GpuIndexFlat : public GpuIndex {
             GpuResources& resources,
             const faiss::IndexFlat* index,
             GpuIndexFlatConfig config = GpuIndexFlatConfig());
+    ~GpuIndexFlat() override;
 
     /// Replaces this index's contents (dimension, metric, vectors) with the CPU index's.
     void copyFrom(const faiss::IndexFlat* index);
@@ -58,17 +43,8 @@ class GpuIndexFlat : public GpuIndex {
     void reconstruct_n(int64_t i0, int64_t ni, float* recons) const override;
     size_t deviceMemoryBytes() const override;
 
-    /// Search with every array already in device memory (on resources().stream(),
-    /// no host synchronisation): for other indexes and benchmarks.
-    void searchDevice(
-            int64_t n,
-            const float* xDevice,
-            int k,
-            float* distancesDevice,
-            int64_t* labelsDevice) const;
-    /// The stored vectors (ntotal x d, row-major) and squared norms, in device memory.
-    const FlatStorage& storage() const {
-        return storage_;
+    const GpuIndexFlatConfig& flatConfig() const {
+        return flatConfig_;
     }
 
    protected:
@@ -82,8 +58,11 @@ class GpuIndexFlat : public GpuIndex {
             const faiss::SearchParameters* params) const override;
 
    private:
+    /// The coarse search of GpuIndexIVFFlat reads its quantizer's centroids in place.
+    friend class GpuIndexIVFFlat;
+
     GpuIndexFlatConfig flatConfig_;
-    FlatStorage storage_;
+    std::unique_ptr<FlatStorage> storage_;
 };
 
 } // namespace faiss_ext

@@ -3,9 +3,16 @@
 #include <algorithm>
 #include <typeinfo>
 
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexIVFFlat.h>
 #include <faiss/invlists/InvertedLists.h>
 
 #include <faiss_ext/impl/ArgChecks.h>
+#include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/impl/IvfLists.h>
+#include <faiss_ext/impl/IvfSearch.h>
+#include <faiss_ext/impl/KMeans.h>
+#include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
 
@@ -35,6 +42,13 @@ const faiss::IndexIVFFlat* nonNull(const faiss::IndexIVFFlat* index) {
     return index;
 }
 
+/// The quantizer's config: host paging as the IVF index's.
+GpuIndexFlatConfig quantizerConfig(const GpuIndexConfig& c) {
+    GpuIndexFlatConfig q;
+    q.pageBytes = c.pageBytes;
+    return q;
+}
+
 } // namespace
 
 GpuIndexIVFFlat::GpuIndexIVFFlat(
@@ -46,8 +60,9 @@ GpuIndexIVFFlat::GpuIndexIVFFlat(
         : GpuIndex(resources, d, metric, config),
           ivfConfig_(config),
           nlist_(checkedNlist(nlist)),
-          quantizer_(std::make_unique<GpuIndexFlat>(resources, d, metric)),
-          lists_(resources, d, nlist) {
+          quantizer_(std::make_unique<GpuIndexFlat>(
+                  resources, d, metric, quantizerConfig(config))),
+          lists_(std::make_unique<IvfLists>(resources, d, nlist)) {
     FAISS_THROW_IF_NOT_FMT(
             config.listChunkVectors == 0 ||
                     (config.listChunkVectors >= 32 && config.listChunkVectors % 32 == 0 &&
@@ -73,6 +88,8 @@ GpuIndexIVFFlat::GpuIndexIVFFlat(
     copyFrom(index);
 }
 
+GpuIndexIVFFlat::~GpuIndexIVFFlat() = default;
+
 int GpuIndexIVFFlat::effectiveNprobe_(size_t requested) const {
     FAISS_THROW_IF_NOT_MSG(requested >= 1, "search: nprobe=0, must be >= 1");
     const int64_t e = std::min<int64_t>(int64_t(std::min<size_t>(requested, INT64_MAX)), nlist_);
@@ -82,30 +99,24 @@ int GpuIndexIVFFlat::effectiveNprobe_(size_t requested) const {
     return int(e);
 }
 
-size_t GpuIndexIVFFlat::requestedNprobe_(const faiss::SearchParameters* params) const {
+int GpuIndexIVFFlat::searchNprobe_(const faiss::SearchParameters* params) const {
     auto ivf = dynamic_cast<const faiss::SearchParametersIVF*>(params);
-    return ivf ? ivf->nprobe : nprobe;
-}
-
-void GpuIndexIVFFlat::checkSearchParams_(const faiss::SearchParameters* params) const {
-    GpuIndex::checkSearchParams_(params);
-    if (params != nullptr) {
-        auto ivf = dynamic_cast<const faiss::SearchParametersIVF*>(params);
-        FAISS_THROW_IF_NOT_FMT(
-                ivf != nullptr || typeid(*params) == typeid(faiss::SearchParameters),
-                "search: parameters of type %s are not faiss::SearchParametersIVF",
-                typeid(*params).name());
-        if (ivf) {
-            FAISS_THROW_IF_NOT_FMT(
-                    ivf->max_codes == 0,
-                    "search: SearchParametersIVF::max_codes=%zu is not supported (use 0)",
-                    ivf->max_codes);
-            FAISS_THROW_IF_NOT_MSG(
-                    ivf->quantizer_params == nullptr,
-                    "search: SearchParametersIVF::quantizer_params is not supported");
-        }
+    FAISS_THROW_IF_NOT_FMT(
+            params == nullptr || ivf != nullptr ||
+                    typeid(*params) == typeid(faiss::SearchParameters),
+            "search: parameters of type %s are not faiss::SearchParametersIVF",
+            typeid(*params).name());
+    if (ivf == nullptr) {
+        return effectiveNprobe_(nprobe);
     }
-    effectiveNprobe_(requestedNprobe_(params));
+    FAISS_THROW_IF_NOT_FMT(
+            ivf->max_codes == 0,
+            "search: SearchParametersIVF::max_codes=%zu is not supported (use 0)",
+            ivf->max_codes);
+    FAISS_THROW_IF_NOT_MSG(
+            ivf->quantizer_params == nullptr,
+            "search: SearchParametersIVF::quantizer_params is not supported");
+    return effectiveNprobe_(ivf->nprobe);
 }
 
 void GpuIndexIVFFlat::checkIds_(int64_t n, const int64_t* ids, const char* what) const {
@@ -124,12 +135,10 @@ void GpuIndexIVFFlat::trainImpl_(int64_t n, const float* x) {
     FAISS_THROW_IF_NOT_FMT(
             n >= nlist_, "train: %lld training vectors for nlist=%lld (need at least nlist)",
             (long long)n, (long long)nlist_);
-    // k-means on the GPU: faiss::Clustering with a GpuIndexFlat as the assigner.
-    auto q = std::make_unique<GpuIndexFlat>(res_, d, metric_type);
-    faiss::Clustering clus(d, int(nlist_), cp);
-    clus.train(n, x, *q);
-    q->reset();
-    q->add(nlist_, clus.centroids.data());
+    const std::vector<float> centroids =
+            gpuKMeans(res_, d, nlist_, n, x, cp, metric_type, config_.pageBytes);
+    auto q = std::make_unique<GpuIndexFlat>(res_, d, metric_type, quantizerConfig(config_));
+    q->add(nlist_, centroids.data());
     quantizer_ = std::move(q);
     is_trained = true;
 }
@@ -147,8 +156,7 @@ void GpuIndexIVFFlat::setQuantizer(const faiss::IndexFlat* quantizer) {
             (long long)ntotal);
     DeviceScope scope(res_.device());
     checkFinite(quantizer->ntotal, d, quantizer->get_xb(), "setQuantizer");
-    auto q = std::make_unique<GpuIndexFlat>(res_, quantizer);
-    quantizer_ = std::move(q);
+    quantizer_ = std::make_unique<GpuIndexFlat>(res_, quantizer, quantizerConfig(config_));
     is_trained = true;
 }
 
@@ -156,22 +164,11 @@ void GpuIndexIVFFlat::addImpl_(int64_t n, const float* x, const int64_t* ids) {
     if (ids) {
         checkIds_(n, ids, "add_with_ids");
     }
-    // Coarse assignment, page by page.
+    // Coarse assignment: the nearest centroid of each vector.
     std::vector<int64_t> listNos(static_cast<size_t>(n));
     {
-        const int64_t page = std::min<int64_t>(
-                n, std::max<int64_t>(
-                           1, int64_t(config_.pageBytes / (size_t(d) * sizeof(float) + 12))));
-        cudaStream_t stream = res_.stream();
-        auto xDev = res_.alloc<float>(size_t(page) * d);
-        auto dDev = res_.alloc<float>(size_t(page));
-        auto iDev = res_.alloc<int64_t>(size_t(page));
-        for (int64_t i0 = 0; i0 < n; i0 += page) {
-            const int64_t m = std::min(page, n - i0);
-            copyToDevice(xDev.data(), x + i0 * d, size_t(m) * d, stream);
-            quantizer_->searchDevice(m, xDev.data(), 1, dDev.data(), iDev.data());
-            copyToHost(listNos.data() + i0, iDev.data(), size_t(m), stream);
-        }
+        std::vector<float> unused(static_cast<size_t>(n));
+        quantizer_->search(n, x, 1, unused.data(), listNos.data());
     }
     std::vector<int64_t> seq;
     if (!ids) {
@@ -181,7 +178,7 @@ void GpuIndexIVFFlat::addImpl_(int64_t n, const float* x, const int64_t* ids) {
         }
         ids = seq.data();
     }
-    lists_.append(n, x, listNos.data(), ids, config_.pageBytes);
+    lists_->append(n, x, listNos.data(), ids, config_.pageBytes);
     ntotal += n;
 }
 
@@ -208,7 +205,7 @@ void GpuIndexIVFFlat::addPreassigned(
         }
         ids = seq.data();
     }
-    lists_.append(n, x, listNos, ids, config_.pageBytes);
+    lists_->append(n, x, listNos, ids, config_.pageBytes);
     ntotal += n;
 }
 
@@ -252,9 +249,10 @@ void GpuIndexIVFFlat::copyFrom(const faiss::IndexIVFFlat* index) {
     std::unique_ptr<GpuIndexFlat> q;
     if (index->is_trained) {
         checkFinite(cpuQ->ntotal, newD, cpuQ->get_xb(), "copyFrom centroids");
-        q = std::make_unique<GpuIndexFlat>(res_, cpuQ);
+        q = std::make_unique<GpuIndexFlat>(res_, cpuQ, quantizerConfig(config_));
     } else {
-        q = std::make_unique<GpuIndexFlat>(res_, newD, cpuQ->metric_type);
+        q = std::make_unique<GpuIndexFlat>(
+                res_, newD, cpuQ->metric_type, quantizerConfig(config_));
     }
     int64_t total = 0;
     for (int64_t l = 0; l < newNlist; ++l) {
@@ -289,7 +287,7 @@ void GpuIndexIVFFlat::copyFrom(const faiss::IndexIVFFlat* index) {
     metric_type = index->metric_type;
     nlist_ = newNlist;
     quantizer_ = std::move(q);
-    lists_ = std::move(lists);
+    *lists_ = std::move(lists);
     ntotal = total;
     is_trained = index->is_trained;
     nprobe = index->nprobe;
@@ -308,10 +306,10 @@ void GpuIndexIVFFlat::copyTo(faiss::IndexIVFFlat* index) const {
     const size_t codeSize = size_t(d) * sizeof(float);
     auto il = std::make_unique<faiss::ArrayInvertedLists>(size_t(nlist_), codeSize);
     for (int64_t l = 0; l < nlist_; ++l) {
-        const int64_t len = lists_.lengths()[l];
+        const int64_t len = lists_->lengths()[l];
         if (len > 0) {
-            std::vector<float> v = lists_.listVectors(l);
-            std::vector<int64_t> ids = lists_.listIds(l);
+            std::vector<float> v = lists_->listVectors(l);
+            std::vector<int64_t> ids = lists_->listIds(l);
             il->add_entries(
                     size_t(l), size_t(len), ids.data(),
                     reinterpret_cast<const uint8_t*>(v.data()));
@@ -342,7 +340,7 @@ void GpuIndexIVFFlat::copyTo(faiss::IndexIVFFlat* index) const {
 
 void GpuIndexIVFFlat::reset() {
     DeviceScope scope(res_.device());
-    lists_.clear();
+    lists_->clear();
     ntotal = 0;
 }
 
@@ -350,7 +348,7 @@ void GpuIndexIVFFlat::reconstruct(int64_t key, float* recons) const {
     FAISS_THROW_IF_NOT_MSG(recons != nullptr, "reconstruct: null output pointer");
     DeviceScope scope(res_.device());
     checkHostPointer(recons, "reconstruct");
-    std::vector<int> count = lists_.gatherByIds(key, 1, recons);
+    std::vector<int> count = lists_->gatherByIds(key, 1, recons);
     FAISS_THROW_IF_NOT_FMT(
             count[0] == 1, "reconstruct: id %lld is not stored in the index", (long long)key);
 }
@@ -365,39 +363,43 @@ void GpuIndexIVFFlat::reconstruct_n(int64_t i0, int64_t ni, float* recons) const
     }
     DeviceScope scope(res_.device());
     checkHostPointer(recons, "reconstruct_n");
-    lists_.gatherByIds(i0, ni, recons);
+    lists_->gatherByIds(i0, ni, recons);
 }
 
 size_t GpuIndexIVFFlat::deviceMemoryBytes() const {
-    return quantizer_->deviceMemoryBytes() + lists_.deviceBytes();
+    return quantizer_->deviceMemoryBytes() + lists_->deviceBytes();
 }
 
 int64_t GpuIndexIVFFlat::listLength(int64_t list) const {
     FAISS_THROW_IF_NOT_FMT(
             list >= 0 && list < nlist_, "list %lld is outside [0, %lld)", (long long)list,
             (long long)nlist_);
-    return lists_.lengths()[list];
+    return lists_->lengths()[list];
 }
 
 std::vector<float> GpuIndexIVFFlat::listVectors(int64_t list) const {
     DeviceScope scope(res_.device());
-    return lists_.listVectors(list);
+    return lists_->listVectors(list);
 }
 
 std::vector<int64_t> GpuIndexIVFFlat::listIds(int64_t list) const {
     DeviceScope scope(res_.device());
-    return lists_.listIds(list);
+    return lists_->listIds(list);
 }
 
 IvfSearchPlan GpuIndexIVFFlat::plan(int64_t nq, int k, int64_t nprobeRequested) const {
     FAISS_THROW_IF_NOT_FMT(
             nprobeRequested >= 1, "nprobe=%lld must be >= 1", (long long)nprobeRequested);
+    return plan_(nq, k, effectiveNprobe_(size_t(nprobeRequested)));
+}
+
+IvfSearchPlan GpuIndexIVFFlat::plan_(int64_t nq, int k, int nprobeClamped) const {
     IvfPlanInput in;
     in.nq = nq;
-    in.nprobe = effectiveNprobe_(size_t(nprobeRequested));
+    in.nprobe = nprobeClamped;
     in.k = k;
     in.d = d;
-    in.listLengths = &lists_.lengths();
+    in.listLengths = &lists_->lengths();
     in.chunkOverride = ivfConfig_.listChunkVectors;
     in.mergePath = ivfConfig_.mergePath;
     in.scanPath = ivfConfig_.scanPath;
@@ -414,38 +416,18 @@ void GpuIndexIVFFlat::searchImpl_(
         float* distancesDevice,
         int64_t* labelsDevice,
         const faiss::SearchParameters* params) const {
-    searchDevice(
-            n, xDevice, k, distancesDevice, labelsDevice,
-            effectiveNprobe_(requestedNprobe_(params)));
-}
-
-void GpuIndexIVFFlat::searchDevice(
-        int64_t n,
-        const float* xDevice,
-        int k,
-        float* distancesDevice,
-        int64_t* labelsDevice,
-        int64_t nprobeRequested) const {
-    FAISS_THROW_IF_NOT_FMT(n >= 0, "search: n=%lld", (long long)n);
-    FAISS_THROW_IF_NOT_FMT(
-            k >= 1 && k <= kMaxSearchK, "search: k=%d is outside [1, %lld]", k,
-            (long long)kMaxSearchK);
-    FAISS_THROW_IF_NOT_MSG(is_trained, "search: the index is not trained");
-    if (n == 0) {
-        return;
-    }
-    DeviceScope scope(res_.device());
-    const IvfSearchPlan p = plan(n, k, nprobeRequested);
+    const int np = searchNprobe_(params);
+    const FlatStorage& centroids = *quantizer_->storage_;
     IvfSearchInput in;
-    in.coarse.base = quantizer_->storage().vectors();
-    in.coarse.baseNorms = quantizer_->storage().norms();
+    in.coarse.base = centroids.vectors();
+    in.coarse.baseNorms = centroids.norms();
     in.coarse.nb = quantizer_->ntotal;
     in.coarse.d = d;
     in.coarse.metric = quantizer_->metric_type;
-    in.lists = &lists_;
+    in.lists = lists_.get();
     in.metric = metric_type;
-    in.nprobe = effectiveNprobe_(size_t(nprobeRequested));
-    ivfSearch(res_, in, xDevice, n, k, p, distancesDevice, labelsDevice);
+    in.nprobe = np;
+    ivfSearch(res_, in, xDevice, n, k, plan_(n, k, np), distancesDevice, labelsDevice);
 }
 
 } // namespace faiss_ext

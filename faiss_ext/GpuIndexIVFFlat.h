@@ -7,32 +7,20 @@
 #include <vector>
 
 #include <faiss/Clustering.h>
-#include <faiss/IndexFlat.h>
-#include <faiss/IndexIVFFlat.h>
 
 #include <faiss_ext/GpuIndex.h>
 #include <faiss_ext/GpuIndexFlat.h>
-#include <faiss_ext/impl/IvfLists.h>
-#include <faiss_ext/impl/IvfSearch.h>
+#include <faiss_ext/IndexConfig.h>
+
+namespace faiss {
+struct IndexFlat;
+struct IndexIVFFlat;
+} // namespace faiss
 
 namespace faiss_ext {
 
-struct GpuIndexIVFFlatConfig : GpuIndexConfig {
-    /// Kernel D (merging each query's per-list candidates): kAuto takes the fast
-    /// shared-memory path whenever its shared memory fits the device's per-block
-    /// limit, else the heap path; kFast / kHeap force one (kFast refuses searches
-    /// whose candidates do not fit).
-    IvfMergePath mergePath = IvfMergePath::kAuto;
-    /// The list scan: kAuto takes the list-major path when the batch's queries share
-    /// lists (on average at least 4 queries per non-empty list: nq x nprobe / lists),
-    /// else the per-query path; kPerQuery / kListMajor force one. Both give the same
-    /// results (the same FP32 operations in the same order).
-    IvfScanPath scanPath = IvfScanPath::kAuto;
-    /// Vectors one list-scan block reads (a multiple of 32, at most 2^30); longer
-    /// lists are split into chunks of this size. 0: chosen per search from the batch
-    /// shape, k and the device.
-    int64_t listChunkVectors = 0;
-};
+class IvfLists;
+struct IvfSearchPlan;
 
 /// Inverted file over uncompressed vectors. A GpuIndexFlat holds the nlist centroids
 /// (the coarse quantizer); each list keeps its vectors in a warp-interleaved layout and
@@ -51,6 +39,7 @@ class GpuIndexIVFFlat : public GpuIndex {
             GpuResources& resources,
             const faiss::IndexIVFFlat* index,
             GpuIndexIVFFlatConfig config = GpuIndexIVFFlatConfig());
+    ~GpuIndexIVFFlat() override;
 
     /// Lists probed per query when search gets no SearchParametersIVF (like FAISS:
     /// clamped to nlist; at most 2048 lists are probed).
@@ -98,18 +87,8 @@ class GpuIndexIVFFlat : public GpuIndex {
     std::vector<int64_t> listIds(int64_t list) const;
 
     /// The plan search would use for nq queries, k results and nprobe probes (for
-    /// tests and benchmarks: chunking, memory, Kernel D path).
+    /// tests and benchmarks, with impl/IvfSearch.h: chunking, memory, merge path).
     IvfSearchPlan plan(int64_t nq, int k, int64_t nprobe) const;
-
-    /// Search with every array in device memory (on resources().stream(), no host
-    /// synchronisation), with an explicit nprobe.
-    void searchDevice(
-            int64_t n,
-            const float* xDevice,
-            int k,
-            float* distancesDevice,
-            int64_t* labelsDevice,
-            int64_t nprobe) const;
 
     const GpuIndexIVFFlatConfig& ivfConfig() const {
         return ivfConfig_;
@@ -128,18 +107,20 @@ class GpuIndexIVFFlat : public GpuIndex {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const override;
-    void checkSearchParams_(const faiss::SearchParameters* params) const override;
 
    private:
     /// nprobe of this call, clamped to nlist; throws if 0 or above 2048.
     int effectiveNprobe_(size_t requested) const;
-    size_t requestedNprobe_(const faiss::SearchParameters* params) const;
+    /// The nprobe of a search with these params (checked: type, unsupported fields,
+    /// range), clamped.
+    int searchNprobe_(const faiss::SearchParameters* params) const;
+    IvfSearchPlan plan_(int64_t nq, int k, int nprobe) const;
     void checkIds_(int64_t n, const int64_t* ids, const char* what) const;
 
     GpuIndexIVFFlatConfig ivfConfig_;
     int64_t nlist_;
     std::unique_ptr<GpuIndexFlat> quantizer_;
-    IvfLists lists_;
+    std::unique_ptr<IvfLists> lists_;
 };
 
 } // namespace faiss_ext

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include <faiss_ext/utils/DeviceScope.h>
+
 namespace faiss_ext {
 
 int GpuResources::deviceCount() {

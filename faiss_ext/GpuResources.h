@@ -7,7 +7,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include <faiss_ext/impl/DeviceBuffer.h>
+#include <faiss_ext/utils/DeviceBuffer.h>
 
 namespace faiss_ext {
 

@@ -19,6 +19,7 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
         im.metric = int(ivf->metric_type);
         im.quantizerMetric = int(ivf->quantizer().metric_type);
         im.nlist = ivf->nlist();
+        im.config = ivf->ivfConfig();
         im.nprobe = ivf->nprobe;
         im.trained = ivf->is_trained;
         FAISS_THROW_IF_NOT_MSG(im.nprobe >= 1, "write_index: nprobe=0");
@@ -40,6 +41,7 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
         FlatImage im;
         im.d = flat->d;
         im.metric = int(flat->metric_type);
+        im.config = flat->flatConfig();
         im.ntotal = flat->ntotal;
         im.vectors.resize(size_t(im.ntotal) * im.d);
         if (im.ntotal > 0) {
@@ -48,20 +50,13 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
         writeHeader(out, IndexKind::kFlat);
         writeFlatImage(out, im);
     } else if (auto bang = dynamic_cast<const GpuIndexBang*>(index)) {
-        const GpuIndexBangConfig& c = bang->bangConfig();
         BangImage im;
         im.d = bang->d;
         im.metric = int(bang->metric_type);
-        im.graphDegree = c.graphDegree;
-        im.alpha = c.alpha;
-        im.buildCandidates = c.buildCandidates;
-        im.buildHubs = c.buildHubs;
-        im.buildPasses = c.buildPasses;
-        im.buildL = c.buildL;
+        im.config = bang->bangConfig();
         im.searchL = bang->search_L;
         im.ntotal = bang->ntotal;
         im.entry = bang->entryPoint();
-        im.pqSubquantizers = c.pqSubquantizers;
         if (im.ntotal > 0) {
             im.vectors.resize(size_t(im.ntotal) * im.d);
             bang->reconstruct_n(0, im.ntotal, im.vectors.data());
@@ -84,9 +79,10 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
     uint32_t version = 0;
     const IndexKind kind = readHeader(in, &version);
     if (kind == IndexKind::kFlat) {
-        FlatImage im = readFlatImage(in);
+        FlatImage im = readFlatImage(in, version);
         readTrailer(in);
-        auto index = std::make_unique<GpuIndexFlat>(res, im.d, faiss::MetricType(im.metric));
+        auto index = std::make_unique<GpuIndexFlat>(
+                res, im.d, faiss::MetricType(im.metric), im.config);
         if (im.ntotal > 0) {
             index->add(im.ntotal, im.vectors.data());
         }
@@ -95,30 +91,22 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
     if (kind == IndexKind::kBang) {
         BangImage im = readBangImage(in, version);
         readTrailer(in);
-        GpuIndexBangConfig config;
-        config.graphDegree = im.graphDegree;
-        config.alpha = im.alpha;
-        config.buildCandidates = im.buildCandidates;
-        config.buildHubs = im.buildHubs;
-        config.buildPasses = im.buildPasses;
-        config.buildL = im.buildL;
-        config.pqSubquantizers = im.pqSubquantizers;
         auto index = std::make_unique<GpuIndexBang>(
-                res, im.d, faiss::MetricType(im.metric), config);
+                res, im.d, faiss::MetricType(im.metric), im.config);
         GpuIndexBang::effectiveL(im.searchL, 1);
         index->search_L = im.searchL;
         if (im.ntotal > 0) {
             index->setGraph(
                     im.ntotal, im.vectors.data(), im.graph.data(), im.entry,
-                    im.pqSubquantizers > 0 ? im.pqCentroids.data() : nullptr,
-                    im.pqSubquantizers > 0 ? im.pqCodes.data() : nullptr);
+                    im.config.pqSubquantizers > 0 ? im.pqCentroids.data() : nullptr,
+                    im.config.pqSubquantizers > 0 ? im.pqCodes.data() : nullptr);
         }
         return index;
     }
-    IvfFlatImage im = readIvfFlatImage(in);
+    IvfFlatImage im = readIvfFlatImage(in, version);
     readTrailer(in);
     auto index = std::make_unique<GpuIndexIVFFlat>(
-            res, im.d, im.nlist, faiss::MetricType(im.metric));
+            res, im.d, im.nlist, faiss::MetricType(im.metric), im.config);
     index->nprobe = size_t(im.nprobe);
     if (!im.trained) {
         return index;

@@ -46,38 +46,21 @@ struct BangSearchArgs {
     float* outD = nullptr;     ///< nq x k
     int64_t* outI = nullptr;   ///< nq x k
     int32_t* iterations = nullptr; ///< nq, or null
-    /// Persistent kernel only (graph construction): the first maxVisited parents each
+    /// Graph construction: the first maxVisited parents each
     /// query expanded, in order (nq x maxVisited; a query's count is
     /// min(iterations, maxVisited)), or null.
     int32_t* visited = nullptr;
     int maxVisited = 0;
 };
 
-/// Dynamic shared memory of one block of the persistent kernel / of the step kernel
-/// (pqM: sub-quantizers in PQ mode, whose ADC table takes pqM KiB; 0 in exact mode).
+/// Dynamic shared memory of one block of the persistent kernel (pqM: sub-quantizers in
+/// PQ mode, whose ADC table takes pqM KiB; 0 in exact mode).
 size_t bangPersistentSmemBytes(int L, int R, int d, int pqM);
-size_t bangStepSmemBytes(int L, int R, int d, int pqM);
 
 /// Persistent variant: one launch; each block loops over its query's iterations
 /// (parent selection, Bloom filter, distances, merge by rank) with the whole state, the
 /// Bloom filter included, in shared memory.
 void bangSearchPersistent(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream);
-
-/// Device bytes of the step variant's state per query (worklist, flags, Bloom filter).
-size_t bangStepStateBytesPerQuery(int L);
-
-/// Step variant: one fused kernel per iteration, launched by a host loop. The state
-/// lives in global memory (stateBytes >= nq * bangStepStateBytesPerQuery(L)); each
-/// launch SETS the device flag when some query still has an unvisited parent, the
-/// host CLEARS it before the next launch and stops once a launch leaves it clear.
-/// Synchronises the stream once per iteration; returns the number of launches.
-int bangSearchStepwise(
-        const BangGraphView& g,
-        const BangSearchArgs& a,
-        void* state,
-        size_t stateBytes,
-        int* continueFlagDevice,
-        cudaStream_t stream);
 
 /// out[q * nb + b] = squared L2 distance of query q to base row b, computed by the
 /// same device function (and summation order) as the search: for the tests' CPU

@@ -2,19 +2,23 @@
 // search loop for both distance modes: kPq = false walks with exact squared L2
 // distances from the full vectors, kPq = true with ADC distances from PQ codes and a
 // per-query table in shared memory (BangPq.h), then re-ranks the final worklist with
-// exact distances. Included by bang_search.cu (declarations of the launchers only:
-// see the extern templates at the end) and by the two files that instantiate them,
-// bang_search_exact.cu and bang_search_pq.cu.
+// exact distances. The steps of one iteration, then the persistent kernel the library
+// runs. Included by bang_search.cu (declarations of the launchers only: see the extern
+// templates at the end), by the two files that instantiate them, bang_search_exact.cu
+// and bang_search_pq.cu, and by the bench-only stepwise kernel
+// (bang_search_stepwise.cu), which runs the same steps one launch at a time.
 #pragma once
 
 #include <climits>
 
 #include <math_constants.h>
 
+#include <faiss_ext/utils/CudaCheck.h>
+#include <faiss_ext/utils/MathUtils.h>
+
 #include "BangBloom.h"
 #include "BangPq.h"
 #include "BangSearch.h"
-#include "CudaCheck.h"
 #include "Select.h"
 
 namespace faiss_ext {
@@ -26,10 +30,6 @@ static_assert(kGroup == kBangPqLanes, "ADC sums use the groups' lanes");
 constexpr int kGroups = kBangThreads / kGroup;
 /// Blocks per SM the register budget is held to (65536 / (6 * 256) = 42 registers).
 constexpr int kBangMinBlocks = 6;
-
-__host__ __device__ inline size_t align16(size_t v) {
-    return (v + 15) & ~size_t(15);
-}
 
 /// Byte offsets of one block's shared state.
 struct Layout {
@@ -47,9 +47,9 @@ __host__ __device__ inline Layout layoutFor(int L, int R, int d, bool withBloom,
     off += size_t(L) * 8;
     l.cand = off;
     off += size_t(P) * 8;
-    off = align16(off);
+    off = roundUp<size_t>(off, 16);
     l.query = off;
-    off += align16(size_t(d) * 4);
+    off += roundUp<size_t>(size_t(d) * 4, 16);
     l.table = off;
     off += size_t(pqM) * kBangPqCentroids * 4;
     l.bloom = off;
@@ -62,7 +62,7 @@ __host__ __device__ inline Layout layoutFor(int L, int R, int d, bool withBloom,
     off += size_t(L);
     l.visB = off;
     off += size_t(L);
-    l.total = align16(off);
+    l.total = roundUp<size_t>(off, 16);
     return l;
 }
 
@@ -497,122 +497,6 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
     }
 }
 
-/// The step variant's per-query state in global memory.
-struct StepState {
-    uint64_t* keys;   ///< nq x L
-    uint32_t* bloom;  ///< nq x kBangBloomWords
-    int32_t* iters;   ///< nq
-    int32_t* done;    ///< nq
-    uint8_t* vis;     ///< nq x L
-};
-
-__host__ __device__ inline size_t stepStateBytes(int64_t nq, int L) {
-    return size_t(nq) * (size_t(L) * 8 + size_t(kBangBloomWords) * 4 + 8 + size_t(L));
-}
-
-inline StepState carveState(void* base, int64_t nq, int L) {
-    char* p = static_cast<char*>(base);
-    StepState st;
-    st.keys = reinterpret_cast<uint64_t*>(p);
-    p += size_t(nq) * L * 8;
-    st.bloom = reinterpret_cast<uint32_t*>(p);
-    p += size_t(nq) * kBangBloomWords * 4;
-    st.iters = reinterpret_cast<int32_t*>(p);
-    p += size_t(nq) * 4;
-    st.done = reinterpret_cast<int32_t*>(p);
-    p += size_t(nq) * 4;
-    st.vis = reinterpret_cast<uint8_t*>(p);
-    return st;
-}
-
-__device__ inline void storeWorklist(const Smem& s, const StepState& st, int64_t q, int L) {
-    for (int i = threadIdx.x; i < L; i += kBangThreads) {
-        st.keys[q * L + i] = s.keys[i];
-        st.vis[q * L + i] = s.vis[i];
-    }
-}
-
-/// One iteration of every unfinished query. Only ever sets *continueFlag. PQ mode
-/// rebuilds the query's table in every launch (it does not persist between them).
-template <bool kPq>
-__global__ void __launch_bounds__(kBangThreads, kBangMinBlocks) stepKernel(
-        BangGraphView g, BangSearchArgs a, StepState st, int* continueFlag, int first) {
-    const int64_t q = blockIdx.x;
-    if (!first && st.done[q]) {
-        return;
-    }
-    extern __shared__ __align__(16) char smem[];
-    Smem s = carve(smem, a.L, g.R, g.d, false, tableM<kPq>(g));
-    uint32_t* bloom = st.bloom + q * kBangBloomWords;
-    const bool bad = loadQuery(s, a.queries + q * g.d, g.d);
-    if (first) {
-        clearWorklist(s, a.L);
-        if (threadIdx.x == 0) {
-            st.iters[q] = 0;
-            st.done[q] = 0;
-        }
-        __syncthreads();
-        if (bad) {
-            storeWorklist(s, st, q, a.L);
-            if (threadIdx.x == 0) {
-                st.done[q] = 1;
-            }
-            return;
-        }
-    } else {
-        for (int i = threadIdx.x; i < a.L; i += kBangThreads) {
-            s.keys[i] = st.keys[q * a.L + i];
-            s.vis[i] = st.vis[q * a.L + i];
-        }
-        __syncthreads();
-    }
-    buildTable<kPq>(s, g);
-    if (first) {
-        seedEntry<kPq>(s, g, bloom);
-    }
-    int pos = selectParent(s, a.L);
-    if (pos >= 0) {
-        const int32_t parent = bangKeyId(s.keys[pos]);
-        if (threadIdx.x == 0) {
-            s.vis[pos] = 1;
-            st.iters[q] += 1;
-        }
-        expandParent<kPq>(s, g, bloom, parent, a.L);
-        pos = selectParent(s, a.L);
-    }
-    storeWorklist(s, st, q, a.L);
-    if (threadIdx.x == 0) {
-        if (pos >= 0) {
-            *continueFlag = 1;
-        } else {
-            st.done[q] = 1;
-        }
-    }
-}
-
-/// After the last step: one block per query writes its k best (PQ mode: after the
-/// exact re-rank) and its iteration count.
-template <bool kPq>
-__global__ void __launch_bounds__(kBangThreads)
-        stepFinishKernel(BangGraphView g, BangSearchArgs a, StepState st) {
-    extern __shared__ __align__(16) char smem[];
-    Smem s = carve(smem, a.L, g.R, g.d, false, 0);
-    const int64_t q = blockIdx.x;
-    for (int i = threadIdx.x; i < a.L; i += kBangThreads) {
-        s.keys[i] = st.keys[q * a.L + i];
-    }
-    // loadQuery's barrier also makes the keys visible; a query with a NaN has an
-    // empty worklist, which the re-rank leaves empty.
-    loadQuery(s, a.queries + q * g.d, g.d);
-    if constexpr (kPq) {
-        rerankExact(s, g, a.L);
-    }
-    writeResults(s.keys, a.k, a.outD + q * a.k, a.outI + q * a.k);
-    if (a.iterations != nullptr && threadIdx.x == 0) {
-        a.iterations[q] = st.iters[q];
-    }
-}
-
 template <typename Kernel>
 void setSmem(Kernel kernel, size_t bytes) {
     if (bytes > 48 * 1024) {
@@ -621,7 +505,7 @@ void setSmem(Kernel kernel, size_t bytes) {
     }
 }
 
-/// The launchers of one mode (arguments checked by the callers in bang_search.cu).
+/// The launcher of one mode (arguments checked by the caller in bang_search.cu).
 template <bool kPq>
 void persistentLaunch(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream) {
     const size_t smem = layoutFor(a.L, g.R, g.d, true, tableM<kPq>(g)).total;
@@ -630,48 +514,10 @@ void persistentLaunch(const BangGraphView& g, const BangSearchArgs& a, cudaStrea
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
-template <bool kPq>
-int stepwiseLaunch(
-        const BangGraphView& g,
-        const BangSearchArgs& a,
-        void* state,
-        int* continueFlagDevice,
-        cudaStream_t stream) {
-    const StepState st = carveState(state, a.nq, a.L);
-    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(
-            st.bloom, 0, size_t(a.nq) * kBangBloomWords * 4, stream));
-    const size_t smem = layoutFor(a.L, g.R, g.d, false, tableM<kPq>(g)).total;
-    setSmem(stepKernel<kPq>, smem);
-    int launches = 0;
-    for (int first = 1;; first = 0) {
-        FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(continueFlagDevice, 0, sizeof(int), stream));
-        stepKernel<kPq><<<unsigned(a.nq), kBangThreads, smem, stream>>>(
-                g, a, st, continueFlagDevice, first);
-        FAISS_EXT_CUDA_CHECK_LAUNCH();
-        ++launches;
-        int more = 0;
-        FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                &more, continueFlagDevice, sizeof(int), cudaMemcpyDeviceToHost, stream));
-        FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
-        if (!more) {
-            break;
-        }
-    }
-    const size_t finishSmem = layoutFor(a.L, g.R, g.d, false, 0).total;
-    setSmem(stepFinishKernel<kPq>, finishSmem);
-    stepFinishKernel<kPq><<<unsigned(a.nq), kBangThreads, finishSmem, stream>>>(g, a, st);
-    FAISS_EXT_CUDA_CHECK_LAUNCH();
-    return launches;
-}
-
 extern template void persistentLaunch<false>(
         const BangGraphView&, const BangSearchArgs&, cudaStream_t);
 extern template void persistentLaunch<true>(
         const BangGraphView&, const BangSearchArgs&, cudaStream_t);
-extern template int stepwiseLaunch<false>(
-        const BangGraphView&, const BangSearchArgs&, void*, int*, cudaStream_t);
-extern template int stepwiseLaunch<true>(
-        const BangGraphView&, const BangSearchArgs&, void*, int*, cudaStream_t);
 
 } // namespace bang
 } // namespace kernels

@@ -6,6 +6,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <faiss_ext/utils/MathUtils.h>
+
 namespace faiss_ext {
 namespace kernels {
 
@@ -20,15 +22,6 @@ constexpr int kMaxWarpSelectK = 256;
 /// buffer refills and is re-sorted about eight times; measured 3-4x slower than the
 /// block path at batch 1 on H100, benchs/NOTES.md).
 constexpr int kMaxWarpRowSelectK = 32;
-
-/// Smallest power of two >= v (v >= 1).
-constexpr int nextPow2(int v) {
-    int p = 1;
-    while (p < v) {
-        p <<= 1;
-    }
-    return p;
-}
 
 /// Shared memory one streaming-select block needs for k.
 size_t blockSelectSmemBytes(int k);

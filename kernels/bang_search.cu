@@ -8,7 +8,7 @@
 // ends when every worklist entry has been expanded; PQ mode then re-ranks the final
 // worklist with exact distances. The kernels are in BangSearchImpl.cuh, instantiated
 // per mode in bang_search_exact.cu and bang_search_pq.cu; this file checks arguments
-// and dispatches.
+// and dispatches. (The bench-only stepwise variant is BangStepwise.h.)
 #include <climits>
 
 #include "BangSearchImpl.cuh"
@@ -47,14 +47,6 @@ size_t bangPersistentSmemBytes(int L, int R, int d, int pqM) {
     return bang::layoutFor(L, R, d, true, pqM).total;
 }
 
-size_t bangStepSmemBytes(int L, int R, int d, int pqM) {
-    return bang::layoutFor(L, R, d, false, pqM).total;
-}
-
-size_t bangStepStateBytesPerQuery(int L) {
-    return bang::stepStateBytes(1, L);
-}
-
 void bangSearchPersistent(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream) {
     checkArgs(g, a);
     FAISS_ASSERT(a.visited == nullptr || a.maxVisited >= 1);
@@ -63,20 +55,6 @@ void bangSearchPersistent(const BangGraphView& g, const BangSearchArgs& a, cudaS
     } else {
         bang::persistentLaunch<false>(g, a, stream);
     }
-}
-
-int bangSearchStepwise(
-        const BangGraphView& g,
-        const BangSearchArgs& a,
-        void* state,
-        size_t stateBytes,
-        int* continueFlagDevice,
-        cudaStream_t stream) {
-    checkArgs(g, a);
-    FAISS_ASSERT(a.visited == nullptr);
-    FAISS_ASSERT(stateBytes >= bang::stepStateBytes(a.nq, a.L));
-    return g.pqM > 0 ? bang::stepwiseLaunch<true>(g, a, state, continueFlagDevice, stream)
-                     : bang::stepwiseLaunch<false>(g, a, state, continueFlagDevice, stream);
 }
 
 void bangDistanceTable(

@@ -1,4 +1,4 @@
-// The BANG search kernels with exact traversal distances (one
+// The persistent BANG search kernel with exact traversal distances (one
 // instantiation per file, so that the 2-core CI compiles the modes in parallel).
 #include "BangSearchImpl.cuh"
 
@@ -7,8 +7,6 @@ namespace kernels {
 namespace bang {
 
 template void persistentLaunch<false>(const BangGraphView&, const BangSearchArgs&, cudaStream_t);
-template int stepwiseLaunch<false>(
-        const BangGraphView&, const BangSearchArgs&, void*, int*, cudaStream_t);
 
 } // namespace bang
 } // namespace kernels

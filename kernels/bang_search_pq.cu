@@ -1,5 +1,6 @@
-// The BANG search kernels with PQ (ADC) traversal distances and the exact re-rank (one
-// instantiation per file, so that the 2-core CI compiles the modes in parallel).
+// The persistent BANG search kernel with PQ (ADC) traversal distances and the exact
+// re-rank (one instantiation per file, so that the 2-core CI compiles the modes in
+// parallel).
 #include "BangSearchImpl.cuh"
 
 namespace faiss_ext {
@@ -7,8 +8,6 @@ namespace kernels {
 namespace bang {
 
 template void persistentLaunch<true>(const BangGraphView&, const BangSearchArgs&, cudaStream_t);
-template int stepwiseLaunch<true>(
-        const BangGraphView&, const BangSearchArgs&, void*, int*, cudaStream_t);
 
 } // namespace bang
 } // namespace kernels

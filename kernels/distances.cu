@@ -3,7 +3,8 @@
 
 #include <math_constants.h>
 
-#include "CudaCheck.h"
+#include <faiss_ext/utils/CudaCheck.h>
+
 #include "Distances.h"
 
 namespace faiss_ext {

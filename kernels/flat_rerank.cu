@@ -2,7 +2,7 @@
 #include <math_constants.h>
 
 #include "BlockSelect.cuh"
-#include "CudaCheck.h"
+#include <faiss_ext/utils/CudaCheck.h>
 #include "Rerank.h"
 
 namespace faiss_ext {

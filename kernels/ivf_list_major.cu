@@ -3,7 +3,7 @@
 // tile read from memory once per group of 64 queries instead of once per query.
 #include <cub/block/block_scan.cuh>
 
-#include "CudaCheck.h"
+#include <faiss_ext/utils/CudaCheck.h>
 #include "IvfListMajor.h"
 #include "IvfStore.h"
 

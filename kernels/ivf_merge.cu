@@ -1,6 +1,6 @@
 // Kernel D, fast path: a row of candidates staged in shared memory and sorted once.
 // (The heap path is kernels::selectRowsMin, which needs shared memory for k only.)
-#include "CudaCheck.h"
+#include <faiss_ext/utils/CudaCheck.h>
 
 #include "BlockSelect.cuh"
 #include "IvfMerge.h"

@@ -4,7 +4,7 @@
 // transaction) and feeds them to the block-wide streaming top-k.
 #include <algorithm>
 
-#include "CudaCheck.h"
+#include <faiss_ext/utils/CudaCheck.h>
 
 #include "BlockSelect.cuh"
 #include "IvfScan.h"

@@ -1,7 +1,8 @@
 // Writing vectors into the interleaved list layout, and finding entries by id.
 #include <cstdint>
 
-#include "CudaCheck.h"
+#include <faiss_ext/utils/CudaCheck.h>
+
 #include "IvfStore.h"
 
 namespace faiss_ext {

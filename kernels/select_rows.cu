@@ -1,7 +1,7 @@
 // Row-wise k-selection over a matrix in device memory (with optional column bias).
 #include <algorithm>
 
-#include "CudaCheck.h"
+#include <faiss_ext/utils/CudaCheck.h>
 
 #include "BlockSelect.cuh"
 #include "Select.h"

@@ -5,10 +5,16 @@
 #include <vector>
 
 #include <faiss_ext/GpuIndexBang.h>
+#include <faiss_ext/impl/BangGraph.h>
 #include <kernels/BangSearch.h>
+#include <kernels/BangStepwise.h>
 
 namespace faiss_ext {
 namespace test {
+
+/// The search kernel a test runs: the persistent one the library runs, or the
+/// stepwise comparison kernel (kernels/BangStepwise.h).
+enum class BangKernel { kPersistent, kStepwise };
 
 /// Distances of every query to every base row, by the kernels' distance function.
 inline std::vector<float> distanceTable(
@@ -26,12 +32,14 @@ inline std::vector<float> distanceTable(
     return t;
 }
 
+/// What one search of the kernels returns, copied to the host.
 struct DeviceResults {
     std::vector<float> D;
     std::vector<int64_t> I;
     std::vector<int32_t> iters;
 };
 
+/// Searches xq (host) with worklist L on the device state of `index` with one kernel.
 inline DeviceResults searchWith(
         const GpuIndexBang& index, const std::vector<float>& xq, int k, int L, BangKernel kernel) {
     const GpuResources& res = index.resources();
@@ -41,7 +49,20 @@ inline DeviceResults searchWith(
     auto dI = res.alloc<int64_t>(size_t(nq) * k);
     auto dIt = res.alloc<int32_t>(size_t(nq));
     copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
-    index.searchDevice(nq, q.data(), k, dD.data(), dI.data(), L, kernel, dIt.data());
+    const BangGraph& state = index.deviceState();
+    if (kernel == BangKernel::kPersistent) {
+        state.search(q.data(), nq, k, L, dD.data(), dI.data(), dIt.data());
+    } else {
+        kernels::BangSearchArgs a;
+        a.queries = q.data();
+        a.nq = nq;
+        a.L = L;
+        a.k = k;
+        a.outD = dD.data();
+        a.outI = dI.data();
+        a.iterations = dIt.data();
+        kernels::bangSearchStepwise(state.view(), a, res.tempMemoryBytes(), res.stream());
+    }
     DeviceResults r{std::vector<float>(size_t(nq) * k), std::vector<int64_t>(size_t(nq) * k),
                     std::vector<int32_t>(size_t(nq))};
     copyToHost(r.D.data(), dD.data(), r.D.size(), res.stream());

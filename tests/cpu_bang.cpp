@@ -17,6 +17,7 @@
 #include <kernels/BangBloom.h>
 #include <kernels/BangPq.h>
 
+#include "LegacyIndexFiles.h"
 #include "TestUtil.h"
 
 using namespace faiss_ext;
@@ -149,12 +150,13 @@ TEST(BangKeys, OrderByDistanceThenId) {
 TEST(BangImage, RoundTripAndRefusals) {
     BangImage im;
     im.d = 3;
-    im.graphDegree = 2;
-    im.alpha = 1.25f;
-    im.buildCandidates = 17;
-    im.buildHubs = 4;
-    im.buildPasses = 3;
-    im.buildL = 50;
+    im.config.build.graphDegree = 2;
+    im.config.build.alpha = 1.25f;
+    im.config.build.candidates = 17;
+    im.config.build.hubs = 4;
+    im.config.build.passes = 3;
+    im.config.build.searchL = 50;
+    im.config.pageBytes = size_t(9) << 20;
     im.searchL = 33;
     im.ntotal = 3;
     im.entry = 1;
@@ -170,12 +172,14 @@ TEST(BangImage, RoundTripAndRefusals) {
         BangImage back = readBangImage(in);
         readTrailer(in);
         EXPECT_EQ(back.d, 3);
-        EXPECT_EQ(back.graphDegree, 2);
-        EXPECT_EQ(back.alpha, 1.25f);
-        EXPECT_EQ(back.buildCandidates, 17);
-        EXPECT_EQ(back.buildHubs, 4);
-        EXPECT_EQ(back.buildPasses, 3);
-        EXPECT_EQ(back.buildL, 50);
+        EXPECT_EQ(back.config.build.graphDegree, 2);
+        EXPECT_EQ(back.config.build.alpha, 1.25f);
+        EXPECT_EQ(back.config.build.candidates, 17);
+        EXPECT_EQ(back.config.build.hubs, 4);
+        EXPECT_EQ(back.config.build.passes, 3);
+        EXPECT_EQ(back.config.build.searchL, 50);
+        EXPECT_EQ(back.config.pageBytes, size_t(9) << 20);
+        EXPECT_EQ(back.config.pqSubquantizers, 0);
         EXPECT_EQ(back.searchL, 33);
         EXPECT_EQ(back.ntotal, 3);
         EXPECT_EQ(back.entry, 1);
@@ -321,15 +325,15 @@ TEST(BangPq, EncodingNamesTheNearestCentroid) {
     }
 }
 
-TEST(BangImage, PqStateRoundTripsAndVersion1IsRead) {
+TEST(BangImage, PqStateRoundTripsAndVersions1And2AreRead) {
     BangImage im;
     im.d = 4;
-    im.graphDegree = 2;
+    im.config.build.graphDegree = 2;
     im.ntotal = 3;
     im.entry = 2;
     im.vectors = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
     im.graph = {1, -1, 0, 2, 1, -1};
-    im.pqSubquantizers = 2;
+    im.config.pqSubquantizers = 2;
     im.pqCentroids.resize(256 * 4);
     for (size_t i = 0; i < im.pqCentroids.size(); ++i) {
         im.pqCentroids[i] = float(i) * 0.5f;
@@ -346,7 +350,7 @@ TEST(BangImage, PqStateRoundTripsAndVersion1IsRead) {
         EXPECT_EQ(version, kIndexFormatVersion);
         BangImage back = readBangImage(in, version);
         readTrailer(in);
-        EXPECT_EQ(back.pqSubquantizers, 2);
+        EXPECT_EQ(back.config.pqSubquantizers, 2);
         EXPECT_EQ(back.pqCentroids, im.pqCentroids);
         EXPECT_EQ(back.pqCodes, im.pqCodes);
         EXPECT_EQ(back.graph, im.graph);
@@ -370,10 +374,10 @@ TEST(BangImage, PqStateRoundTripsAndVersion1IsRead) {
         EXPECT_THROW(readBangImage(in), faiss::FaissException);
     };
     BangImage bad = im;
-    bad.pqSubquantizers = 3; // does not divide d
+    bad.config.pqSubquantizers = 3; // does not divide d
     refuses(bad);
     bad = im;
-    bad.pqSubquantizers = -2;
+    bad.config.pqSubquantizers = -2;
     refuses(bad);
     bad = im;
     bad.pqCentroids[5] = NAN;
@@ -382,26 +386,34 @@ TEST(BangImage, PqStateRoundTripsAndVersion1IsRead) {
     bad.pqCodes.pop_back(); // codes short of ntotal x M
     refuses(bad);
 
-    // Version 1: the same payload without the sub-quantizer count; read as exact mode.
-    BangImage exact = im;
-    exact.pqSubquantizers = 0;
+    // Version 2: the build fields in place of the config; read with the default
+    // pageBytes and the PQ state.
+    BangImage older = im;
+    older.config.pageBytes = size_t(11) << 20;
+    auto read = [](const std::vector<uint8_t>& bytes, uint32_t expectVersion) {
+        MemorySource in(bytes.data(), bytes.size());
+        uint32_t version = 0;
+        EXPECT_EQ(readHeader(in, &version), IndexKind::kBang);
+        EXPECT_EQ(version, expectVersion);
+        BangImage back = readBangImage(in, version);
+        readTrailer(in);
+        return back;
+    };
+    BangImage back = read(test::legacyBangFile(older, 2), 2);
+    EXPECT_EQ(back.config.pqSubquantizers, 2);
+    EXPECT_EQ(back.config.pageBytes, GpuIndexBangConfig().pageBytes);
+    EXPECT_EQ(back.config.build.graphDegree, 2);
+    EXPECT_EQ(back.pqCentroids, im.pqCentroids);
+    EXPECT_EQ(back.pqCodes, im.pqCodes);
+    EXPECT_EQ(back.graph, im.graph);
+    // Version 1: no sub-quantizer count; read as exact mode.
+    BangImage exact = older;
+    exact.config.pqSubquantizers = 0;
     exact.pqCentroids.clear();
     exact.pqCodes.clear();
-    VectorSink v2;
-    writeHeader(v2, IndexKind::kBang);
-    writeBangImage(v2, exact);
-    writeTrailer(v2);
-    std::vector<uint8_t> v1 = v2.bytes;
-    v1.erase(v1.begin() + 72, v1.begin() + 76); // 16-byte header + 56 bytes of fields
-    const uint32_t one = 1;
-    std::memcpy(v1.data() + 8, &one, 4);
-    MemorySource in(v1.data(), v1.size());
-    uint32_t version = 0;
-    ASSERT_EQ(readHeader(in, &version), IndexKind::kBang);
-    EXPECT_EQ(version, 1u);
-    BangImage back = readBangImage(in, version);
-    readTrailer(in);
-    EXPECT_EQ(back.pqSubquantizers, 0);
+    std::vector<uint8_t> v1 = test::legacyBangFile(exact, 1);
+    back = read(v1, 1);
+    EXPECT_EQ(back.config.pqSubquantizers, 0);
     EXPECT_EQ(back.vectors, exact.vectors);
     EXPECT_EQ(back.graph, exact.graph);
     EXPECT_EQ(back.entry, 2);

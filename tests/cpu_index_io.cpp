@@ -11,6 +11,7 @@
 
 #include <faiss_ext/impl/IndexImage.h>
 
+#include "LegacyIndexFiles.h"
 #include "TestUtil.h"
 
 using namespace faiss_ext;
@@ -27,6 +28,10 @@ IvfFlatImage sampleIvf(uint64_t seed) {
     im.nlist = 4;
     im.nprobe = 3;
     im.trained = true;
+    im.config.pageBytes = size_t(3) << 20;
+    im.config.mergePath = IvfMergePath::kHeap;
+    im.config.scanPath = IvfScanPath::kPerQuery;
+    im.config.listChunkVectors = 96;
     for (int i = 0; i < im.nlist * im.d; ++i) {
         im.centroids.push_back(u(rng));
     }
@@ -55,10 +60,28 @@ std::vector<uint8_t> encode(const IvfFlatImage& im) {
 
 IvfFlatImage decode(const std::vector<uint8_t>& b, size_t size) {
     MemorySource in(b.data(), size);
-    EXPECT_EQ(readHeader(in), IndexKind::kIvfFlat);
-    IvfFlatImage im = readIvfFlatImage(in);
+    uint32_t version = 0;
+    EXPECT_EQ(readHeader(in, &version), IndexKind::kIvfFlat);
+    IvfFlatImage im = readIvfFlatImage(in, version);
     readTrailer(in);
     return im;
+}
+
+FlatImage decodeFlat(const std::vector<uint8_t>& b) {
+    MemorySource in(b.data(), b.size());
+    uint32_t version = 0;
+    EXPECT_EQ(readHeader(in, &version), IndexKind::kFlat);
+    FlatImage im = readFlatImage(in, version);
+    readTrailer(in);
+    return im;
+}
+
+/// Every field of IVF-Flat's configuration.
+void expectSameConfig(const GpuIndexIVFFlatConfig& a, const GpuIndexIVFFlatConfig& b) {
+    EXPECT_EQ(a.pageBytes, b.pageBytes);
+    EXPECT_EQ(a.mergePath, b.mergePath);
+    EXPECT_EQ(a.scanPath, b.scanPath);
+    EXPECT_EQ(a.listChunkVectors, b.listChunkVectors);
 }
 
 } // namespace
@@ -76,6 +99,16 @@ TEST(IndexFormat, IvfFlatRoundTrip) {
     EXPECT_EQ(back.centroids, im.centroids);
     EXPECT_EQ(back.listIds, im.listIds);
     EXPECT_EQ(back.listVectors, im.listVectors);
+    expectSameConfig(back.config, im.config);
+    // Each enumerator of the paths round-trips too.
+    for (IvfMergePath m : {IvfMergePath::kAuto, IvfMergePath::kFast, IvfMergePath::kHeap}) {
+        for (IvfScanPath p : {IvfScanPath::kAuto, IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
+            im.config.mergePath = m;
+            im.config.scanPath = p;
+            std::vector<uint8_t> c = encode(im);
+            expectSameConfig(decode(c, c.size()).config, im.config);
+        }
+    }
 }
 
 TEST(IndexFormat, FlatRoundTrip) {
@@ -84,16 +117,50 @@ TEST(IndexFormat, FlatRoundTrip) {
     im.metric = 1;
     im.ntotal = 2;
     im.vectors = {1, 2, 3, 4, 5, 6};
-    VectorSink s;
-    writeHeader(s, IndexKind::kFlat);
-    writeFlatImage(s, im);
-    writeTrailer(s);
-    MemorySource in(s.bytes.data(), s.bytes.size());
-    ASSERT_EQ(readHeader(in), IndexKind::kFlat);
-    FlatImage back = readFlatImage(in);
-    readTrailer(in);
-    EXPECT_EQ(back.vectors, im.vectors);
-    EXPECT_EQ(back.ntotal, 2);
+    im.config.pageBytes = size_t(5) << 20;
+    for (GpuFlatPrecision p :
+         {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32}) {
+        im.config.precision = p;
+        VectorSink s;
+        writeHeader(s, IndexKind::kFlat);
+        writeFlatImage(s, im);
+        writeTrailer(s);
+        FlatImage back = decodeFlat(s.bytes);
+        EXPECT_EQ(back.vectors, im.vectors);
+        EXPECT_EQ(back.ntotal, 2);
+        EXPECT_EQ(back.config.pageBytes, im.config.pageBytes);
+        EXPECT_EQ(back.config.precision, p);
+    }
+}
+
+TEST(IndexFormat, Versions1And2LoadWithTheDefaultConfig) {
+    FlatImage flat;
+    flat.d = 2;
+    flat.metric = 0;
+    flat.ntotal = 3;
+    flat.vectors = {1, 2, 3, 4, 5, 6};
+    flat.config.pageBytes = size_t(7) << 20; // not in the old layout: read as the default
+    IvfFlatImage ivf = sampleIvf(test::testSeed() + 3);
+    for (uint32_t version : {1u, 2u}) {
+        SCOPED_TRACE("version " + std::to_string(version));
+        FlatImage f = decodeFlat(test::legacyFlatFile(flat, version));
+        EXPECT_EQ(f.d, 2);
+        EXPECT_EQ(f.metric, 0);
+        EXPECT_EQ(f.vectors, flat.vectors);
+        EXPECT_EQ(f.config.pageBytes, GpuIndexFlatConfig().pageBytes);
+
+        const std::vector<uint8_t> b = test::legacyIvfFlatFile(ivf, version);
+        IvfFlatImage v = decode(b, b.size());
+        EXPECT_EQ(v.nlist, ivf.nlist);
+        EXPECT_EQ(v.nprobe, ivf.nprobe);
+        EXPECT_EQ(v.centroids, ivf.centroids);
+        EXPECT_EQ(v.listIds, ivf.listIds);
+        EXPECT_EQ(v.listVectors, ivf.listVectors);
+        expectSameConfig(v.config, GpuIndexIVFFlatConfig());
+        for (size_t cut = 0; cut < b.size(); cut += 13) {
+            EXPECT_THROW(decode(b, cut), faiss::FaissException) << "cut at " << cut;
+        }
+    }
 }
 
 TEST(IndexFormat, EveryTruncationThrows) {
@@ -122,7 +189,8 @@ TEST(IndexFormat, ForeignAndCorruptedDataThrow) {
     const uint32_t badVersion = 99, badKind = 77;
     EXPECT_THROW(decode(corrupt(8, &badVersion, 4), b.size()), faiss::FaissException);
     EXPECT_THROW(decode(corrupt(12, &badKind, 4), b.size()), faiss::FaissException);
-    // Payload: d at 16, metric 20, quantizer metric 24, nlist 28, nprobe 36, trained 44.
+    // Payload: d at 16, metric 20, quantizer metric 24, nlist 28, nprobe 36, trained 44,
+    // then the config: pageBytes 45, mergePath 53, scanPath 57, listChunkVectors 61.
     const int32_t badD = -3, hugeD = 1 << 30, badMetric = 5;
     const int64_t hugeNlist = int64_t(1) << 40, zeroNlist = 0;
     const uint64_t zeroNprobe = 0;
@@ -135,8 +203,12 @@ TEST(IndexFormat, ForeignAndCorruptedDataThrow) {
     EXPECT_THROW(decode(corrupt(28, &zeroNlist, 8), b.size()), faiss::FaissException);
     EXPECT_THROW(decode(corrupt(36, &zeroNprobe, 8), b.size()), faiss::FaissException);
     EXPECT_THROW(decode(corrupt(44, &badFlag, 1), b.size()), faiss::FaissException);
-    // First list length (after 4 x 5 centroids): absurd and negative lengths.
-    const size_t len0 = 45 + 4 * 5 * 4;
+    const uint32_t badPath = 3;
+    EXPECT_THROW(decode(corrupt(53, &badPath, 4), b.size()), faiss::FaissException);
+    EXPECT_THROW(decode(corrupt(57, &badPath, 4), b.size()), faiss::FaissException);
+    // First list length (after the config and 4 x 5 centroids): absurd and negative
+    // lengths.
+    const size_t len0 = 69 + 4 * 5 * 4;
     const int64_t hugeLen = int64_t(1) << 50, negLen = -1;
     EXPECT_THROW(decode(corrupt(len0, &hugeLen, 8), b.size()), faiss::FaissException);
     EXPECT_THROW(decode(corrupt(len0, &negLen, 8), b.size()), faiss::FaissException);

@@ -1,4 +1,4 @@
-// IVF search planning (chunking, memory, Kernel D path choice): host-only arithmetic.
+// IVF search planning (chunking, memory, the merge path): host-only arithmetic.
 #include <algorithm>
 #include <random>
 #include <string>
@@ -62,7 +62,7 @@ TEST(IvfPlan, FastPathChosenExactlyWhenItsSharedMemoryFits) {
     IvfSearchPlan p = planIvfSearch(input(lengths, 10000, 64, 10));
     EXPECT_TRUE(p.fastMerge);
     EXPECT_EQ(p.fastMergeSmemBytes, size_t(1024) * 8);
-    // k=100, nprobe=64 (the seed's Kernel D failure): 6400 -> 8192 x 8 = 64 KiB, above
+    // k=100, nprobe=64 (the seed's merge failure): 6400 -> 8192 x 8 = 64 KiB, above
     // the 48 KiB default and below the device's opt-in limit: still fast.
     p = planIvfSearch(input(lengths, 10000, 64, 100));
     EXPECT_TRUE(p.fastMerge);

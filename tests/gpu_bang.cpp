@@ -100,8 +100,8 @@ TEST(GpuIndexBang, MatchesCpuReferenceOnBuiltGraphs) {
     for (int d : {24, 13}) {
         const int64_t nb = 2000 + int64_t(rng() % 2000);
         GpuIndexBangConfig cfg;
-        cfg.graphDegree = d == 24 ? 16 : 40; // a power of two and not
-        cfg.buildCandidates = 48;
+        cfg.build.graphDegree = d == 24 ? 16 : 40; // a power of two and not
+        cfg.build.candidates = 48;
         GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
         datasets::ClusteredSpec spec{nb, d, 20, 0.1f, rng()};
         auto xb = datasets::clustered(spec, 0);
@@ -123,7 +123,7 @@ TEST(GpuIndexBang, MatchesCpuReferenceOnGivenGraphs) {
     const int d = 8, R = 5;
     const int64_t nb = 500;
     GpuIndexBangConfig cfg;
-    cfg.graphDegree = R;
+    cfg.build.graphDegree = R;
     GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
     auto xb = datasets::uniform(nb, d, rng());
     auto xq = datasets::uniform(50, d, rng());
@@ -202,7 +202,7 @@ TEST(GpuIndexBang, BuiltGraphIsWellFormed) {
     datasets::ClusteredSpec spec{nb, d, 50, 0.05f, 5};
     auto xb = datasets::clustered(spec, 0);
     GpuIndexBangConfig cfg;
-    cfg.graphDegree = 24;
+    cfg.build.graphDegree = 24;
     GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
     index.add(nb, xb.data());
     EXPECT_EQ(index.deviceMemoryBytes(), size_t(nb) * (d + 1) * 4 + size_t(nb) * 24 * 4);

@@ -21,6 +21,7 @@
 
 #include "BangReference.h"
 #include "BangTestUtil.h"
+#include "LegacyIndexFiles.h"
 #include "Synthetic.h"
 #include "TestUtil.h"
 
@@ -91,7 +92,7 @@ double recallAt10(const std::vector<int64_t>& gt, const std::vector<int64_t>& I,
 GpuIndexBangConfig pqConfig(int M, int R = 64) {
     GpuIndexBangConfig c;
     c.pqSubquantizers = M;
-    c.graphDegree = R;
+    c.build.graphDegree = R;
     return c;
 }
 
@@ -121,7 +122,7 @@ TEST(GpuIndexBangPq, MatchesCpuReferenceOnBuiltGraphs) {
     for (Case c : {Case{24, 6, 16}, Case{36, 12, 40}, Case{16, 16, 20}}) {
         const int64_t nb = 2000 + int64_t(rng() % 2000);
         GpuIndexBangConfig cfg = pqConfig(c.M, c.R);
-        cfg.buildCandidates = 48;
+        cfg.build.candidates = 48;
         GpuIndexBang index(res, c.d, faiss::METRIC_L2, cfg);
         datasets::ClusteredSpec spec{nb, c.d, 20, 0.1f, rng()};
         auto xb = datasets::clustered(spec, 0);
@@ -421,15 +422,17 @@ TEST(GpuIndexBangPq, ReadsVersion1Files) {
     auto xq = datasets::uniform(20, d, 14);
     GpuIndexBang index(res, d);
     index.add(800, xb.data());
-    // A version 1 file: the version 2 layout without the sub-quantizer count (4 bytes
-    // after the 16-byte header and the 56 bytes of fields before it).
-    std::vector<uint8_t> v1 = faiss_ext::serialize_index(&index);
-    int32_t pqM = -1;
-    std::memcpy(&pqM, v1.data() + 72, 4);
-    ASSERT_EQ(pqM, 0);
-    v1.erase(v1.begin() + 72, v1.begin() + 76);
-    const uint32_t one = 1;
-    std::memcpy(v1.data() + 8, &one, 4);
+    // A version 1 file of the same index (no configuration struct, no PQ state).
+    BangImage im;
+    im.d = d;
+    im.config = index.bangConfig();
+    im.searchL = index.search_L;
+    im.ntotal = index.ntotal;
+    im.entry = index.entryPoint();
+    im.vectors.resize(size_t(index.ntotal) * d);
+    index.reconstruct_n(0, index.ntotal, im.vectors.data());
+    im.graph = index.graph();
+    std::vector<uint8_t> v1 = test::legacyBangFile(im, 1);
     auto loaded = faiss_ext::deserialize_index(v1.data(), v1.size(), res);
     auto* back = dynamic_cast<GpuIndexBang*>(loaded.get());
     ASSERT_NE(back, nullptr);
@@ -440,8 +443,9 @@ TEST(GpuIndexBangPq, ReadsVersion1Files) {
     EXPECT_EQ(a.I, b.I);
     EXPECT_EQ(a.D, b.D);
     // A version this build does not know: refused naming it.
-    const uint32_t three = 3;
-    std::memcpy(v1.data() + 8, &three, 4);
+    const uint32_t next = kIndexFormatVersion + 1;
+    std::memcpy(v1.data() + 8, &next, 4);
     expectThrowNaming(
-            [&] { faiss_ext::deserialize_index(v1.data(), v1.size(), res); }, {"version 3"});
+            [&] { faiss_ext::deserialize_index(v1.data(), v1.size(), res); },
+            {"version " + std::to_string(next)});
 }

@@ -1,7 +1,6 @@
 // GpuIndexFlat against faiss::IndexFlat: same ids except ties, distances within 1e-4.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <random>
 #include <vector>
 
@@ -10,6 +9,7 @@
 
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/impl/FlatStorage.h>
 
 #include "Synthetic.h"
 #include "TestUtil.h"
@@ -153,32 +153,6 @@ TEST(GpuIndexFlat, TenThousandQueriesInSmallPages) {
     EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-5f), 0);
 }
 
-TEST(GpuIndexFlat, NanQueryGivesMissingResults) {
-    FAISS_EXT_REQUIRE_GPU();
-    GpuResources res;
-    const int d = 16, k = 5;
-    auto xb = datasets::uniform(100, d, 3);
-    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
-        GpuIndexFlat gpu(res, d, m);
-        gpu.add(100, xb.data());
-        test::expectNanQueryGivesMissing(gpu, k, 4);
-    }
-}
-
-TEST(GpuIndexFlat, EmptyIndexReturnsMissing) {
-    FAISS_EXT_REQUIRE_GPU();
-    GpuResources res;
-    GpuIndexFlat gpu(res, 8, faiss::METRIC_INNER_PRODUCT);
-    auto xq = datasets::uniform(2, 8, 1);
-    std::vector<float> D(6, 0.f);
-    std::vector<int64_t> I(6, 0);
-    gpu.search(2, xq.data(), 3, D.data(), I.data());
-    for (int i = 0; i < 6; ++i) {
-        EXPECT_EQ(I[i], -1);
-        EXPECT_EQ(D[i], -std::numeric_limits<float>::infinity());
-    }
-}
-
 TEST(GpuIndexFlat, KMeansAssignerMatchesCpuObjective) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
@@ -268,6 +242,8 @@ TEST(GpuIndexFlat, TF32RoundingFlipsAreCaughtAndSearchedAgain) {
     EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-4f), 0);
 
     // The same search through the pipeline, to see that both branches ran.
+    FlatStorage storage(res, d);
+    storage.append(nb, xb.data());
     auto qDev = res.alloc<float>(xq.size());
     copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
     auto dDev = res.alloc<float>(size_t(nq) * k);
@@ -275,8 +251,8 @@ TEST(GpuIndexFlat, TF32RoundingFlipsAreCaughtAndSearchedAgain) {
     FlatSearchInput in;
     in.queries = qDev.data();
     in.nq = nq;
-    in.base = gpu.storage().vectors();
-    in.baseNorms = gpu.storage().norms();
+    in.base = storage.vectors();
+    in.baseNorms = storage.norms();
     in.nb = nb;
     in.d = d;
     in.tf32 = true;

@@ -12,6 +12,7 @@
 
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/IvfSearch.h>
 
 #include "IvfTestUtil.h"
 #include "Synthetic.h"
@@ -519,20 +520,6 @@ TEST(GpuIndexIVFFlat, SmallBudgetsGiveTheSameResults) {
     // Other GEMM tile shapes may round coarse distances differently: skip coarse ties.
     EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k, coarseTies(*cpu->quantizer, nq, xq.data(), 20)),
               0);
-}
-
-TEST(GpuIndexIVFFlat, NanQueryGivesMissingResults) {
-    FAISS_EXT_REQUIRE_GPU();
-    GpuResources res;
-    const int d = 16, k = 5;
-    auto xb = datasets::uniform(1000, d, 3);
-    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
-        auto cpu = cpuIvf(d, 10, m, xb.data());
-        cpu->add(1000, xb.data());
-        GpuIndexIVFFlat gpu(res, cpu.get());
-        gpu.nprobe = 3;
-        test::expectNanQueryGivesMissing(gpu, k, 4);
-    }
 }
 
 TEST(GpuIndexIVFFlat, ReconstructLikeFaiss) {

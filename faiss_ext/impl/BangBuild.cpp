@@ -6,6 +6,7 @@
 
 #include <faiss/impl/FaissAssert.h>
 
+#include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangPrune.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <kernels/BangSearch.h>
@@ -56,7 +57,8 @@ BangCandidateLists firstCandidates(
         const GpuResources& res,
         const FlatStorage& storage,
         const float* xHost,
-        const BangBuildParams& p) {
+        const BangBuildConfig& p,
+        size_t pageBytes) {
     const int64_t n = storage.size();
     const int d = storage.dim();
     const int K = int(std::min<int64_t>(p.candidates, n - 1));
@@ -67,7 +69,7 @@ BangCandidateLists firstCandidates(
     std::vector<int64_t> nn;
     if (K > 0) {
         nn = knnIds(res, storage.vectors(), n, storage.vectors(), storage.norms(), n, d, K + 1,
-                    p.pageBytes);
+                    pageBytes);
     }
     std::vector<int64_t> hubIds(static_cast<size_t>(H));
     std::vector<float> hubX(size_t(H) * d);
@@ -78,9 +80,9 @@ BangCandidateLists firstCandidates(
     FlatStorage hubs(res, d);
     hubs.append(H, hubX.data());
     const std::vector<int64_t> toHub = knnIds(
-            res, storage.vectors(), n, hubs.vectors(), hubs.norms(), H, d, hubK, p.pageBytes);
+            res, storage.vectors(), n, hubs.vectors(), hubs.norms(), H, d, hubK, pageBytes);
     const std::vector<int64_t> hubToHub = knnIds(
-            res, hubs.vectors(), H, hubs.vectors(), hubs.norms(), H, d, hubHubK, p.pageBytes);
+            res, hubs.vectors(), H, hubs.vectors(), hubs.norms(), H, d, hubHubK, pageBytes);
 
     BangCandidateLists lists;
     lists.ids.reserve(size_t(n) * (K + hubK) + size_t(H) * hubHubK);
@@ -129,40 +131,35 @@ int64_t medoidOf(const GpuResources& res, const FlatStorage& storage, const floa
 }
 
 /// One refinement pass's candidates: the parents each vector's search expanded in
-/// `graph`, plus its current neighbours.
+/// `graph` (set in `work` with the medoid as entry), plus its current neighbours.
 BangCandidateLists searchCandidates(
         const GpuResources& res,
-        const FlatStorage& storage,
+        BangGraph& work,
         const std::vector<int32_t>& graph,
         int64_t medoid,
-        const BangBuildParams& p) {
-    const int64_t n = storage.size();
-    const int d = storage.dim();
-    const int maxVisited = 2 * p.buildL;
-    auto gDev = res.alloc<int32_t>(graph.size());
-    copyToDevice(gDev.data(), graph.data(), graph.size(), res.stream());
-    kernels::BangGraphView g;
-    g.vectors = storage.vectors();
-    g.graph = gDev.data();
-    g.n = n;
-    g.d = d;
-    g.R = p.R;
-    g.entry = int32_t(medoid);
+        const BangBuildConfig& p,
+        size_t pageBytes) {
+    const int64_t n = work.size();
+    const int d = work.dim();
+    const int R = p.graphDegree;
+    const int maxVisited = 2 * p.searchL;
+    work.setGraph(graph.data(), medoid);
+    const kernels::BangGraphView g = work.view();
 
     const int64_t page = std::max<int64_t>(
-            1, std::min<int64_t>(n, int64_t(p.pageBytes / (size_t(maxVisited + 3) * 4 + 8))));
+            1, std::min<int64_t>(n, int64_t(pageBytes / (size_t(maxVisited + 3) * 4 + 8))));
     auto visitedDev = res.alloc<int32_t>(size_t(page) * maxVisited);
     auto itersDev = res.alloc<int32_t>(size_t(page));
     auto dDev = res.alloc<float>(size_t(page));
     auto iDev = res.alloc<int64_t>(size_t(page));
     std::vector<int32_t> visited(size_t(page) * maxVisited), iters(static_cast<size_t>(page));
     BangCandidateLists lists;
-    lists.ids.reserve(size_t(n) * (p.buildL + p.R));
+    lists.ids.reserve(size_t(n) * (p.searchL + R));
     for (int64_t q0 = 0; q0 < n; q0 += page) {
         kernels::BangSearchArgs a;
-        a.queries = storage.vectors() + size_t(q0) * d;
+        a.queries = g.vectors + size_t(q0) * d;
         a.nq = std::min(page, n - q0);
-        a.L = p.buildL;
+        a.L = p.searchL;
         a.k = 1;
         a.outD = dDev.data();
         a.outI = iDev.data();
@@ -177,8 +174,8 @@ BangCandidateLists searchCandidates(
             lists.ids.insert(
                     lists.ids.end(), visited.begin() + i * maxVisited,
                     visited.begin() + i * maxVisited + count);
-            const int32_t* row = graph.data() + size_t(q0 + i) * p.R;
-            lists.append(row, size_t(p.R));
+            const int32_t* row = graph.data() + size_t(q0 + i) * R;
+            lists.append(row, size_t(R));
         }
     }
     return lists;
@@ -193,32 +190,36 @@ int64_t bangHubCount(int64_t n, int64_t requested) {
     return std::min<int64_t>(n, std::max<int64_t>(1, int64_t(4 * std::sqrt(double(n)))));
 }
 
-BangBuildResult buildBangGraph(
+BangBuildTimes buildBangGraph(
         const GpuResources& res,
-        const FlatStorage& storage,
+        BangGraph& work,
         const float* xHost,
-        const BangBuildParams& p) {
+        const BangBuildConfig& p,
+        size_t pageBytes) {
+    const FlatStorage& storage = work.vectors();
     const int64_t n = storage.size();
     const int d = storage.dim();
-    FAISS_ASSERT(n >= 1 && p.R >= 1 && p.candidates >= 1 && p.passes >= 0 && p.buildL >= 1);
-    BangBuildResult r;
+    FAISS_ASSERT(n >= 1 && p.graphDegree == work.degree() && p.candidates >= 1 &&
+                 p.passes >= 0 && p.searchL >= 1);
+    BangBuildTimes t;
     auto t0 = std::chrono::steady_clock::now();
-    BangCandidateLists first = firstCandidates(res, storage, xHost, p);
-    r.medoid = medoidOf(res, storage, xHost, p.pageBytes);
-    r.knnSeconds = secondsSince(t0);
+    BangCandidateLists first = firstCandidates(res, storage, xHost, p, pageBytes);
+    const int64_t medoid = medoidOf(res, storage, xHost, pageBytes);
+    t.knnSeconds = secondsSince(t0);
 
     t0 = std::chrono::steady_clock::now();
-    r.graph = pruneCandidateGraph(xHost, n, d, first, p.R, p.alpha);
-    r.pruneSeconds = secondsSince(t0);
+    std::vector<int32_t> graph = pruneCandidateGraph(xHost, n, d, first, p.graphDegree, p.alpha);
+    t.pruneSeconds = secondsSince(t0);
     for (int pass = 0; pass < p.passes; ++pass) {
         t0 = std::chrono::steady_clock::now();
-        BangCandidateLists c = searchCandidates(res, storage, r.graph, r.medoid, p);
-        r.searchSeconds += secondsSince(t0);
+        BangCandidateLists c = searchCandidates(res, work, graph, medoid, p, pageBytes);
+        t.searchSeconds += secondsSince(t0);
         t0 = std::chrono::steady_clock::now();
-        r.graph = pruneCandidateGraph(xHost, n, d, c, p.R, p.alpha);
-        r.pruneSeconds += secondsSince(t0);
+        graph = pruneCandidateGraph(xHost, n, d, c, p.graphDegree, p.alpha);
+        t.pruneSeconds += secondsSince(t0);
     }
-    return r;
+    work.setGraph(graph.data(), medoid);
+    return t;
 }
 
 } // namespace faiss_ext

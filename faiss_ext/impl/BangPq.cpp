@@ -7,7 +7,7 @@
 #include <faiss/impl/FaissAssert.h>
 #include <faiss/impl/ProductQuantizer.h>
 
-#include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/impl/KMeans.h>
 #include <kernels/BangPq.h>
 
 namespace faiss_ext {
@@ -52,7 +52,8 @@ std::vector<uint8_t> encodeBangPq(
     return codes;
 }
 
-BangPqTables trainBangPq(GpuResources& res, int64_t n, int d, int M, const float* x) {
+BangPqTables trainBangPq(
+        const GpuResources& res, int64_t n, int d, int M, const float* x, size_t pageBytes) {
     checkBangPqSubquantizers(d, M);
     FAISS_THROW_IF_NOT_FMT(
             M >= 1 && n >= kBangPqMinVectors,
@@ -76,12 +77,11 @@ BangPqTables trainBangPq(GpuResources& res, int64_t n, int d, int M, const float
                     slice.data() + size_t(i) * dsub, x + size_t(rows[size_t(i)]) * d + size_t(m) * dsub,
                     size_t(dsub) * sizeof(float));
         }
-        GpuIndexFlat assigner(res, dsub);
-        faiss::Clustering clus(dsub, kernels::kBangPqCentroids, cp);
-        clus.train(s, slice.data(), assigner);
-        FAISS_ASSERT(clus.centroids.size() == size_t(kernels::kBangPqCentroids) * dsub);
+        const std::vector<float> c = gpuKMeans(
+                res, dsub, kernels::kBangPqCentroids, s, slice.data(), cp, faiss::METRIC_L2,
+                pageBytes);
         std::copy(
-                clus.centroids.begin(), clus.centroids.end(),
+                c.begin(), c.end(),
                 t.centroids.begin() + size_t(m) * kernels::kBangPqCentroids * dsub);
     }
     t.codes = encodeBangPq(n, d, M, t.centroids.data(), x);

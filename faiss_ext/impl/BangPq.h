@@ -2,6 +2,7 @@
 // codebooks and codes (faiss::ProductQuantizer, 8 bits per code, k-means on the GPU).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -28,10 +29,11 @@ struct BangPqTables {
 };
 
 /// Trains M codebooks of 256 centroids on bangPqTrainRows(n) of x (n x d, host, n >=
-/// kBangPqMinVectors): per sub-quantizer faiss::Clustering with a GpuIndexFlat
-/// assigner, as GpuIndexIVFFlat::train; then encodes all n rows on the host
+/// kBangPqMinVectors): per sub-quantizer gpuKMeans (KMeans.h, as GpuIndexIVFFlat::train;
+/// host data paged through pageBytes); then encodes all n rows on the host
 /// (faiss::ProductQuantizer::compute_codes). Deterministic for given inputs.
-BangPqTables trainBangPq(GpuResources& res, int64_t n, int d, int M, const float* x);
+BangPqTables trainBangPq(
+        const GpuResources& res, int64_t n, int d, int M, const float* x, size_t pageBytes);
 
 /// Encodes n rows of x with given centroids (M x 256 x d / M).
 std::vector<uint8_t> encodeBangPq(

@@ -25,7 +25,7 @@ FlatTiling planFlatTiling(
     FlatTiling t;
     // Each selection block keeps at most a quarter of its columns, so the merge
     // reads far less than the distance tile.
-    t.segLen = std::max<int64_t>(minSegLen, 4 * int64_t(kernels::nextPow2(k)));
+    t.segLen = std::max<int64_t>(minSegLen, 4 * int64_t(nextPow2(k)));
     const size_t distBudget = budgetBytes / 2;
     const size_t candBudget = budgetBytes / 2;
     for (int64_t qt = std::min<int64_t>(nq, 4096);; qt = (qt + 1) / 2) {
@@ -72,7 +72,7 @@ namespace {
 /// plans in warps and starts from 1024-column segments; the block path as before.
 FlatTiling planFor(const GpuResources& res, int64_t nq, int64_t nb, int kSel) {
     const int64_t sms = res.multiProcessorCount();
-    if (kernels::nextPow2(kSel) <= kernels::kMaxWarpRowSelectK) {
+    if (nextPow2(kSel) <= kernels::kMaxWarpRowSelectK) {
         return planFlatTiling(nq, nb, kSel, res.tempMemoryBytes(), 32 * sms, 1024);
     }
     return planFlatTiling(nq, nb, kSel, res.tempMemoryBytes(), 4 * sms);

@@ -1,6 +1,5 @@
 #include <faiss_ext/impl/IndexImage.h>
 
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 
@@ -13,40 +12,6 @@ namespace {
 constexpr char kMagic[8] = {'F', 'X', 'E', 'X', 'T', 'I', 'D', 'X'};
 constexpr char kEnd[8] = {'F', 'X', 'E', 'X', 'T', 'E', 'N', 'D'};
 constexpr int kMaxDim = 1 << 20;
-
-template <typename T>
-void put(ByteSink& out, T v) {
-    out.write(&v, sizeof(T));
-}
-
-template <typename T>
-T get(ByteSource& in) {
-    T v;
-    in.read(&v, sizeof(T));
-    return v;
-}
-
-template <typename T>
-void putArray(ByteSink& out, const std::vector<T>& v) {
-    if (!v.empty()) {
-        out.write(v.data(), v.size() * sizeof(T));
-    }
-}
-
-/// Reads count elements after checking that the source holds them.
-template <typename T>
-std::vector<T> getArray(ByteSource& in, uint64_t count, const char* what) {
-    FAISS_THROW_IF_NOT_FMT(
-            count <= in.remaining() / sizeof(T),
-            "index file: %s needs %llu elements of %zu bytes, only %llu bytes are left",
-            what, (unsigned long long)count, sizeof(T),
-            (unsigned long long)in.remaining());
-    std::vector<T> v(static_cast<size_t>(count));
-    if (count > 0) {
-        in.read(v.data(), size_t(count) * sizeof(T));
-    }
-    return v;
-}
 
 int getDim(ByteSource& in) {
     const int32_t d = get<int32_t>(in);
@@ -67,80 +32,92 @@ void checkFiniteArray(const std::vector<float>& v, const char* what) {
     }
 }
 
+/// An enum stored as u32, checked to name one of its `count` enumerators.
+template <typename Enum>
+Enum getEnum(ByteSource& in, uint32_t count, const char* what) {
+    const uint32_t v = get<uint32_t>(in);
+    FAISS_THROW_IF_NOT_FMT(v < count, "index file: %s %u is not one of its %u values", what, v,
+                           count);
+    return Enum(v);
+}
+
+// Each configuration struct is written and read here, field by field, once.
+
+void putConfig(ByteSink& out, const GpuIndexConfig& c) {
+    put<uint64_t>(out, c.pageBytes);
+}
+
+void getConfig(ByteSource& in, GpuIndexConfig& c) {
+    c.pageBytes = size_t(get<uint64_t>(in));
+}
+
+void putConfig(ByteSink& out, const GpuIndexFlatConfig& c) {
+    putConfig(out, static_cast<const GpuIndexConfig&>(c));
+    put<uint32_t>(out, uint32_t(c.precision));
+}
+
+void getConfig(ByteSource& in, GpuIndexFlatConfig& c) {
+    getConfig(in, static_cast<GpuIndexConfig&>(c));
+    c.precision = getEnum<GpuFlatPrecision>(in, 3, "precision");
+}
+
+void putConfig(ByteSink& out, const GpuIndexIVFFlatConfig& c) {
+    putConfig(out, static_cast<const GpuIndexConfig&>(c));
+    put<uint32_t>(out, uint32_t(c.mergePath));
+    put<uint32_t>(out, uint32_t(c.scanPath));
+    put<int64_t>(out, c.listChunkVectors);
+}
+
+void getConfig(ByteSource& in, GpuIndexIVFFlatConfig& c) {
+    getConfig(in, static_cast<GpuIndexConfig&>(c));
+    c.mergePath = getEnum<IvfMergePath>(in, 3, "mergePath");
+    c.scanPath = getEnum<IvfScanPath>(in, 3, "scanPath");
+    c.listChunkVectors = get<int64_t>(in);
+}
+
+void putConfig(ByteSink& out, const BangBuildConfig& b) {
+    put<int32_t>(out, b.graphDegree);
+    put<float>(out, b.alpha);
+    put<int32_t>(out, b.candidates);
+    put<int64_t>(out, b.hubs);
+    put<int32_t>(out, b.passes);
+    put<int32_t>(out, b.searchL);
+}
+
+void getConfig(ByteSource& in, BangBuildConfig& b) {
+    b.graphDegree = get<int32_t>(in);
+    FAISS_THROW_IF_NOT_FMT(
+            b.graphDegree >= 1 && b.graphDegree <= 4096, "index file: graph degree %d",
+            b.graphDegree);
+    b.alpha = get<float>(in);
+    FAISS_THROW_IF_NOT_FMT(std::isfinite(b.alpha), "index file: alpha %g", double(b.alpha));
+    b.candidates = get<int32_t>(in);
+    b.hubs = get<int64_t>(in);
+    b.passes = get<int32_t>(in);
+    b.searchL = get<int32_t>(in);
+}
+
+void putConfig(ByteSink& out, const GpuIndexBangConfig& c) {
+    putConfig(out, static_cast<const GpuIndexConfig&>(c));
+    putConfig(out, c.build);
+    put<int32_t>(out, c.pqSubquantizers);
+}
+
+int getPqSubquantizers(ByteSource& in, int d) {
+    const int M = get<int32_t>(in);
+    FAISS_THROW_IF_NOT_FMT(
+            M >= 0 && M <= d && (M == 0 || d % M == 0),
+            "index file: %d PQ sub-quantizers for d=%d", M, d);
+    return M;
+}
+
+void getConfig(ByteSource& in, GpuIndexBangConfig& c, int d) {
+    getConfig(in, static_cast<GpuIndexConfig&>(c));
+    getConfig(in, c.build);
+    c.pqSubquantizers = getPqSubquantizers(in, d);
+}
+
 } // namespace
-
-void VectorSink::write(const void* p, size_t n) {
-    const uint8_t* b = static_cast<const uint8_t*>(p);
-    bytes.insert(bytes.end(), b, b + n);
-}
-
-FileSink::FileSink(const char* path) : path_(path ? path : "") {
-    FAISS_THROW_IF_NOT_MSG(path != nullptr, "write_index: null path");
-    f_ = std::fopen(path, "wb");
-    FAISS_THROW_IF_NOT_FMT(
-            f_ != nullptr, "write_index: cannot open %s for writing (%s)", path,
-            std::strerror(errno));
-}
-
-FileSink::~FileSink() {
-    if (f_) {
-        std::fclose(f_);
-    }
-}
-
-void FileSink::write(const void* p, size_t n) {
-    FAISS_THROW_IF_NOT_FMT(
-            f_ != nullptr && std::fwrite(p, 1, n, f_) == n, "write_index: writing %s failed (%s)",
-            path_.c_str(), std::strerror(errno));
-}
-
-void FileSink::close() {
-    std::FILE* f = f_;
-    f_ = nullptr;
-    FAISS_THROW_IF_NOT_FMT(
-            f != nullptr && std::fclose(f) == 0, "write_index: closing %s failed (%s)",
-            path_.c_str(), std::strerror(errno));
-}
-
-void MemorySource::read(void* p, size_t n) {
-    FAISS_THROW_IF_NOT_FMT(
-            n <= size_ - pos_, "index data truncated: %zu bytes wanted at offset %zu of %zu",
-            n, pos_, size_);
-    std::memcpy(p, data_ + pos_, n);
-    pos_ += n;
-}
-
-FileSource::FileSource(const char* path) : path_(path ? path : "") {
-    FAISS_THROW_IF_NOT_MSG(path != nullptr, "read_index: null path");
-    f_ = std::fopen(path, "rb");
-    FAISS_THROW_IF_NOT_FMT(
-            f_ != nullptr, "read_index: cannot open %s (%s)", path, std::strerror(errno));
-    long size = -1;
-    if (std::fseek(f_, 0, SEEK_END) == 0) {
-        size = std::ftell(f_);
-    }
-    if (size < 0 || std::fseek(f_, 0, SEEK_SET) != 0) {
-        std::fclose(f_);
-        f_ = nullptr;
-        FAISS_THROW_FMT("read_index: %s is not a seekable file", path);
-    }
-    size_ = uint64_t(size);
-}
-
-FileSource::~FileSource() {
-    if (f_) {
-        std::fclose(f_);
-    }
-}
-
-void FileSource::read(void* p, size_t n) {
-    FAISS_THROW_IF_NOT_FMT(
-            n <= size_ - pos_, "read_index: %s is truncated (%zu bytes wanted at offset %llu of %llu)",
-            path_.c_str(), n, (unsigned long long)pos_, (unsigned long long)size_);
-    FAISS_THROW_IF_NOT_FMT(
-            std::fread(p, 1, n, f_) == n, "read_index: reading %s failed", path_.c_str());
-    pos_ += n;
-}
 
 void writeHeader(ByteSink& out, IndexKind kind) {
     out.write(kMagic, sizeof(kMagic));
@@ -192,14 +169,18 @@ void readTrailer(ByteSource& in) {
 void writeFlatImage(ByteSink& out, const FlatImage& im) {
     put<int32_t>(out, im.d);
     put<int32_t>(out, im.metric);
+    putConfig(out, im.config);
     put<int64_t>(out, im.ntotal);
     putArray(out, im.vectors);
 }
 
-FlatImage readFlatImage(ByteSource& in) {
+FlatImage readFlatImage(ByteSource& in, uint32_t version) {
     FlatImage im;
     im.d = getDim(in);
     im.metric = getMetric(in, "index");
+    if (version >= 3) {
+        getConfig(in, im.config);
+    }
     im.ntotal = get<int64_t>(in);
     FAISS_THROW_IF_NOT_FMT(
             im.ntotal >= 0 && uint64_t(im.ntotal) <= in.remaining() / (uint64_t(im.d) * 4),
@@ -217,6 +198,7 @@ void writeIvfFlatImage(ByteSink& out, const IvfFlatImage& im) {
     put<int64_t>(out, im.nlist);
     put<uint64_t>(out, im.nprobe);
     put<uint8_t>(out, im.trained ? 1 : 0);
+    putConfig(out, im.config);
     putArray(out, im.centroids);
     for (int64_t l = 0; l < im.nlist; ++l) {
         put<int64_t>(out, int64_t(im.listIds[l].size()));
@@ -225,7 +207,7 @@ void writeIvfFlatImage(ByteSink& out, const IvfFlatImage& im) {
     }
 }
 
-IvfFlatImage readIvfFlatImage(ByteSource& in) {
+IvfFlatImage readIvfFlatImage(ByteSource& in, uint32_t version) {
     IvfFlatImage im;
     im.d = getDim(in);
     im.metric = getMetric(in, "index");
@@ -242,6 +224,9 @@ IvfFlatImage readIvfFlatImage(ByteSource& in) {
     const uint8_t trained = get<uint8_t>(in);
     FAISS_THROW_IF_NOT_FMT(trained <= 1, "index file: trained flag %u", unsigned(trained));
     im.trained = trained == 1;
+    if (version >= 3) {
+        getConfig(in, im.config);
+    }
     if (im.trained) {
         im.centroids = getArray<float>(in, uint64_t(im.nlist) * im.d, "centroids");
         checkFiniteArray(im.centroids, "centroids");
@@ -271,16 +256,10 @@ IvfFlatImage readIvfFlatImage(ByteSource& in) {
 void writeBangImage(ByteSink& out, const BangImage& im) {
     put<int32_t>(out, im.d);
     put<int32_t>(out, im.metric);
-    put<int32_t>(out, im.graphDegree);
-    put<float>(out, im.alpha);
-    put<int32_t>(out, im.buildCandidates);
-    put<int64_t>(out, im.buildHubs);
-    put<int32_t>(out, im.buildPasses);
-    put<int32_t>(out, im.buildL);
+    putConfig(out, im.config);
     put<int32_t>(out, im.searchL);
     put<int64_t>(out, im.ntotal);
     put<int64_t>(out, im.entry);
-    put<int32_t>(out, im.pqSubquantizers);
     putArray(out, im.vectors);
     putArray(out, im.graph);
     putArray(out, im.pqCentroids);
@@ -291,52 +270,45 @@ BangImage readBangImage(ByteSource& in, uint32_t version) {
     BangImage im;
     im.d = getDim(in);
     im.metric = getMetric(in, "index");
-    im.graphDegree = get<int32_t>(in);
-    FAISS_THROW_IF_NOT_FMT(
-            im.graphDegree >= 1 && im.graphDegree <= 4096, "index file: graph degree %d",
-            im.graphDegree);
-    im.alpha = get<float>(in);
-    FAISS_THROW_IF_NOT_FMT(std::isfinite(im.alpha), "index file: alpha %g", double(im.alpha));
-    im.buildCandidates = get<int32_t>(in);
-    im.buildHubs = get<int64_t>(in);
-    im.buildPasses = get<int32_t>(in);
-    im.buildL = get<int32_t>(in);
+    if (version >= 3) {
+        getConfig(in, im.config, im.d);
+    } else {
+        getConfig(in, im.config.build); // versions 1 and 2: the build fields only
+    }
     im.searchL = get<int32_t>(in);
     im.ntotal = get<int64_t>(in);
     im.entry = get<int64_t>(in);
-    if (version >= 2) {
-        im.pqSubquantizers = get<int32_t>(in);
-        FAISS_THROW_IF_NOT_FMT(
-                im.pqSubquantizers >= 0 && im.pqSubquantizers <= im.d &&
-                        (im.pqSubquantizers == 0 || im.d % im.pqSubquantizers == 0),
-                "index file: %d PQ sub-quantizers for d=%d", im.pqSubquantizers, im.d);
+    if (version == 2) {
+        im.config.pqSubquantizers = getPqSubquantizers(in, im.d);
     }
-    const uint64_t rowBytes = uint64_t(im.d) * 4 + uint64_t(im.graphDegree) * 4 +
-            uint64_t(im.pqSubquantizers);
+    const BangBuildConfig& b = im.config.build;
+    const int M = im.config.pqSubquantizers;
+    const uint64_t rowBytes =
+            uint64_t(im.d) * 4 + uint64_t(b.graphDegree) * 4 + uint64_t(M);
     FAISS_THROW_IF_NOT_FMT(
             im.ntotal >= 0 && im.ntotal < (int64_t(1) << 31) &&
                     uint64_t(im.ntotal) <= in.remaining() / rowBytes,
             "index file: ntotal=%lld vectors of d=%d and degree %d do not fit the %llu bytes "
             "left",
-            (long long)im.ntotal, im.d, im.graphDegree, (unsigned long long)in.remaining());
+            (long long)im.ntotal, im.d, b.graphDegree, (unsigned long long)in.remaining());
     FAISS_THROW_IF_NOT_FMT(
             im.ntotal == 0 ? im.entry == 0 : (im.entry >= 0 && im.entry < im.ntotal),
             "index file: entry point %lld for %lld vectors", (long long)im.entry,
             (long long)im.ntotal);
     im.vectors = getArray<float>(in, uint64_t(im.ntotal) * im.d, "vectors");
     checkFiniteArray(im.vectors, "vectors");
-    im.graph = getArray<int32_t>(in, uint64_t(im.ntotal) * im.graphDegree, "graph");
+    im.graph = getArray<int32_t>(in, uint64_t(im.ntotal) * b.graphDegree, "graph");
     for (int32_t id : im.graph) {
         FAISS_THROW_IF_NOT_FMT(
                 id >= -1 && id < im.ntotal, "index file: graph id %d for %lld vectors", id,
                 (long long)im.ntotal);
     }
-    if (im.pqSubquantizers > 0 && im.ntotal > 0) {
+    if (M > 0 && im.ntotal > 0) {
         // M x 256 x d / M floats
         im.pqCentroids = getArray<float>(in, uint64_t(im.d) * 256, "PQ centroids");
         checkFiniteArray(im.pqCentroids, "PQ centroids");
         im.pqCodes = getArray<uint8_t>(
-                in, uint64_t(im.ntotal) * uint64_t(im.pqSubquantizers), "PQ codes");
+                in, uint64_t(im.ntotal) * uint64_t(M), "PQ codes");
     }
     return im;
 }

@@ -1,27 +1,45 @@
 // Host images of the faiss_ext indexes and their versioned binary format: plain C++
-// (no device), so the format checks are tested on any machine.
+// (no device), so the format checks are tested on any machine. docs/DESIGN.md has the
+// same notes with the history of the versions.
 //
 // File layout (little-endian, no padding):
-//   "FXEXTIDX" (8 bytes)  u32 version (2; 1 is still read)  u32 kind (IndexKind)
+//   "FXEXTIDX" (8 bytes)  u32 version  u32 kind (IndexKind)
 //   payload of the kind
 //   "FXEXTEND" (8 bytes), then end of file
-// Every size read is checked against the bytes left before anything is allocated, so
-// a truncated or foreign file gives a faiss::FaissException, never a crash or a huge
-// allocation. A new index type (GpuIndexBang) adds a kind, an image and its two
-// functions; existing kinds keep their payloads (a payload change bumps the version).
-// Version 2 added GpuIndexBang's PQ state; the other payloads are the same in 1 and 2.
+// Every size read is checked against the bytes left before anything is allocated (see
+// ByteStream.h). A new index type adds a kind, an image and its two functions; a
+// payload change bumps the version, and every older version stays readable.
+//
+// What a saved index keeps: its data, its default search knob (IVF nprobe, Bang
+// search_L) and its whole configuration struct (IndexConfig.h: GpuIndexConfig's
+// pageBytes, IVF's mergePath / scanPath / listChunkVectors, Bang's build and
+// pqSubquantizers), each struct written field by field in one place (IndexImage.cpp);
+// read_index builds the index with that configuration. Not kept: the GpuResources
+// (device, temporary memory: the reader's) and GpuIndexIVFFlat::cp (k-means
+// parameters of a train that has happened; faiss does not save them either).
+//
+// Versions:
+//   1  Flat: d, metric, ntotal, vectors. IVF-Flat: d, metric, quantizer metric, nlist,
+//      nprobe, trained, centroids, lists. Bang: d, metric, the build fields, search_L,
+//      ntotal, entry, vectors, graph.
+//   2  Bang adds pqSubquantizers after the entry point and the PQ codebooks and codes
+//      after the graph.
+//   3  (written) every payload carries its configuration struct: Flat after the
+//      metric, IVF-Flat after the trained flag, Bang in place of the build fields (the
+//      same fields inside GpuIndexBangConfig). Files of versions 1 and 2 load with the
+//      defaults for what they do not hold.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <string>
 #include <vector>
+
+#include <faiss_ext/IndexConfig.h>
+#include <faiss_ext/impl/ByteStream.h>
 
 namespace faiss_ext {
 
 /// The version written; every version from kIndexFormatOldestVersion up is read.
-constexpr uint32_t kIndexFormatVersion = 2;
+constexpr uint32_t kIndexFormatVersion = 3;
 constexpr uint32_t kIndexFormatOldestVersion = 1;
 
 enum class IndexKind : uint32_t {
@@ -30,73 +48,10 @@ enum class IndexKind : uint32_t {
     kBang = 3,
 };
 
-/// Where serialized bytes go.
-class ByteSink {
-   public:
-    virtual ~ByteSink() = default;
-    virtual void write(const void* p, size_t bytes) = 0;
-};
-
-/// Where serialized bytes come from; read throws past the end.
-class ByteSource {
-   public:
-    virtual ~ByteSource() = default;
-    virtual void read(void* p, size_t bytes) = 0;
-    virtual uint64_t remaining() const = 0;
-};
-
-class VectorSink : public ByteSink {
-   public:
-    void write(const void* p, size_t bytes) override;
-    std::vector<uint8_t> bytes;
-};
-
-class FileSink : public ByteSink {
-   public:
-    explicit FileSink(const char* path);
-    ~FileSink() override;
-    void write(const void* p, size_t bytes) override;
-    /// Flushes and closes; throws if the data did not reach the file.
-    void close();
-
-   private:
-    std::string path_;
-    std::FILE* f_ = nullptr;
-};
-
-class MemorySource : public ByteSource {
-   public:
-    MemorySource(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-    void read(void* p, size_t bytes) override;
-    uint64_t remaining() const override {
-        return size_ - pos_;
-    }
-
-   private:
-    const uint8_t* data_;
-    size_t size_;
-    size_t pos_ = 0;
-};
-
-class FileSource : public ByteSource {
-   public:
-    explicit FileSource(const char* path);
-    ~FileSource() override;
-    void read(void* p, size_t bytes) override;
-    uint64_t remaining() const override {
-        return size_ - pos_;
-    }
-
-   private:
-    std::string path_;
-    std::FILE* f_ = nullptr;
-    uint64_t size_ = 0;
-    uint64_t pos_ = 0;
-};
-
 struct FlatImage {
     int d = 0;
     int metric = 1; ///< faiss::MetricType
+    GpuIndexFlatConfig config;
     int64_t ntotal = 0;
     std::vector<float> vectors; ///< ntotal x d
 };
@@ -106,6 +61,7 @@ struct IvfFlatImage {
     int metric = 1;          ///< faiss::MetricType of the lists
     int quantizerMetric = 1; ///< faiss::MetricType of the coarse quantizer
     int64_t nlist = 0;
+    GpuIndexIVFFlatConfig config;
     uint64_t nprobe = 1;
     bool trained = false;
     std::vector<float> centroids;               ///< nlist x d when trained, else empty
@@ -116,19 +72,13 @@ struct IvfFlatImage {
 struct BangImage {
     int d = 0;
     int metric = 1; ///< faiss::MetricType (L2)
-    int graphDegree = 64;
-    float alpha = 1.2f;
-    int buildCandidates = 128;
-    int64_t buildHubs = 0;
-    int buildPasses = 2;
-    int buildL = 64;
-    int searchL = 64;
+    /// Version 1 files have no PQ state: exact mode.
+    GpuIndexBangConfig config;
+    int searchL = 64; ///< GpuIndexBang::search_L
     int64_t ntotal = 0;
     int64_t entry = 0;
     std::vector<float> vectors; ///< ntotal x d
-    std::vector<int32_t> graph; ///< ntotal x graphDegree, ids in [-1, ntotal)
-    /// PQ mode's sub-quantizers M (0: exact mode; version 1 files have no PQ state).
-    int pqSubquantizers = 0;
+    std::vector<int32_t> graph; ///< ntotal x config.build.graphDegree, ids in [-1, ntotal)
     /// PQ mode with ntotal > 0: the codebooks (M x 256 x d / M) and codes (ntotal x
     /// M); else empty.
     std::vector<float> pqCentroids;
@@ -143,14 +93,14 @@ IndexKind readHeader(ByteSource& in, uint32_t* version = nullptr);
 void writeTrailer(ByteSink& out);
 void readTrailer(ByteSource& in);
 
+/// The payloads, written in the current version; read in the file's `version`
+/// (readHeader). The readers check sizes, finiteness, ids and enum values, not the
+/// ranges the index constructors check again when read_index builds the index.
 void writeFlatImage(ByteSink& out, const FlatImage& image);
-FlatImage readFlatImage(ByteSource& in);
+FlatImage readFlatImage(ByteSource& in, uint32_t version = kIndexFormatVersion);
 void writeIvfFlatImage(ByteSink& out, const IvfFlatImage& image);
-IvfFlatImage readIvfFlatImage(ByteSource& in);
+IvfFlatImage readIvfFlatImage(ByteSource& in, uint32_t version = kIndexFormatVersion);
 void writeBangImage(ByteSink& out, const BangImage& image);
-/// Checks sizes, finiteness, ids and the build parameters' ranges (not the rules the
-/// index constructor checks again: degree, alpha and sub-quantizer limits). version:
-/// the file's (readHeader); version 1 payloads have no PQ fields.
 BangImage readBangImage(ByteSource& in, uint32_t version = kIndexFormatVersion);
 
 } // namespace faiss_ext

@@ -2,15 +2,10 @@
 
 #include <algorithm>
 
+#include <faiss_ext/utils/MathUtils.h>
 #include <kernels/IvfStore.h>
 
 namespace faiss_ext {
-
-namespace {
-int64_t roundUp32(int64_t v) {
-    return (v + 31) / 32 * 32;
-}
-} // namespace
 
 IvfLists::IvfLists(const GpuResources& res, int d, int64_t nlist)
         : res_(&res),
@@ -67,7 +62,7 @@ void IvfLists::append(
     std::vector<int64_t> newCap;
     for (int64_t l = 0; l < nlist_; ++l) {
         if (newLen[l] > cap_[l]) {
-            const int64_t cap = roundUp32(std::max(newLen[l], cap_[l] + cap_[l] / 4));
+            const int64_t cap = roundUp<int64_t>(std::max(newLen[l], cap_[l] + cap_[l] / 4), 32);
             grown.push_back(l);
             newCap.push_back(cap);
             newData.push_back(res_->alloc<float>(size_t(cap) * dp_));
@@ -89,7 +84,7 @@ void IvfLists::append(
         if (len_[l] > 0) {
             FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
                     newData[g].data(), data_[l].data(),
-                    size_t(roundUp32(len_[l])) * dp_ * sizeof(float),
+                    size_t(roundUp<int64_t>(len_[l], 32)) * dp_ * sizeof(float),
                     cudaMemcpyDeviceToDevice, stream));
             FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
                     newIds[g].data(), ids_[l].data(), size_t(len_[l]) * sizeof(int64_t),
@@ -135,7 +130,7 @@ std::vector<float> IvfLists::listVectors(int64_t list) const {
             list >= 0 && list < nlist_, "list %lld is outside [0, %lld)", (long long)list,
             (long long)nlist_);
     const int64_t len = len_[list];
-    std::vector<float> raw(size_t(roundUp32(len)) * dp_);
+    std::vector<float> raw(size_t(roundUp<int64_t>(len, 32)) * dp_);
     copyToHost(raw.data(), data_[list].data(), raw.size(), res_->stream());
     std::vector<float> out(size_t(len) * d_);
     for (int64_t v = 0; v < len; ++v) {

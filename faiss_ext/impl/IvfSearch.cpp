@@ -50,7 +50,7 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
                     size_t(in.nprobe) <= in.listLengths->size(),
             "bad IVF search shape nq=%lld k=%d nprobe=%d", (long long)in.nq, in.k, in.nprobe);
     const std::vector<int64_t>& lengths = *in.listLengths;
-    const int64_t kp = kernels::nextPow2(in.k);
+    const int64_t kp = nextPow2(in.k);
     int64_t maxLen = 0, total = 0, nonEmpty = 0;
     for (int64_t len : lengths) {
         maxLen = std::max(maxLen, len);

@@ -9,34 +9,11 @@
 #include <faiss/MetricType.h>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/IndexConfig.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/IvfLists.h>
 
 namespace faiss_ext {
-
-/// How Kernel D merges each query's nprobe x chunks x k candidates into its top k.
-enum class IvfMergePath {
-    /// fast when its shared memory fits the device's per-block limit, else heap
-    kAuto,
-    /// stage the whole candidate row in shared memory and sort it once; a search whose
-    /// row does not fit is refused
-    kFast,
-    /// streaming selection over the row in global memory (shared memory for k only)
-    kHeap,
-};
-
-/// How the list scan visits the probed lists.
-enum class IvfScanPath {
-    /// list-major when queries of the batch share lists (host cost model in
-    /// planIvfSearch), else per-query
-    kAuto,
-    /// one block per (query, chunk of a probed list): each query reads its lists
-    kPerQuery,
-    /// probes grouped by list on the device, one product per (list tile, group of 64
-    /// queries) into a distance buffer, then the per-chunk selection over it: each list
-    /// tile is read once per group of queries
-    kListMajor,
-};
 
 /// What the planner needs to know about one search.
 struct IvfPlanInput {

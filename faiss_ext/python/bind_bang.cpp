@@ -32,14 +32,13 @@ void bindBang(py::module_& m) {
             "with ADC distances and re-ranks its final worklist exactly).")
             .def(py::init([](PyGpuResources& res, int d, int R, float alpha,
                              int buildCandidates, int buildPasses, int buildL, int searchL,
-                             bool stepwise, size_t pageBytes, int pqSubquantizers) {
+                             size_t pageBytes, int pqSubquantizers) {
                      GpuIndexBangConfig config;
-                     config.graphDegree = R;
-                     config.alpha = alpha;
-                     config.buildCandidates = buildCandidates;
-                     config.buildPasses = buildPasses;
-                     config.buildL = buildL;
-                     config.kernel = stepwise ? BangKernel::kStepwise : BangKernel::kPersistent;
+                     config.build.graphDegree = R;
+                     config.build.alpha = alpha;
+                     config.build.candidates = buildCandidates;
+                     config.build.passes = buildPasses;
+                     config.build.searchL = buildL;
                      config.pageBytes = pageBytes;
                      config.pqSubquantizers = pqSubquantizers;
                      DeviceCall call(res);
@@ -48,12 +47,12 @@ void bindBang(py::module_& m) {
                      index->search_L = searchL;
                      return index;
                  }),
-                 py::arg("res"), py::arg("d"), py::arg("R") = GpuIndexBangConfig().graphDegree,
-                 py::kw_only(), py::arg("alpha") = GpuIndexBangConfig().alpha,
-                 py::arg("build_candidates") = GpuIndexBangConfig().buildCandidates,
-                 py::arg("build_passes") = GpuIndexBangConfig().buildPasses,
-                 py::arg("build_L") = GpuIndexBangConfig().buildL,
-                 py::arg("search_L") = 64, py::arg("stepwise") = false,
+                 py::arg("res"), py::arg("d"), py::arg("R") = BangBuildConfig().graphDegree,
+                 py::kw_only(), py::arg("alpha") = BangBuildConfig().alpha,
+                 py::arg("build_candidates") = BangBuildConfig().candidates,
+                 py::arg("build_passes") = BangBuildConfig().passes,
+                 py::arg("build_L") = BangBuildConfig().searchL,
+                 py::arg("search_L") = 64,
                  py::arg("page_bytes") = GpuIndexBangConfig().pageBytes,
                  py::arg("pq_subquantizers") = GpuIndexBangConfig().pqSubquantizers,
                  py::keep_alive<1, 2>())

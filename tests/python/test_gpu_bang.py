@@ -61,18 +61,13 @@ def test_build_search_and_params(res, rng):
     assert (I == -1).all()
 
 
-def test_stepwise_kernel_and_save_load(res, rng, tmp_path):
+def test_save_load_and_errors(res, rng, tmp_path):
     d, nb = 16, 3000
     xb = rng.random((nb, d), dtype=np.float32)
     xq = rng.random((50, d), dtype=np.float32)
     a = faiss_ext.GpuIndexBang(res, d, R=24, search_L=40)
-    b = faiss_ext.GpuIndexBang(res, d, R=24, search_L=40, stepwise=True)
     a.add(xb)
-    b.add(xb)
-    Da, Ia = a.search(xq, 10)
-    Db, Ib = b.search(xq, 10)
-    np.testing.assert_array_equal(Ia, Ib)
-    np.testing.assert_array_equal(Da, Db)
+    _, Ia = a.search(xq, 10)
 
     path = str(tmp_path / "bang.fx")
     faiss_ext.write_index(a, path)

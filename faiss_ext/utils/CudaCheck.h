@@ -1,7 +1,6 @@
-// Turning CUDA and cuBLAS failures into faiss::FaissException, and the device guard.
+// Turning CUDA and cuBLAS failures into faiss::FaissException. Plain C++ over the CUDA
+// runtime API: included by kernels/, impl/ and the index classes alike.
 #pragma once
-
-#include <cstdint>
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -35,30 +34,3 @@
                     #call);                                                \
         }                                                                  \
     } while (0)
-
-namespace faiss_ext {
-
-/// Sets the current CUDA device for the lifetime of the guard, then restores it.
-class DeviceScope {
-   public:
-    explicit DeviceScope(int device) {
-        FAISS_EXT_CUDA_CHECK(cudaGetDevice(&previous_));
-        if (previous_ != device) {
-            FAISS_EXT_CUDA_CHECK(cudaSetDevice(device));
-        }
-        device_ = device;
-    }
-    ~DeviceScope() {
-        if (previous_ != device_) {
-            cudaSetDevice(previous_);
-        }
-    }
-    DeviceScope(const DeviceScope&) = delete;
-    DeviceScope& operator=(const DeviceScope&) = delete;
-
-   private:
-    int previous_ = 0;
-    int device_ = 0;
-};
-
-} // namespace faiss_ext

@@ -1,4 +1,5 @@
-// RAII device memory from the stream-ordered pool of one GpuResources.
+// RAII device memory from the stream-ordered pool of one GpuResources, and the
+// host <-> device copies of the library.
 #pragma once
 
 #include <cstddef>
@@ -6,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include <kernels/CudaCheck.h>
+#include <faiss_ext/utils/CudaCheck.h>
 
 namespace faiss_ext {
 

@@ -1,0 +1,111 @@
+// The configuration of every faiss_ext index: plain aggregates with their defaults,
+// passed by value to the index constructors and kept whole by write_index /
+// read_index. Also read by impl/ (the graph build, the search plans, the file format),
+// so this header includes nothing of the library. docs/TUNING.md says what each knob
+// trades.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace faiss_ext {
+
+/// What every index takes.
+struct GpuIndexConfig {
+    /// Host queries are copied to the device in pages of at most this many bytes
+    /// (queries plus results), so that a search of any size needs bounded memory;
+    /// adds stage their vectors the same way. At least 1 MiB.
+    size_t pageBytes = size_t(256) << 20;
+};
+
+/// How GpuIndexFlat computes the query-base products. Results are those of FP32
+/// arithmetic in every mode (ids equal except ties, distances to FP32 rounding).
+enum class GpuFlatPrecision {
+    /// TF32 where it measured faster on every data set tried: batches of at least 64
+    /// queries and k <= 4 (at larger k the re-rank's proof fails for many queries of
+    /// clustered data, and re-searching them costs more than TF32 saves:
+    /// benchs/NOTES.md)
+    kAuto,
+    /// FP32 GEMM on CUDA cores
+    kFloat32,
+    /// TF32 GEMM on tensor cores, an FP32 re-rank of a shortlist of k + max(16, k/8),
+    /// and a second FP32 search of the queries whose shortlist boundary is not provably
+    /// beyond the TF32 rounding error; k above 1820 is refused
+    kTF32,
+};
+
+struct GpuIndexFlatConfig : GpuIndexConfig {
+    /// The product's precision (see GpuFlatPrecision).
+    GpuFlatPrecision precision = GpuFlatPrecision::kAuto;
+};
+
+/// How GpuIndexIVFFlat's merge stage reduces each query's nprobe x chunks x k
+/// candidates to its top k.
+enum class IvfMergePath {
+    /// fast when its shared memory fits the device's per-block limit, else heap
+    kAuto,
+    /// stage the whole candidate row in shared memory and sort it once; a search whose
+    /// row does not fit is refused
+    kFast,
+    /// streaming selection over the row in global memory (shared memory for k only)
+    kHeap,
+};
+
+/// Which list scan GpuIndexIVFFlat runs. Both give the same results (the same FP32
+/// operations in the same order, the same merge).
+enum class IvfScanPath {
+    /// list-major when a tile of queries shares lists (on average at least 4 queries
+    /// per non-empty list), else per-query; chosen per search by the planner
+    kAuto,
+    /// one block per (query, chunk of a probed list): each query reads its lists
+    kPerQuery,
+    /// probes grouped by list on the device, one FP32 product per (64 list vectors,
+    /// 64 queries) into a distance buffer, then a warp (k <= 256) or block selection
+    /// per (query, chunk) over it: each list tile is read once per group of queries
+    kListMajor,
+};
+
+struct GpuIndexIVFFlatConfig : GpuIndexConfig {
+    /// The merge stage's path (see IvfMergePath).
+    IvfMergePath mergePath = IvfMergePath::kAuto;
+    /// The list scan's path (see IvfScanPath).
+    IvfScanPath scanPath = IvfScanPath::kAuto;
+    /// Vectors one list-scan block reads (a multiple of 32, at most 2^30); longer
+    /// lists are split into chunks of this size. 0: chosen per search from the batch
+    /// shape, k and the device.
+    int64_t listChunkVectors = 0;
+};
+
+/// How GpuIndexBang::add builds its graph (DiskANN's Vamana; impl/BangBuild.h).
+struct BangBuildConfig {
+    /// R: most neighbours per vector, in [1, 128]. Each search iteration reads the R
+    /// neighbours of one vector.
+    int graphDegree = 64;
+    /// RobustPrune's alpha, in [1, 1e6] (larger keeps more long edges).
+    float alpha = 1.2f;
+    /// Exact nearest neighbours of each vector in the first graph's candidates, in
+    /// [1, 1024].
+    int candidates = 64;
+    /// Evenly spaced hub vectors linked into the first graph (0: 4 sqrt(ntotal)).
+    int64_t hubs = 0;
+    /// Vamana refinement passes after the first graph, in [0, 16].
+    int passes = 2;
+    /// Worklist of the refinement passes' searches, in [1, 1024].
+    int searchL = 64;
+};
+
+struct GpuIndexBangConfig : GpuIndexConfig {
+    /// The graph build.
+    BangBuildConfig build;
+    /// BANG's PQ mode: M sub-quantizers of 8 bits each (faiss::ProductQuantizer,
+    /// trained at every add on up to 65536 evenly spaced stored vectors with k-means on
+    /// the GPU; impl/BangPq.h). The search walks the graph with ADC distances from the
+    /// codes (M bytes per vector) and a per-query table in shared memory (M KiB), then
+    /// re-ranks its final worklist with exact distances from the full vectors, which
+    /// stay on the GPU. The graph is built with exact distances either way. 0: exact
+    /// distances throughout (default); else in [1, 128], dividing d, and add needs at
+    /// least 256 vectors in all.
+    int pqSubquantizers = 0;
+};
+
+} // namespace faiss_ext

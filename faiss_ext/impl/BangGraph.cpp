@@ -1,0 +1,121 @@
+#include <faiss_ext/impl/BangGraph.h>
+
+#include <algorithm>
+#include <climits>
+
+#include <faiss/impl/FaissAssert.h>
+
+#include <faiss_ext/impl/BangPq.h>
+#include <kernels/BangPq.h>
+#include <kernels/Distances.h>
+
+namespace faiss_ext {
+
+BangGraph::BangGraph(const GpuResources& res, int d, int R, int pqM)
+        : res_(&res), R_(R), pqM_(pqM), vectors_(res, d) {}
+
+void BangGraph::setVectors(int64_t n, const float* x) {
+    FlatStorage fresh(*res_, dim());
+    fresh.append(n, x);
+    vectors_ = std::move(fresh);
+    graph_ = DeviceBuffer<int32_t>();
+    pqCentroids_ = DeviceBuffer<float>();
+    pqCodes_ = DeviceBuffer<uint8_t>();
+    entry_ = 0;
+}
+
+void BangGraph::setGraph(const int32_t* graph, int64_t entry) {
+    FAISS_ASSERT(entry >= 0 && entry < size());
+    const size_t count = size_t(size()) * R_;
+    if (graph_.size() != count) {
+        graph_ = res_->alloc<int32_t>(count);
+    }
+    copyToDevice(graph_.data(), graph, count, res_->stream());
+    entry_ = entry;
+}
+
+void BangGraph::setPq(const BangPqTables& tables) {
+    FAISS_ASSERT(pqM_ > 0);
+    FAISS_ASSERT(tables.centroids.size() == size_t(kernels::kBangPqCentroids) * dim());
+    FAISS_ASSERT(tables.codes.size() == size_t(size()) * pqM_);
+    auto centroids = res_->alloc<float>(tables.centroids.size());
+    auto codes = res_->alloc<uint8_t>(tables.codes.size());
+    copyToDevice(centroids.data(), tables.centroids.data(), tables.centroids.size(), res_->stream());
+    copyToDevice(codes.data(), tables.codes.data(), tables.codes.size(), res_->stream());
+    pqCentroids_ = std::move(centroids);
+    pqCodes_ = std::move(codes);
+}
+
+void BangGraph::clear() {
+    vectors_.clear();
+    graph_ = DeviceBuffer<int32_t>();
+    pqCentroids_ = DeviceBuffer<float>();
+    pqCodes_ = DeviceBuffer<uint8_t>();
+    entry_ = 0;
+}
+
+kernels::BangGraphView BangGraph::view() const {
+    FAISS_ASSERT(size() >= 1 && graph_.size() == size_t(size()) * R_);
+    FAISS_ASSERT(pqM_ == 0 || pqCodes_.size() == size_t(size()) * pqM_);
+    kernels::BangGraphView g;
+    g.vectors = vectors_.vectors();
+    g.graph = graph_.data();
+    g.n = size();
+    g.d = dim();
+    g.R = R_;
+    g.entry = int32_t(entry_);
+    g.pqM = pqM_;
+    g.codes = pqCodes_.data();
+    g.pqCentroids = pqCentroids_.data();
+    return g;
+}
+
+void BangGraph::search(
+        const float* queries,
+        int64_t nq,
+        int k,
+        int L,
+        float* outD,
+        int64_t* outI,
+        int32_t* iterations) const {
+    cudaStream_t stream = res_->stream();
+    if (size() == 0) {
+        kernels::fillMissingResults(outD, outI, nq * k, kernels::DistanceFinish::kL2, stream);
+        if (iterations) {
+            FAISS_EXT_CUDA_CHECK(
+                    cudaMemsetAsync(iterations, 0, size_t(nq) * sizeof(int32_t), stream));
+        }
+        return;
+    }
+    const kernels::BangGraphView g = view();
+    // One block per query: pages of at most INT_MAX blocks.
+    for (int64_t q0 = 0; q0 < nq; q0 += INT_MAX) {
+        kernels::BangSearchArgs a;
+        a.queries = queries + size_t(q0) * g.d;
+        a.nq = std::min<int64_t>(INT_MAX, nq - q0);
+        a.L = L;
+        a.k = k;
+        a.outD = outD + size_t(q0) * k;
+        a.outI = outI + size_t(q0) * k;
+        a.iterations = iterations ? iterations + q0 : nullptr;
+        kernels::bangSearchPersistent(g, a, stream);
+    }
+}
+
+std::vector<int32_t> BangGraph::graph() const {
+    return copyToHostVector(graph_.data(), graph_.size(), res_->stream());
+}
+
+std::vector<float> BangGraph::pqCentroids() const {
+    return copyToHostVector(pqCentroids_.data(), pqCentroids_.size(), res_->stream());
+}
+
+std::vector<uint8_t> BangGraph::pqCodes() const {
+    return copyToHostVector(pqCodes_.data(), pqCodes_.size(), res_->stream());
+}
+
+size_t BangGraph::deviceBytes() const {
+    return vectors_.deviceBytes() + graph_.bytes() + pqCentroids_.bytes() + pqCodes_.bytes();
+}
+
+} // namespace faiss_ext

@@ -1,0 +1,89 @@
+// GpuIndexBang's device state, as IvfLists is GpuIndexIVFFlat's: the vectors (with
+// their norms, for the build's exact k-NN), the graph, the entry point and, in PQ
+// mode, the codebooks and codes; the search view over them and the search. The index
+// class and the graph build reach the search kernels only through this owner.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/FlatStorage.h>
+#include <kernels/BangSearch.h>
+
+namespace faiss_ext {
+
+struct BangPqTables;
+
+class BangGraph {
+   public:
+    /// An empty state for d-dimensional vectors, graphs of degree R and pqM
+    /// sub-quantizers (0: exact mode).
+    BangGraph(const GpuResources& res, int d, int R, int pqM);
+    BangGraph(BangGraph&&) = default;
+    BangGraph& operator=(BangGraph&&) = default;
+
+    /// Replaces the vectors with n host rows; the graph and PQ state of the old ones
+    /// are dropped. Allocates first: a failure leaves the state as it was.
+    void setVectors(int64_t n, const float* x);
+    /// Replaces the graph (size() x R ids in [-1, size()), host, checked by the
+    /// caller) and the entry point.
+    void setGraph(const int32_t* graph, int64_t entry);
+    /// PQ mode: replaces the codebooks (pqM x 256 x d / pqM) and codes (size() x pqM).
+    void setPq(const BangPqTables& tables);
+    void clear();
+
+    /// What the search kernels walk (size() >= 1 and a graph set).
+    kernels::BangGraphView view() const;
+    /// The persistent search of nq device queries with worklist L (k <= L <= 1024):
+    /// k results per query (ascending distance; -1 / +inf where missing) and, when
+    /// iterations is not null, the parents each query expanded. An empty state gives
+    /// only missing results. On the resources' stream, no host synchronisation.
+    void search(
+            const float* queries,
+            int64_t nq,
+            int k,
+            int L,
+            float* outD,
+            int64_t* outI,
+            int32_t* iterations = nullptr) const;
+
+    int64_t size() const {
+        return vectors_.size();
+    }
+    int dim() const {
+        return vectors_.dim();
+    }
+    int degree() const {
+        return R_;
+    }
+    int pqSubquantizers() const {
+        return pqM_;
+    }
+    int64_t entry() const {
+        return entry_;
+    }
+    /// The stored vectors and their squared norms.
+    const FlatStorage& vectors() const {
+        return vectors_;
+    }
+    /// Host copies: the graph (size() x R), and in PQ mode the codebooks and codes
+    /// (empty in exact mode or when nothing is stored).
+    std::vector<int32_t> graph() const;
+    std::vector<float> pqCentroids() const;
+    std::vector<uint8_t> pqCodes() const;
+    size_t deviceBytes() const;
+
+   private:
+    const GpuResources* res_;
+    int R_;
+    int pqM_;
+    FlatStorage vectors_;
+    DeviceBuffer<int32_t> graph_;     ///< size() x R
+    DeviceBuffer<float> pqCentroids_; ///< PQ mode: pqM x 256 x d / pqM
+    DeviceBuffer<uint8_t> pqCodes_;   ///< PQ mode: size() x pqM
+    int64_t entry_ = 0;
+};
+
+} // namespace faiss_ext

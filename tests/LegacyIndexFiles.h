@@ -1,0 +1,89 @@
+// Index files in the layouts of format versions 1 and 2 (impl/IndexImage.h), which the
+// library reads but no longer writes: written here field by field, apart from the
+// library's writer, for the tests that old files still load.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <faiss_ext/impl/IndexImage.h>
+
+namespace faiss_ext {
+namespace test {
+
+namespace legacy {
+
+inline void header(VectorSink& s, uint32_t version, IndexKind kind) {
+    s.write("FXEXTIDX", 8);
+    put<uint32_t>(s, version);
+    put<uint32_t>(s, uint32_t(kind));
+}
+
+inline std::vector<uint8_t> trailer(VectorSink& s) {
+    s.write("FXEXTEND", 8);
+    return s.bytes;
+}
+
+} // namespace legacy
+
+/// A GpuIndexFlat file of version 1 or 2 (the same payload): no configuration.
+inline std::vector<uint8_t> legacyFlatFile(const FlatImage& im, uint32_t version) {
+    VectorSink s;
+    legacy::header(s, version, IndexKind::kFlat);
+    put<int32_t>(s, im.d);
+    put<int32_t>(s, im.metric);
+    put<int64_t>(s, im.ntotal);
+    putArray(s, im.vectors);
+    return legacy::trailer(s);
+}
+
+/// A GpuIndexIVFFlat file of version 1 or 2 (the same payload): no configuration.
+inline std::vector<uint8_t> legacyIvfFlatFile(const IvfFlatImage& im, uint32_t version) {
+    VectorSink s;
+    legacy::header(s, version, IndexKind::kIvfFlat);
+    put<int32_t>(s, im.d);
+    put<int32_t>(s, im.metric);
+    put<int32_t>(s, im.quantizerMetric);
+    put<int64_t>(s, im.nlist);
+    put<uint64_t>(s, im.nprobe);
+    put<uint8_t>(s, im.trained ? 1 : 0);
+    putArray(s, im.centroids);
+    for (int64_t l = 0; l < im.nlist; ++l) {
+        put<int64_t>(s, int64_t(im.listIds[l].size()));
+        putArray(s, im.listIds[l]);
+        putArray(s, im.listVectors[l]);
+    }
+    return legacy::trailer(s);
+}
+
+/// A GpuIndexBang file: version 1 holds the build fields and no PQ state (the image
+/// must be in exact mode); version 2 adds the sub-quantizer count and the PQ arrays.
+inline std::vector<uint8_t> legacyBangFile(const BangImage& im, uint32_t version) {
+    VectorSink s;
+    legacy::header(s, version, IndexKind::kBang);
+    const BangBuildConfig& b = im.config.build;
+    put<int32_t>(s, im.d);
+    put<int32_t>(s, im.metric);
+    put<int32_t>(s, b.graphDegree);
+    put<float>(s, b.alpha);
+    put<int32_t>(s, b.candidates);
+    put<int64_t>(s, b.hubs);
+    put<int32_t>(s, b.passes);
+    put<int32_t>(s, b.searchL);
+    put<int32_t>(s, im.searchL);
+    put<int64_t>(s, im.ntotal);
+    put<int64_t>(s, im.entry);
+    if (version >= 2) {
+        put<int32_t>(s, im.config.pqSubquantizers);
+    }
+    putArray(s, im.vectors);
+    putArray(s, im.graph);
+    if (version >= 2) {
+        putArray(s, im.pqCentroids);
+        putArray(s, im.pqCodes);
+    }
+    return legacy::trailer(s);
+}
+
+} // namespace test
+} // namespace faiss_ext

@@ -1,0 +1,403 @@
+// The contract every GpuIndex keeps, one typed test instantiated per index type:
+// bad input throws faiss::FaissException and leaves the index as it was (exhausted
+// device memory included); add then search finds the stored vectors, searchDevice
+// answers as search, empty indexes and NaN queries give missing results; a save / load
+// round trip keeps the data, the configuration and the answers. What only one index
+// does stays in its own suite (gpu_flat*, gpu_ivf*, gpu_bang*).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <faiss/impl/FaissAssert.h>
+
+#include <faiss_ext/GpuIndexBang.h>
+#include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/index_io.h>
+
+#include "IvfTestUtil.h"
+#include "Synthetic.h"
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+using namespace faiss_ext::test;
+
+namespace {
+
+/// How the contract builds and inspects one index type. Every index is made with a
+/// configuration whose fields all differ from the defaults, so that the round trip
+/// shows each one kept.
+template <typename Index>
+struct IndexTraits;
+
+template <>
+struct IndexTraits<GpuIndexFlat> {
+    /// Whether the index takes ids of its own (else they are sequential).
+    static constexpr bool kAddWithIds = false;
+    static std::vector<faiss::MetricType> metrics() {
+        return {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT};
+    }
+    static std::unique_ptr<GpuIndexFlat> make(
+            GpuResources& res, int d, faiss::MetricType m = faiss::METRIC_L2) {
+        GpuIndexFlatConfig c;
+        c.pageBytes = size_t(3) << 20;
+        return std::make_unique<GpuIndexFlat>(res, d, m, c);
+    }
+    /// Ready to add (trained).
+    static void prepare(GpuIndexFlat&, int64_t, const float*) {}
+    static void expectSameSetup(const GpuIndexFlat& a, const GpuIndexFlat& b) {
+        EXPECT_EQ(a.flatConfig().pageBytes, b.flatConfig().pageBytes);
+    }
+    /// Device state beyond the vectors, for "left as it was" checks.
+    static std::vector<int64_t> state(const GpuIndexFlat&) {
+        return {};
+    }
+};
+
+template <>
+struct IndexTraits<GpuIndexIVFFlat> {
+    static constexpr bool kAddWithIds = true;
+    static constexpr int64_t kNlist = 16;
+    static std::vector<faiss::MetricType> metrics() {
+        return {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT};
+    }
+    static std::unique_ptr<GpuIndexIVFFlat> make(
+            GpuResources& res, int d, faiss::MetricType m = faiss::METRIC_L2) {
+        GpuIndexIVFFlatConfig c;
+        c.pageBytes = size_t(3) << 20;
+        c.mergePath = IvfMergePath::kHeap;
+        c.scanPath = IvfScanPath::kPerQuery;
+        c.listChunkVectors = 64;
+        auto index = std::make_unique<GpuIndexIVFFlat>(res, d, kNlist, m, c);
+        index->nprobe = size_t(kNlist); // every list: exact answers
+        return index;
+    }
+    static void prepare(GpuIndexIVFFlat& index, int64_t n, const float* x) {
+        index.train(n, x);
+    }
+    static void expectSameSetup(const GpuIndexIVFFlat& a, const GpuIndexIVFFlat& b) {
+        const GpuIndexIVFFlatConfig &x = a.ivfConfig(), &y = b.ivfConfig();
+        EXPECT_EQ(x.pageBytes, y.pageBytes);
+        EXPECT_EQ(x.mergePath, y.mergePath);
+        EXPECT_EQ(x.scanPath, y.scanPath);
+        EXPECT_EQ(x.listChunkVectors, y.listChunkVectors);
+        EXPECT_EQ(a.nprobe, b.nprobe);
+        EXPECT_EQ(a.nlist(), b.nlist());
+    }
+    static std::vector<int64_t> state(const GpuIndexIVFFlat& index) {
+        std::vector<int64_t> lengths;
+        for (int64_t l = 0; l < index.nlist(); ++l) {
+            lengths.push_back(index.listLength(l));
+        }
+        return lengths;
+    }
+};
+
+template <>
+struct IndexTraits<GpuIndexBang> {
+    static constexpr bool kAddWithIds = false;
+    static std::vector<faiss::MetricType> metrics() {
+        return {faiss::METRIC_L2};
+    }
+    static std::unique_ptr<GpuIndexBang> make(
+            GpuResources& res, int d, faiss::MetricType m = faiss::METRIC_L2) {
+        GpuIndexBangConfig c;
+        c.pageBytes = size_t(3) << 20;
+        c.build.graphDegree = 48;
+        c.build.alpha = 1.25f;
+        c.build.candidates = 48;
+        c.build.hubs = 30;
+        c.build.passes = 3;
+        c.build.searchL = 72;
+        auto index = std::make_unique<GpuIndexBang>(res, d, m, c);
+        index->search_L = 80;
+        return index;
+    }
+    static void prepare(GpuIndexBang&, int64_t, const float*) {}
+    static void expectSameSetup(const GpuIndexBang& a, const GpuIndexBang& b) {
+        const GpuIndexBangConfig &x = a.bangConfig(), &y = b.bangConfig();
+        EXPECT_EQ(x.pageBytes, y.pageBytes);
+        EXPECT_EQ(x.build.graphDegree, y.build.graphDegree);
+        EXPECT_EQ(x.build.alpha, y.build.alpha);
+        EXPECT_EQ(x.build.candidates, y.build.candidates);
+        EXPECT_EQ(x.build.hubs, y.build.hubs);
+        EXPECT_EQ(x.build.passes, y.build.passes);
+        EXPECT_EQ(x.build.searchL, y.build.searchL);
+        EXPECT_EQ(x.pqSubquantizers, y.pqSubquantizers);
+        EXPECT_EQ(a.search_L, b.search_L);
+    }
+    static std::vector<int64_t> state(const GpuIndexBang& index) {
+        const std::vector<int32_t> g = index.graph();
+        std::vector<int64_t> s(g.begin(), g.end());
+        s.push_back(index.entryPoint());
+        return s;
+    }
+};
+
+/// Search results, stored vectors and the type's extra state: equal before and after
+/// a call that must leave the index as it was.
+struct Snapshot {
+    SearchSnapshot search;
+    std::vector<float> vectors;
+    std::vector<int64_t> state;
+};
+
+template <typename Index>
+Snapshot snapshot(const Index& index, const std::vector<float>& q, int k) {
+    Snapshot s{snapshotSearch(index, q, k), std::vector<float>(size_t(index.ntotal) * index.d),
+               IndexTraits<Index>::state(index)};
+    if (index.ntotal > 0) {
+        index.reconstruct_n(0, index.ntotal, s.vectors.data());
+    }
+    return s;
+}
+
+void expectSame(const Snapshot& a, const Snapshot& b) {
+    expectSameSearch(a.search, b.search);
+    EXPECT_EQ(a.vectors, b.vectors);
+    EXPECT_EQ(a.state, b.state);
+}
+
+std::string tempPath(const char* name) {
+    return std::string(::testing::TempDir()) + name;
+}
+
+template <typename Index>
+class GpuIndexContract : public ::testing::Test {
+   protected:
+    using Traits = IndexTraits<Index>;
+
+    /// An index holding n uniform vectors (seed), trained on them where it trains.
+    std::unique_ptr<Index> filled(
+            GpuResources& res, int d, int64_t n, uint64_t seed,
+            faiss::MetricType m = faiss::METRIC_L2) {
+        auto index = Traits::make(res, d, m);
+        const std::vector<float> x = datasets::uniform(n, d, seed);
+        Traits::prepare(*index, n, x.data());
+        index->add(n, x.data());
+        return index;
+    }
+};
+
+using IndexTypes = ::testing::Types<GpuIndexFlat, GpuIndexIVFFlat, GpuIndexBang>;
+
+class IndexTypeNames {
+   public:
+    template <typename T>
+    static std::string GetName(int) {
+        if (std::is_same<T, GpuIndexFlat>::value) {
+            return "Flat";
+        }
+        return std::is_same<T, GpuIndexIVFFlat>::value ? "IVFFlat" : "Bang";
+    }
+};
+
+} // namespace
+
+TYPED_TEST_SUITE(GpuIndexContract, IndexTypes, IndexTypeNames);
+
+TYPED_TEST(GpuIndexContract, BadInputsThrowAndLeaveIndexUnchanged) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16, k = 4;
+    const int64_t n = 800;
+    auto index = this->filled(res, d, n, 1);
+    const auto xb = datasets::uniform(n, d, 1);
+    const auto q = datasets::uniform(1, d, 2);
+    const Snapshot before = snapshot(*index, q, k);
+    std::vector<float> D(10 * 3000);
+    std::vector<int64_t> I(10 * 3000);
+
+    EXPECT_THROW(index->add(0, xb.data()), faiss::FaissException);
+    EXPECT_THROW(index->add(-1, xb.data()), faiss::FaissException);
+    EXPECT_THROW(index->add(5, nullptr), faiss::FaissException);
+    std::vector<float> bad = xb;
+    bad[3 * d + 1] = std::nanf("");
+    EXPECT_THROW(index->add(10, bad.data()), faiss::FaissException);
+    bad[3 * d + 1] = std::numeric_limits<float>::infinity();
+    EXPECT_THROW(index->add(10, bad.data()), faiss::FaissException);
+    EXPECT_THROW(index->add_with_ids(10, xb.data(), nullptr), faiss::FaissException);
+    if (!TestFixture::Traits::kAddWithIds) {
+        // Sequential ids: add_with_ids is refused, and so is a row past ntotal (an index
+        // with ids of its own leaves the rows of ids it does not store untouched).
+        std::vector<int64_t> ids(10, 7);
+        EXPECT_THROW(index->add_with_ids(10, xb.data(), ids.data()), faiss::FaissException);
+        EXPECT_THROW(index->reconstruct_n(n - 10, 11, D.data()), faiss::FaissException);
+    }
+
+    EXPECT_THROW(index->search(0, q.data(), k, D.data(), I.data()), faiss::FaissException);
+    EXPECT_THROW(index->search(1, q.data(), 0, D.data(), I.data()), faiss::FaissException);
+    EXPECT_THROW(index->search(1, q.data(), 2049, D.data(), I.data()), faiss::FaissException);
+    EXPECT_THROW(index->search(1, nullptr, k, D.data(), I.data()), faiss::FaissException);
+    EXPECT_THROW(index->search(1, q.data(), k, nullptr, I.data()), faiss::FaissException);
+    EXPECT_THROW(index->search(1, q.data(), k, D.data(), nullptr), faiss::FaissException);
+
+    EXPECT_THROW(index->reconstruct(n, D.data()), faiss::FaissException);
+    EXPECT_THROW(index->reconstruct(-1, D.data()), faiss::FaissException);
+    EXPECT_THROW(index->reconstruct(0, nullptr), faiss::FaissException);
+    EXPECT_THROW(index->reconstruct_n(0, -1, D.data()), faiss::FaissException);
+
+    // Device pointers where host memory is expected, and the reverse.
+    float* devPtr = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&devPtr), sizeof(float) * d * 4), cudaSuccess);
+    EXPECT_THROW(index->add(4, devPtr), faiss::FaissException);
+    EXPECT_THROW(index->search(1, devPtr, k, D.data(), I.data()), faiss::FaissException);
+    EXPECT_THROW(index->reconstruct(0, devPtr), faiss::FaissException);
+    EXPECT_THROW(index->searchDevice(1, devPtr, 0, D.data(), I.data()), faiss::FaissException);
+    EXPECT_THROW(index->searchDevice(-1, devPtr, k, D.data(), I.data()), faiss::FaissException);
+    cudaFree(devPtr);
+
+    expectSame(before, snapshot(*index, q, k));
+}
+
+TYPED_TEST(GpuIndexContract, DeviceMemoryExhaustedLeavesIndexUnchanged) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 256, k = 3;
+    auto index = this->filled(res, d, 2000, 5);
+    const auto q = datasets::uniform(1, d, 6);
+    const Snapshot before = snapshot(*index, q, k);
+
+    const int64_t n = (int64_t(1) << 30) / (d * sizeof(float)); // 1 GiB of vectors
+    std::vector<float> big(size_t(n) * d, 0.5f);
+    {
+        DeviceMemoryHog hog(res, size_t(256) << 20);
+        ASSERT_TRUE(hog.holding());
+        EXPECT_THROW(index->add(n, big.data()), faiss::FaissException);
+    }
+
+    expectSame(before, snapshot(*index, q, k));
+}
+
+TYPED_TEST(GpuIndexContract, AddThenSearchFindsTheStoredVectors) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16, k = 10;
+    const int64_t n = 3000, nq = 100;
+    auto index = this->filled(res, d, n, 7);
+    ASSERT_EQ(index->ntotal, n);
+    // Queries: every 30th stored vector.
+    std::vector<float> xq(size_t(nq) * d);
+    for (int64_t i = 0; i < nq; ++i) {
+        index->reconstruct(i * 30, xq.data() + i * d);
+    }
+    std::vector<float> D(nq * k);
+    std::vector<int64_t> I(nq * k);
+    index->search(nq, xq.data(), k, D.data(), I.data());
+    int64_t found = 0;
+    for (int64_t i = 0; i < nq; ++i) {
+        found += I[i * k] == i * 30 && std::fabs(D[i * k]) <= 1e-4f;
+        EXPECT_TRUE(std::is_sorted(D.begin() + i * k, D.begin() + (i + 1) * k))
+                << "query " << i;
+        for (int j = 0; j < k; ++j) {
+            EXPECT_TRUE(I[i * k + j] >= 0 && I[i * k + j] < n) << "query " << i;
+        }
+    }
+    EXPECT_GE(found, nq * 98 / 100);
+
+    // searchDevice with device arrays answers as search (which pages through it).
+    auto qDev = res.alloc<float>(xq.size());
+    auto dDev = res.alloc<float>(D.size());
+    auto iDev = res.alloc<int64_t>(I.size());
+    copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
+    index->searchDevice(nq, qDev.data(), k, dDev.data(), iDev.data());
+    std::vector<float> D2(D.size());
+    std::vector<int64_t> I2(I.size());
+    copyToHost(D2.data(), dDev.data(), D2.size(), res.stream());
+    copyToHost(I2.data(), iDev.data(), I2.size(), res.stream());
+    EXPECT_EQ(compareExact(D, I, D2, I2, nq, k), 0);
+    // n = 0 does nothing.
+    EXPECT_NO_THROW(index->searchDevice(0, qDev.data(), k, dDev.data(), iDev.data()));
+}
+
+TYPED_TEST(GpuIndexContract, EmptyIndexAndNanQueriesGiveMissingResults) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16, k = 5;
+    const auto xb = datasets::uniform(1000, d, 3);
+    const auto xq = datasets::uniform(2, d, 1);
+    for (faiss::MetricType m : TestFixture::Traits::metrics()) {
+        SCOPED_TRACE("metric " + std::to_string(int(m)));
+        auto index = TestFixture::Traits::make(res, d, m);
+        TestFixture::Traits::prepare(*index, 1000, xb.data());
+        const float missing = m == faiss::METRIC_L2 ? std::numeric_limits<float>::infinity()
+                                                    : -std::numeric_limits<float>::infinity();
+        std::vector<float> D(2 * k, 0.f);
+        std::vector<int64_t> I(2 * k, 0);
+        index->search(2, xq.data(), k, D.data(), I.data());
+        for (int i = 0; i < 2 * k; ++i) {
+            EXPECT_EQ(I[i], -1);
+            EXPECT_EQ(D[i], missing);
+        }
+        index->add(1000, xb.data());
+        expectNanQueryGivesMissing(*index, k, 4);
+    }
+}
+
+TYPED_TEST(GpuIndexContract, SaveLoadRoundTrip) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 12, k = 10;
+    const int64_t n = 3000, nq = 50;
+    for (faiss::MetricType m : TestFixture::Traits::metrics()) {
+        SCOPED_TRACE("metric " + std::to_string(int(m)));
+        auto index = this->filled(res, d, n, 11, m);
+        const std::string path = tempPath("faiss_ext_contract.fx");
+        faiss_ext::write_index(index.get(), path.c_str());
+        std::unique_ptr<GpuIndex> loaded = faiss_ext::read_index(path.c_str(), res);
+        auto back = dynamic_cast<TypeParam*>(loaded.get());
+        ASSERT_NE(back, nullptr);
+        EXPECT_EQ(back->d, d);
+        EXPECT_EQ(back->metric_type, m);
+        EXPECT_EQ(back->ntotal, n);
+        EXPECT_TRUE(back->is_trained);
+        TestFixture::Traits::expectSameSetup(*index, *back);
+        const auto q = datasets::uniform(1, d, 13);
+        expectSame(snapshot(*index, q, k), snapshot(*back, q, k));
+        const auto xq = datasets::uniform(nq, d, 12);
+        std::vector<float> D1(nq * k), D2(nq * k);
+        std::vector<int64_t> I1(nq * k), I2(nq * k);
+        index->search(nq, xq.data(), k, D1.data(), I1.data());
+        back->search(nq, xq.data(), k, D2.data(), I2.data());
+        EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
+
+        // The same bytes in memory; every truncation is refused.
+        const std::vector<uint8_t> bytes = faiss_ext::serialize_index(index.get());
+        {
+            std::ifstream f(path, std::ios::binary);
+            const std::vector<uint8_t> fileBytes(
+                    (std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+            EXPECT_EQ(bytes, fileBytes);
+        }
+        std::remove(path.c_str());
+        auto again = faiss_ext::deserialize_index(bytes.data(), bytes.size(), res);
+        ASSERT_NE(dynamic_cast<TypeParam*>(again.get()), nullptr);
+        EXPECT_EQ(again->ntotal, n);
+        for (size_t cut = 0; cut < bytes.size(); cut += 1 + bytes.size() / 300) {
+            EXPECT_THROW(
+                    faiss_ext::deserialize_index(bytes.data(), cut, res), faiss::FaissException)
+                    << "cut at " << cut;
+        }
+        EXPECT_THROW(
+                faiss_ext::deserialize_index(bytes.data(), bytes.size() - 1, res),
+                faiss::FaissException);
+
+        // An index that holds nothing (untrained where it trains) round-trips too.
+        auto empty = TestFixture::Traits::make(res, d, m);
+        const std::vector<uint8_t> e = faiss_ext::serialize_index(empty.get());
+        auto eBack = faiss_ext::deserialize_index(e.data(), e.size(), res);
+        auto eb = dynamic_cast<TypeParam*>(eBack.get());
+        ASSERT_NE(eb, nullptr);
+        EXPECT_EQ(eb->ntotal, 0);
+        EXPECT_EQ(eb->metric_type, m);
+        EXPECT_EQ(eb->is_trained, empty->is_trained);
+        TestFixture::Traits::expectSameSetup(*empty, *eb);
+    }
+}
