@@ -29,7 +29,10 @@ inline double percentile(std::vector<double> v, double p) {
 /// Milliseconds of each of `reps` runs of fn on res's stream, timed with CUDA events
 /// after `warmup` untimed runs.
 inline std::vector<double> timeDevice(
-        const GpuResources& res, int warmup, int reps, const std::function<void()>& fn) {
+        const GpuResources& res,
+        int warmup,
+        int reps,
+        const std::function<void()>& fn) {
     for (int i = 0; i < warmup; ++i) {
         fn();
     }
@@ -91,8 +94,9 @@ inline Ceilings measureCeilings(const GpuResources& res) {
     cudaMemsetAsync(b.data(), 0x3c, size_t(n) * n * 4, res.stream());
     const float one = 1.f, zero = 0.f;
     double gemmMs = median(timeDevice(res, 1, 5, [&] {
-        cublasSgemm(res.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.data(), n,
-                    b.data(), n, &zero, o.data(), n);
+        cublasSgemm(
+                res.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.data(), n, b.data(), n,
+                &zero, o.data(), n);
     }));
     c.flopsPerSec = 2.0 * n * double(n) * n / (gemmMs * 1e-3);
     return c;
@@ -101,9 +105,10 @@ inline Ceilings measureCeilings(const GpuResources& res) {
 inline void printDevice(const GpuResources& res, const Ceilings& c) {
     cudaDeviceProp p;
     cudaGetDeviceProperties(&p, res.device());
-    std::printf("device: %s, %d SMs, %.1f GiB; measured copy %.2f TB/s, SGEMM %.1f TFLOP/s\n",
-                p.name, p.multiProcessorCount, p.totalGlobalMem / double(1 << 30),
-                c.bytesPerSec / 1e12, c.flopsPerSec / 1e12);
+    std::printf(
+            "device: %s, %d SMs, %.1f GiB; measured copy %.2f TB/s, SGEMM %.1f TFLOP/s\n", p.name,
+            p.multiProcessorCount, p.totalGlobalMem / double(1 << 30), c.bytesPerSec / 1e12,
+            c.flopsPerSec / 1e12);
 }
 
 } // namespace bench

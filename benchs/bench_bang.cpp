@@ -41,8 +41,16 @@ struct Row {
 
 /// nq device queries through the persistent kernel the library runs, or the stepwise
 /// comparison kernel (kernels/BangStepwise.h); iterations may be null.
-void searchKernel(const GpuIndexBang& index, bool stepwise, const float* queries, int64_t nq,
-                  int k, int L, float* D, int64_t* I, int32_t* iterations) {
+void searchKernel(
+        const GpuIndexBang& index,
+        bool stepwise,
+        const float* queries,
+        int64_t nq,
+        int k,
+        int L,
+        float* D,
+        int64_t* I,
+        int32_t* iterations) {
     const BangGraph& state = index.deviceState();
     if (!stepwise) {
         state.search(queries, nq, k, L, D, I, iterations);
@@ -79,8 +87,9 @@ int main(int argc, char** argv) {
     auto xb = datasets::clustered(spec, 0);
     spec.n = nq;
     auto xq = datasets::clustered(spec, 1);
-    std::printf("dataset: %lld x %d clustered (%d blobs, spread %.2f), %lld queries, k=%d\n",
-                (long long)nb, d, spec.clusters, spec.spread, (long long)nq, k);
+    std::printf(
+            "dataset: %lld x %d clustered (%d blobs, spread %.2f), %lld queries, k=%d\n",
+            (long long)nb, d, spec.clusters, spec.spread, (long long)nq, k);
 
     std::vector<float> gtD(nq * k);
     std::vector<int64_t> gtI(nq * k);
@@ -96,15 +105,17 @@ int main(int argc, char** argv) {
     bang.add(nb, xb.data());
     const double buildS = secondsSince(t0);
     const BangBuildConfig& c = bang.bangConfig().build;
-    std::printf("\nGpuIndexBang build (add): %.1f s = k-NN candidates %.1f s (GPU) + refinement "
-                "searches %.1f s (GPU) + pruning %.1f s (host, OpenMP); R=%d alpha=%.2f "
-                "candidates=%d passes=%d build L=%d, entry %lld\n",
-                buildS, bang.lastBuildKnnSeconds(), bang.lastBuildSearchSeconds(),
-                bang.lastBuildPruneSeconds(), c.graphDegree, double(c.alpha), c.candidates,
-                c.passes, c.searchL, (long long)bang.entryPoint());
-    std::printf("device memory %.1f MiB = %.1f bytes/vector (vector %d + norm 4 + graph %d)\n",
-                bang.deviceMemoryBytes() / 1048576.0, double(bang.deviceMemoryBytes()) / nb,
-                d * 4, c.graphDegree * 4);
+    std::printf(
+            "\nGpuIndexBang build (add): %.1f s = k-NN candidates %.1f s (GPU) + refinement "
+            "searches %.1f s (GPU) + pruning %.1f s (host, OpenMP); R=%d alpha=%.2f "
+            "candidates=%d passes=%d build L=%d, entry %lld\n",
+            buildS, bang.lastBuildKnnSeconds(), bang.lastBuildSearchSeconds(),
+            bang.lastBuildPruneSeconds(), c.graphDegree, double(c.alpha), c.candidates, c.passes,
+            c.searchL, (long long)bang.entryPoint());
+    std::printf(
+            "device memory %.1f MiB = %.1f bytes/vector (vector %d + norm 4 + graph %d)\n",
+            bang.deviceMemoryBytes() / 1048576.0, double(bang.deviceMemoryBytes()) / nb, d * 4,
+            c.graphDegree * 4);
     double meanDegree = 0;
     {
         const std::vector<int32_t> g = bang.graph();
@@ -121,12 +132,14 @@ int main(int argc, char** argv) {
             hist[size_t(deg / 8)]++;
         }
         meanDegree = double(edges) / nb;
-        std::printf("degree: mean %.1f, %lld vectors without neighbours; histogram:\n\n",
-                    meanDegree, (long long)isolated);
+        std::printf(
+                "degree: mean %.1f, %lld vectors without neighbours; histogram:\n\n", meanDegree,
+                (long long)isolated);
         std::printf("| degree | vectors |\n|---|---|\n");
         for (size_t b = 0; b < hist.size(); ++b) {
-            std::printf("| %zu-%zu | %lld |\n", b * 8, std::min<size_t>(b * 8 + 7, R),
-                        (long long)hist[b]);
+            std::printf(
+                    "| %zu-%zu | %lld |\n", b * 8, std::min<size_t>(b * 8 + 7, R),
+                    (long long)hist[b]);
         }
     }
 
@@ -139,14 +152,16 @@ int main(int argc, char** argv) {
     std::vector<int32_t> iters(nq);
     std::vector<Row> bangRows;
 
-    std::printf("\nQPS at batch 10000: CUDA events around the device search (queries on the device), "
-                "median of 3 after a warm-up; batch 1: median device ms over %lld single-query "
-                "searches; recall@10 over all %lld queries; floor: at most iterations x mean degree "
-                "rows of %d bytes read per query (an upper bound: rows already seen are "
-                "skipped, rows shared by queries come from L2) / %.2f TB/s.\n\n",
-                (long long)nq1, (long long)nq, d * 4, ceil.bytesPerSec / 1e12);
-    std::printf("| kernel | L | recall@10 | mean iterations | batch 10000 QPS | batch 10000 ms | "
-                "floor ms | batch 1 ms | batch 1 QPS |\n|---|---|---|---|---|---|---|---|---|\n");
+    std::printf(
+            "\nQPS at batch 10000: CUDA events around the device search (queries on the device), "
+            "median of 3 after a warm-up; batch 1: median device ms over %lld single-query "
+            "searches; recall@10 over all %lld queries; floor: at most iterations x mean degree "
+            "rows of %d bytes read per query (an upper bound: rows already seen are "
+            "skipped, rows shared by queries come from L2) / %.2f TB/s.\n\n",
+            (long long)nq1, (long long)nq, d * 4, ceil.bytesPerSec / 1e12);
+    std::printf(
+            "| kernel | L | recall@10 | mean iterations | batch 10000 QPS | batch 10000 ms | "
+            "floor ms | batch 1 ms | batch 1 QPS |\n|---|---|---|---|---|---|---|---|---|\n");
     std::vector<bool> kernels{false};
     if (!pqOnly) {
         kernels.push_back(true);
@@ -155,8 +170,8 @@ int main(int argc, char** argv) {
         const char* name = stepwise ? "stepwise" : "persistent";
         for (int L : {10, 20, 40, 60, 80, 100, 160}) {
             const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
-                searchKernel(bang, stepwise, qDev.data(), nq, k, L, dD.data(), dI.data(),
-                             dIt.data());
+                searchKernel(
+                        bang, stepwise, qDev.data(), nq, k, L, dD.data(), dI.data(), dIt.data());
             }));
             copyToHost(I.data(), dI.data(), I.size(), res.stream());
             copyToHost(iters.data(), dIt.data(), iters.size(), res.stream());
@@ -168,13 +183,14 @@ int main(int argc, char** argv) {
             meanIt /= nq;
             int rep = 0;
             const double ms1 = bench::median(bench::timeDevice(res, 2, int(nq1), [&] {
-                searchKernel(bang, stepwise, qDev.data() + size_t(rep++ % nq) * d, 1, k, L,
-                             dD.data(), dI.data(), nullptr);
+                searchKernel(
+                        bang, stepwise, qDev.data() + size_t(rep++ % nq) * d, 1, k, L, dD.data(),
+                        dI.data(), nullptr);
             }));
-            const double floorMs =
-                    meanIt * meanDegree * d * 4.0 * nq / ceil.bytesPerSec * 1e3;
-            std::printf("| %s | %d | %.4f | %.1f | %.0f | %.2f | %.3f | %.3f | %.0f |\n", name, L,
-                        recall, meanIt, nq / (ms * 1e-3), ms, floorMs, ms1, 1e3 / ms1);
+            const double floorMs = meanIt * meanDegree * d * 4.0 * nq / ceil.bytesPerSec * 1e3;
+            std::printf(
+                    "| %s | %d | %.4f | %.1f | %.0f | %.2f | %.3f | %.3f | %.0f |\n", name, L,
+                    recall, meanIt, nq / (ms * 1e-3), ms, floorMs, ms1, 1e3 / ms1);
             std::fflush(stdout);
             if (!stepwise) {
                 bangRows.push_back({L, recall, nq / (ms * 1e-3), meanIt});
@@ -193,24 +209,26 @@ int main(int argc, char** argv) {
         pq.setGraph(nb, xb.data(), g.data(), bang.entryPoint());
         const double pqS = secondsSince(t0);
         const int M = pc.pqSubquantizers;
-        std::printf("\nPQ mode, M=%d (8-bit codes, %d bytes per vector for traversal instead of "
-                    "%d), same graph: codebook training (GPU k-means on %lld vectors) + "
-                    "encoding (host) + upload %.1f s; device memory %.1f MiB = %.1f "
-                    "bytes/vector (exact mode's + code %d + codebooks %.2f)\n",
-                    M, M, d * 4, (long long)std::min<int64_t>(nb, 65536), pqS,
-                    pq.deviceMemoryBytes() / 1048576.0, double(pq.deviceMemoryBytes()) / nb, M,
-                    256.0 * d * 4 / nb);
-        std::printf("\nPersistent kernel, batch 10000 (timed as above); exact columns: exact "
-                    "mode's rows above; floor: iterations x mean degree codes of %d bytes / "
-                    "%.2f TB/s (+ the re-rank's L rows of %d bytes).\n\n",
-                    M, ceil.bytesPerSec / 1e12, d * 4);
-        std::printf("| L | PQ recall@10 | exact recall@10 | PQ mean iterations | exact mean "
-                    "iterations | PQ QPS | exact QPS | PQ ms | floor ms |\n"
-                    "|---|---|---|---|---|---|---|---|---|\n");
+        std::printf(
+                "\nPQ mode, M=%d (8-bit codes, %d bytes per vector for traversal instead of "
+                "%d), same graph: codebook training (GPU k-means on %lld vectors) + "
+                "encoding (host) + upload %.1f s; device memory %.1f MiB = %.1f "
+                "bytes/vector (exact mode's + code %d + codebooks %.2f)\n",
+                M, M, d * 4, (long long)std::min<int64_t>(nb, 65536), pqS,
+                pq.deviceMemoryBytes() / 1048576.0, double(pq.deviceMemoryBytes()) / nb, M,
+                256.0 * d * 4 / nb);
+        std::printf(
+                "\nPersistent kernel, batch 10000 (timed as above); exact columns: exact "
+                "mode's rows above; floor: iterations x mean degree codes of %d bytes / "
+                "%.2f TB/s (+ the re-rank's L rows of %d bytes).\n\n",
+                M, ceil.bytesPerSec / 1e12, d * 4);
+        std::printf(
+                "| L | PQ recall@10 | exact recall@10 | PQ mean iterations | exact mean "
+                "iterations | PQ QPS | exact QPS | PQ ms | floor ms |\n"
+                "|---|---|---|---|---|---|---|---|---|\n");
         for (const Row& r : bangRows) {
             const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
-                searchKernel(pq, false, qDev.data(), nq, k, r.L, dD.data(), dI.data(),
-                             dIt.data());
+                searchKernel(pq, false, qDev.data(), nq, k, r.L, dD.data(), dI.data(), dIt.data());
             }));
             copyToHost(I.data(), dI.data(), I.size(), res.stream());
             copyToHost(iters.data(), dIt.data(), iters.size(), res.stream());
@@ -222,9 +240,9 @@ int main(int argc, char** argv) {
             meanIt /= nq;
             const double floorMs =
                     (meanIt * meanDegree * M + double(r.L) * d * 4) * nq / ceil.bytesPerSec * 1e3;
-            std::printf("| %d | %.4f | %.4f | %.1f | %.1f | %.0f | %.0f | %.2f | %.3f |\n", r.L,
-                        recall, r.recall, meanIt, r.meanIterations, nq / (ms * 1e-3), r.qps, ms,
-                        floorMs);
+            std::printf(
+                    "| %d | %.4f | %.4f | %.1f | %.1f | %.0f | %.0f | %.2f | %.3f |\n", r.L, recall,
+                    r.recall, meanIt, r.meanIterations, nq / (ms * 1e-3), r.qps, ms, floorMs);
             std::fflush(stdout);
         }
     }
@@ -238,8 +256,9 @@ int main(int argc, char** argv) {
     t0 = std::chrono::steady_clock::now();
     ivf.train(nb, xb.data());
     ivf.add(nb, xb.data());
-    std::printf("\nGpuIndexIVFFlat nlist=%lld: train + add %.1f s, device memory %.1f MiB\n\n",
-                (long long)nlist, secondsSince(t0), ivf.deviceMemoryBytes() / 1048576.0);
+    std::printf(
+            "\nGpuIndexIVFFlat nlist=%lld: train + add %.1f s, device memory %.1f MiB\n\n",
+            (long long)nlist, secondsSince(t0), ivf.deviceMemoryBytes() / 1048576.0);
     struct IvfRow {
         int64_t nprobe;
         double recall, qps, ms1;
@@ -256,25 +275,29 @@ int main(int argc, char** argv) {
         const double recall = bench::recallAt(gtI, k, I, k, nq, 10);
         int rep = 0;
         const double ms1 = bench::median(bench::timeDevice(res, 2, int(nq1), [&] {
-            ivf.searchDevice(1, qDev.data() + size_t(rep++ % nq) * d, k, dD.data(), dI.data(),
-                             &params);
+            ivf.searchDevice(
+                    1, qDev.data() + size_t(rep++ % nq) * d, k, dD.data(), dI.data(), &params);
         }));
         ivfRows.push_back({nprobe, recall, nq / (ms * 1e-3), ms1});
-        std::printf("| %lld | %.4f | %.0f | %.3f |\n", (long long)nprobe, recall,
-                    nq / (ms * 1e-3), ms1);
+        std::printf(
+                "| %lld | %.4f | %.0f | %.3f |\n", (long long)nprobe, recall, nq / (ms * 1e-3),
+                ms1);
         std::fflush(stdout);
     }
-    std::printf("\nAt equal recall (batch 10000, persistent kernel vs the smallest nprobe whose "
-                "recall@10 is at least Bang's):\n\n| L | Bang recall | nprobe | IVF recall | "
-                "IVF QPS | IVF batch 1 ms |\n|---|---|---|---|---|---|\n");
+    std::printf(
+            "\nAt equal recall (batch 10000, persistent kernel vs the smallest nprobe whose "
+            "recall@10 is at least Bang's):\n\n| L | Bang recall | nprobe | IVF recall | "
+            "IVF QPS | IVF batch 1 ms |\n|---|---|---|---|---|---|\n");
     for (const Row& r : bangRows) {
-        auto it = std::find_if(ivfRows.begin(), ivfRows.end(),
-                               [&](const IvfRow& v) { return v.recall >= r.recall; });
+        auto it = std::find_if(ivfRows.begin(), ivfRows.end(), [&](const IvfRow& v) {
+            return v.recall >= r.recall;
+        });
         if (it == ivfRows.end()) {
             std::printf("| %d | %.4f | > 256 | - | - | - |\n", r.L, r.recall);
         } else {
-            std::printf("| %d | %.4f | %lld | %.4f | %.0f | %.3f |\n", r.L, r.recall,
-                        (long long)it->nprobe, it->recall, it->qps, it->ms1);
+            std::printf(
+                    "| %d | %.4f | %lld | %.4f | %.0f | %.3f |\n", r.L, r.recall,
+                    (long long)it->nprobe, it->recall, it->qps, it->ms1);
         }
     }
     return 0;

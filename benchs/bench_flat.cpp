@@ -45,22 +45,23 @@ int main(int argc, char** argv) {
     bench::printDevice(res, ceil);
 
     auto xb = clustered ? datasets::clustered(spec, 0) : datasets::uniform(nb, d, 1);
-    std::printf("data: %s, precision %s\n",
-                clustered ? "clustered (2000 blobs, spread 0.15)" : "uniform [0,1)",
-                precision.c_str());
+    std::printf(
+            "data: %s, precision %s\n",
+            clustered ? "clustered (2000 blobs, spread 0.15)" : "uniform [0,1)", precision.c_str());
     GpuIndexFlat index(res, d, faiss::METRIC_L2, cfg);
     index.add(nb, xb.data());
     // A device copy of the base (and its norms) for timing the GEMM tiles alone and for
     // the pipeline's TF32 statistics.
     FlatStorage base(res, d);
     base.append(nb, xb.data());
-    std::printf("n_base=%lld d=%d device memory %.1f MiB (%.1f bytes/vector)\n\n",
-                (long long)nb, d, index.deviceMemoryBytes() / 1048576.0,
-                double(index.deviceMemoryBytes()) / nb);
+    std::printf(
+            "n_base=%lld d=%d device memory %.1f MiB (%.1f bytes/vector)\n\n", (long long)nb, d,
+            index.deviceMemoryBytes() / 1048576.0, double(index.deviceMemoryBytes()) / nb);
 
-    std::printf("| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) |"
-                " GEMM tiles alone ms | floor ms (bytes) | floor ms (flops) | floor / device |"
-                " TF32 | queries searched again in FP32 |\n");
+    std::printf(
+            "| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) |"
+            " GEMM tiles alone ms | floor ms (bytes) | floor ms (flops) | floor / device |"
+            " TF32 | queries searched again in FP32 |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int64_t nq : {int64_t(1), int64_t(16), int64_t(256), int64_t(1024), int64_t(10000)}) {
         auto xq = makeQueries(nq);
@@ -84,17 +85,17 @@ int main(int argc, char** argv) {
                     for (int64_t b0 = 0; b0 < nb; b0 += t.baseTile) {
                         int m = int(std::min(t.baseTile, nb - b0));
                         int n = int(std::min(t.queryTile, nq - q0));
-                        cublasSgemm(res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, d, &alpha,
-                                    base.vectors() + b0 * d, d,
-                                    qDev.data() + q0 * d, d, &beta, tile.data(), m);
+                        cublasSgemm(
+                                res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, d, &alpha,
+                                base.vectors() + b0 * d, d, qDev.data() + q0 * d, d, &beta,
+                                tile.data(), m);
                     }
                 }
             }));
             std::vector<float> D(nq * k);
             std::vector<int64_t> I(nq * k);
-            double apiMs = bench::median(bench::timeHost(1, reps, [&] {
-                index.search(nq, xq.data(), k, D.data(), I.data());
-            }));
+            double apiMs = bench::median(bench::timeHost(
+                    1, reps, [&] { index.search(nq, xq.data(), k, D.data(), I.data()); }));
             // Fewest bytes: the base and its norms once, the queries, the results.
             double bytes = double(nb) * (d + 1) * 4 + double(nq) * d * 4 + double(nq) * k * 12;
             double flops = 2.0 * nq * double(nb) * d;
@@ -102,8 +103,7 @@ int main(int argc, char** argv) {
             double floorFlopsMs = flops / ceil.flopsPerSec * 1e3;
             // The path searchDevice took (kAuto), and how many queries its TF32 check
             // sent back to FP32.
-            const bool tf32 = precision == "tf32" ||
-                    (precision == "auto" && nq >= 64 && k <= 4);
+            const bool tf32 = precision == "tf32" || (precision == "auto" && nq >= 64 && k <= 4);
             FlatSearchStats stats;
             if (tf32) {
                 FlatSearchInput in;
@@ -116,12 +116,13 @@ int main(int argc, char** argv) {
                 in.tf32 = true;
                 flatSearch(res, in, k, dDev.data(), iDev.data(), &stats);
             }
-            std::printf("| %lld | %d | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.3f | %.2f |"
-                        " %s | %lld |\n",
-                        (long long)nq, k, devMs, nq / (devMs * 1e-3), apiMs,
-                        nq / (apiMs * 1e-3), gemmMs, floorBytesMs, floorFlopsMs,
-                        std::max(floorBytesMs, floorFlopsMs) / devMs, tf32 ? "yes" : "no",
-                        (long long)stats.fallbackQueries);
+            std::printf(
+                    "| %lld | %d | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.3f | %.2f |"
+                    " %s | %lld |\n",
+                    (long long)nq, k, devMs, nq / (devMs * 1e-3), apiMs, nq / (apiMs * 1e-3),
+                    gemmMs, floorBytesMs, floorFlopsMs,
+                    std::max(floorBytesMs, floorFlopsMs) / devMs, tf32 ? "yes" : "no",
+                    (long long)stats.fallbackQueries);
         }
     }
     return 0;

@@ -46,8 +46,9 @@ int main(int argc, char** argv) {
     auto xb = datasets::clustered(spec, 0);
     spec.n = nqAll;
     auto xq = datasets::clustered(spec, 1);
-    std::printf("dataset: %lld x %d clustered (%d blobs, spread %.2f), %lld queries\n",
-                (long long)nb, d, spec.clusters, spec.spread, (long long)nqAll);
+    std::printf(
+            "dataset: %lld x %d clustered (%d blobs, spread %.2f), %lld queries\n", (long long)nb,
+            d, spec.clusters, spec.spread, (long long)nqAll);
 
     // Ground truth: exact search on the GPU.
     std::vector<float> gtD(nqAll * gtK);
@@ -57,11 +58,12 @@ int main(int argc, char** argv) {
         flat.add(nb, xb.data());
         flat.search(nqAll, xq.data(), gtK, gtD.data(), gtI.data());
     }
-    std::printf("QPS and latency: host API search() (includes copies), p50/p99 over the "
-                "repetitions; device ms: CUDA events around searchDevice, median; recall "
-                "over all %lld queries; coarse ms: the coarse search alone (top nprobe centroids); floor: "
-                "bytes of the lists scanned / %.2f TB/s.\n\n",
-                (long long)nqAll, ceil.bytesPerSec / 1e12);
+    std::printf(
+            "QPS and latency: host API search() (includes copies), p50/p99 over the "
+            "repetitions; device ms: CUDA events around searchDevice, median; recall "
+            "over all %lld queries; coarse ms: the coarse search alone (top nprobe centroids); floor: "
+            "bytes of the lists scanned / %.2f TB/s.\n\n",
+            (long long)nqAll, ceil.bytesPerSec / 1e12);
 
     auto qDev = res.alloc<float>(size_t(nqAll) * d);
     copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
@@ -77,15 +79,17 @@ int main(int argc, char** argv) {
         for (int64_t l = 0; l < nlist; ++l) {
             maxLen = std::max(maxLen, index.listLength(l));
         }
-        std::printf("nlist=%lld: train %.2f s (GPU k-means, %d iterations), add %.2f s, "
-                    "device memory %.1f MiB = %.1f bytes/vector (raw vector %d + id 8), "
-                    "longest list %lld\n\n",
-                    (long long)nlist, trainS, index.cp.niter, addS,
-                    index.deviceMemoryBytes() / 1048576.0,
-                    double(index.deviceMemoryBytes()) / nb, d * 4, (long long)maxLen);
-        std::printf("| nlist | nprobe | k | batch | QPS | p50 ms | p99 ms | device ms | "
-                    "coarse ms | R@1 | R@10 | floor ms | floor/device | floor/(device-coarse) "
-                    "| chunk | merge |\n");
+        std::printf(
+                "nlist=%lld: train %.2f s (GPU k-means, %d iterations), add %.2f s, "
+                "device memory %.1f MiB = %.1f bytes/vector (raw vector %d + id 8), "
+                "longest list %lld\n\n",
+                (long long)nlist, trainS, index.cp.niter, addS,
+                index.deviceMemoryBytes() / 1048576.0, double(index.deviceMemoryBytes()) / nb,
+                d * 4, (long long)maxLen);
+        std::printf(
+                "| nlist | nprobe | k | batch | QPS | p50 ms | p99 ms | device ms | "
+                "coarse ms | R@1 | R@10 | floor ms | floor/device | floor/(device-coarse) "
+                "| chunk | merge |\n");
         std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int64_t nprobe : {1, 2, 4, 8, 16, 32, 64, 128}) {
             // Bytes the scan must read: the probed lists' vectors, per query on average.
@@ -118,8 +122,8 @@ int main(int argc, char** argv) {
                     rep = 0;
                     const double devMs = bench::median(bench::timeDevice(res, 0, reps, [&] {
                         const int64_t q0 = (rep++ * batch) % nqAll;
-                        index.searchDevice(batch, qDev.data() + q0 * d, k, dD.data(),
-                                           dI.data(), &params);
+                        index.searchDevice(
+                                batch, qDev.data() + q0 * d, k, dD.data(), dI.data(), &params);
                     }));
                     // The coarse search alone, to isolate the list scan + merge.
                     auto cD = res.alloc<float>(size_t(batch) * nprobe);
@@ -134,13 +138,13 @@ int main(int argc, char** argv) {
                     const double p99 = bench::percentile(hostMs, 0.99);
                     const double floorMs = bytesPerQuery * batch / ceil.bytesPerSec * 1e3;
                     IvfSearchPlan plan = index.plan(batch, k, nprobe);
-                    std::printf("| %lld | %lld | %d | %lld | %.0f | %.3f | %.3f | %.3f | %.3f | "
-                                "%.3f | %.3f | %.3f | %.2f | %.2f | %lld | %s |\n",
-                                (long long)nlist, (long long)nprobe, k, (long long)batch,
-                                batch / (p50 * 1e-3), p50, p99, devMs, coarseMs, r1, r10,
-                                floorMs, floorMs / devMs,
-                                floorMs / std::max(devMs - coarseMs, 1e-6),
-                                (long long)plan.chunkLen, plan.fastMerge ? "fast" : "heap");
+                    std::printf(
+                            "| %lld | %lld | %d | %lld | %.0f | %.3f | %.3f | %.3f | %.3f | "
+                            "%.3f | %.3f | %.3f | %.2f | %.2f | %lld | %s |\n",
+                            (long long)nlist, (long long)nprobe, k, (long long)batch,
+                            batch / (p50 * 1e-3), p50, p99, devMs, coarseMs, r1, r10, floorMs,
+                            floorMs / devMs, floorMs / std::max(devMs - coarseMs, 1e-6),
+                            (long long)plan.chunkLen, plan.fastMerge ? "fast" : "heap");
                     std::fflush(stdout);
                 }
             }

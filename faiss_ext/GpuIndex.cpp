@@ -6,20 +6,14 @@
 
 namespace faiss_ext {
 
-GpuIndex::GpuIndex(
-        GpuResources& resources,
-        int d,
-        faiss::MetricType metric,
-        GpuIndexConfig config)
+GpuIndex::GpuIndex(GpuResources& resources, int d, faiss::MetricType metric, GpuIndexConfig config)
         : faiss::Index(d, metric), res_(resources), config_(config) {
     FAISS_THROW_IF_NOT_FMT(d > 0, "dimension d=%d must be > 0", d);
     FAISS_THROW_IF_NOT_FMT(
             metric == faiss::METRIC_L2 || metric == faiss::METRIC_INNER_PRODUCT,
-            "metric %d is not supported (only METRIC_L2 and METRIC_INNER_PRODUCT)",
-            int(metric));
+            "metric %d is not supported (only METRIC_L2 and METRIC_INNER_PRODUCT)", int(metric));
     FAISS_THROW_IF_NOT_FMT(
-            config.pageBytes >= (size_t(1) << 20),
-            "pageBytes=%zu is below the 1 MiB minimum",
+            config.pageBytes >= (size_t(1) << 20), "pageBytes=%zu is below the 1 MiB minimum",
             config.pageBytes);
 }
 
@@ -31,8 +25,7 @@ void GpuIndex::checkHostPointer(const void* p, const char* what) {
     }
     FAISS_THROW_IF_NOT_FMT(
             attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged,
-            "%s: expected host memory, got a device pointer",
-            what);
+            "%s: expected host memory, got a device pointer", what);
 }
 
 void GpuIndex::trainImpl_(int64_t, const float*) {}

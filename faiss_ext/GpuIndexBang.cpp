@@ -22,10 +22,11 @@ GpuIndexBangConfig checkedConfig(const GpuIndexBangConfig& c, int d) {
             b.graphDegree >= 1 && b.graphDegree <= kernels::kBangMaxDegree,
             "build.graphDegree=%d is outside [1, %d]", b.graphDegree, kernels::kBangMaxDegree);
     FAISS_THROW_IF_NOT_FMT(
-            b.alpha >= 1.f && b.alpha <= 1e6f, "build.alpha=%g is outside [1, 1e6]", double(b.alpha));
+            b.alpha >= 1.f && b.alpha <= 1e6f, "build.alpha=%g is outside [1, 1e6]",
+            double(b.alpha));
     FAISS_THROW_IF_NOT_FMT(
-            b.candidates >= 1 && b.candidates <= 1024,
-            "build.candidates=%d is outside [1, 1024]", b.candidates);
+            b.candidates >= 1 && b.candidates <= 1024, "build.candidates=%d is outside [1, 1024]",
+            b.candidates);
     FAISS_THROW_IF_NOT_FMT(
             b.hubs >= 0, "build.hubs=%lld must be >= 0 (0: automatic)", (long long)b.hubs);
     FAISS_THROW_IF_NOT_FMT(
@@ -56,7 +57,10 @@ GpuIndexBang::GpuIndexBang(
         : GpuIndex(resources, d, checkedMetric(metric), config),
           bangConfig_(checkedConfig(config, d)),
           state_(std::make_unique<BangGraph>(
-                  resources, d, config.build.graphDegree, config.pqSubquantizers)) {
+                  resources,
+                  d,
+                  config.build.graphDegree,
+                  config.pqSubquantizers)) {
     // The largest worklist must fit; PQ mode adds its table (M KiB).
     const int M = config.pqSubquantizers;
     const size_t need =
@@ -85,8 +89,7 @@ int GpuIndexBang::effectiveL(int requested, int64_t k) {
 int GpuIndexBang::searchL_(const faiss::SearchParameters* params, int64_t k) const {
     auto p = dynamic_cast<const SearchParametersBang*>(params);
     FAISS_THROW_IF_NOT_FMT(
-            params == nullptr || p != nullptr ||
-                    typeid(*params) == typeid(faiss::SearchParameters),
+            params == nullptr || p != nullptr || typeid(*params) == typeid(faiss::SearchParameters),
             "search: parameters of type %s are not faiss_ext::SearchParametersBang",
             typeid(*params).name());
     return effectiveL(p ? p->search_L : search_L, k);
@@ -180,8 +183,7 @@ void GpuIndexBang::setGraph(
         checkHostPointer(pqCentroids, "setGraph PQ centroids");
         checkHostPointer(pqCodes, "setGraph PQ codes");
         BangPqTables t;
-        t.centroids.assign(
-                pqCentroids, pqCentroids + size_t(kernels::kBangPqCentroids) * d);
+        t.centroids.assign(pqCentroids, pqCentroids + size_t(kernels::kBangPqCentroids) * d);
         checkFinite(kernels::kBangPqCentroids, d, t.centroids.data(), "setGraph PQ centroids");
         t.codes.assign(pqCodes, pqCodes + size_t(n) * M);
         next.setPq(t);

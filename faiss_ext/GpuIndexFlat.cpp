@@ -80,8 +80,8 @@ void GpuIndexFlat::reconstruct_n(int64_t i0, int64_t ni, float* recons) const {
     FAISS_THROW_IF_NOT_MSG(recons != nullptr, "reconstruct: null output pointer");
     FAISS_THROW_IF_NOT_FMT(
             i0 >= 0 && ni >= 1 && i0 + ni <= ntotal,
-            "reconstruct: keys [%lld, %lld) are outside [0, %lld)",
-            (long long)i0, (long long)(i0 + ni), (long long)ntotal);
+            "reconstruct: keys [%lld, %lld) are outside [0, %lld)", (long long)i0,
+            (long long)(i0 + ni), (long long)ntotal);
     DeviceScope scope(res_.device());
     checkHostPointer(recons, "reconstruct");
     storage_->copyRowsToHost(i0, ni, recons);

@@ -23,8 +23,7 @@ constexpr int64_t kMaxNprobe = kMaxSearchK;
 
 int64_t checkedNlist(int64_t nlist) {
     FAISS_THROW_IF_NOT_FMT(
-            nlist >= 1 && nlist <= INT32_MAX, "nlist=%lld is outside [1, 2^31)",
-            (long long)nlist);
+            nlist >= 1 && nlist <= INT32_MAX, "nlist=%lld is outside [1, 2^31)", (long long)nlist);
     return nlist;
 }
 
@@ -60,8 +59,7 @@ GpuIndexIVFFlat::GpuIndexIVFFlat(
         : GpuIndex(resources, d, metric, config),
           ivfConfig_(config),
           nlist_(checkedNlist(nlist)),
-          quantizer_(std::make_unique<GpuIndexFlat>(
-                  resources, d, metric, quantizerConfig(config))),
+          quantizer_(std::make_unique<GpuIndexFlat>(resources, d, metric, quantizerConfig(config))),
           lists_(std::make_unique<IvfLists>(resources, d, nlist)) {
     FAISS_THROW_IF_NOT_FMT(
             config.listChunkVectors == 0 ||
@@ -111,8 +109,7 @@ int GpuIndexIVFFlat::searchNprobe_(const faiss::SearchParameters* params) const 
     }
     FAISS_THROW_IF_NOT_FMT(
             ivf->max_codes == 0,
-            "search: SearchParametersIVF::max_codes=%zu is not supported (use 0)",
-            ivf->max_codes);
+            "search: SearchParametersIVF::max_codes=%zu is not supported (use 0)", ivf->max_codes);
     FAISS_THROW_IF_NOT_MSG(
             ivf->quantizer_params == nullptr,
             "search: SearchParametersIVF::quantizer_params is not supported");
@@ -122,15 +119,14 @@ int GpuIndexIVFFlat::searchNprobe_(const faiss::SearchParameters* params) const 
 void GpuIndexIVFFlat::checkIds_(int64_t n, const int64_t* ids, const char* what) const {
     for (int64_t i = 0; i < n; ++i) {
         FAISS_THROW_IF_NOT_FMT(
-                ids[i] != -1, "%s: id -1 (vector %lld) is reserved for missing results",
-                what, (long long)i);
+                ids[i] != -1, "%s: id -1 (vector %lld) is reserved for missing results", what,
+                (long long)i);
     }
 }
 
 void GpuIndexIVFFlat::trainImpl_(int64_t n, const float* x) {
     FAISS_THROW_IF_NOT_FMT(
-            ntotal == 0,
-            "train: the index holds %lld vectors; reset() it before training again",
+            ntotal == 0, "train: the index holds %lld vectors; reset() it before training again",
             (long long)ntotal);
     FAISS_THROW_IF_NOT_FMT(
             n >= nlist_, "train: %lld training vectors for nlist=%lld (need at least nlist)",
@@ -148,8 +144,7 @@ void GpuIndexIVFFlat::setQuantizer(const faiss::IndexFlat* quantizer) {
     FAISS_THROW_IF_NOT_FMT(
             quantizer->d == d, "setQuantizer: quantizer d=%d, index d=%d", quantizer->d, d);
     FAISS_THROW_IF_NOT_FMT(
-            quantizer->ntotal == nlist_,
-            "setQuantizer: quantizer holds %lld centroids, nlist=%lld",
+            quantizer->ntotal == nlist_, "setQuantizer: quantizer holds %lld centroids, nlist=%lld",
             (long long)quantizer->ntotal, (long long)nlist_);
     FAISS_THROW_IF_NOT_FMT(
             ntotal == 0, "setQuantizer: the index holds %lld vectors; reset() it first",
@@ -224,10 +219,8 @@ void GpuIndexIVFFlat::copyFrom(const faiss::IndexIVFFlat* index) {
             "copyFrom: code_size %zu is not d * 4 = %zu", index->code_size,
             size_t(newD) * sizeof(float));
     auto cpuQ = dynamic_cast<const faiss::IndexFlat*>(index->quantizer);
-    FAISS_THROW_IF_NOT_MSG(
-            cpuQ != nullptr, "copyFrom: the quantizer is not a faiss::IndexFlat");
-    FAISS_THROW_IF_NOT_FMT(
-            cpuQ->d == newD, "copyFrom: quantizer d=%d, index d=%d", cpuQ->d, newD);
+    FAISS_THROW_IF_NOT_MSG(cpuQ != nullptr, "copyFrom: the quantizer is not a faiss::IndexFlat");
+    FAISS_THROW_IF_NOT_FMT(cpuQ->d == newD, "copyFrom: quantizer d=%d, index d=%d", cpuQ->d, newD);
     FAISS_THROW_IF_NOT_FMT(
             cpuQ->metric_type == faiss::METRIC_L2 ||
                     cpuQ->metric_type == faiss::METRIC_INNER_PRODUCT,
@@ -240,8 +233,7 @@ void GpuIndexIVFFlat::copyFrom(const faiss::IndexIVFFlat* index) {
     FAISS_THROW_IF_NOT_MSG(il != nullptr, "copyFrom: null inverted lists");
     FAISS_THROW_IF_NOT_FMT(
             int64_t(il->nlist) == newNlist && il->code_size == index->code_size,
-            "copyFrom: inverted lists of %zu lists and code size %zu", il->nlist,
-            il->code_size);
+            "copyFrom: inverted lists of %zu lists and code size %zu", il->nlist, il->code_size);
     DeviceScope scope(res_.device());
     checkDimFits(res_, newD);
 
@@ -251,16 +243,15 @@ void GpuIndexIVFFlat::copyFrom(const faiss::IndexIVFFlat* index) {
         checkFinite(cpuQ->ntotal, newD, cpuQ->get_xb(), "copyFrom centroids");
         q = std::make_unique<GpuIndexFlat>(res_, cpuQ, quantizerConfig(config_));
     } else {
-        q = std::make_unique<GpuIndexFlat>(
-                res_, newD, cpuQ->metric_type, quantizerConfig(config_));
+        q = std::make_unique<GpuIndexFlat>(res_, newD, cpuQ->metric_type, quantizerConfig(config_));
     }
     int64_t total = 0;
     for (int64_t l = 0; l < newNlist; ++l) {
         total += int64_t(il->list_size(l));
     }
     FAISS_THROW_IF_NOT_FMT(
-            total == 0 || index->is_trained,
-            "copyFrom: untrained index with %lld stored vectors", (long long)total);
+            total == 0 || index->is_trained, "copyFrom: untrained index with %lld stored vectors",
+            (long long)total);
     std::vector<float> x(size_t(total) * newD);
     std::vector<int64_t> listNos(static_cast<size_t>(total)), ids(static_cast<size_t>(total));
     int64_t pos = 0;
@@ -311,8 +302,7 @@ void GpuIndexIVFFlat::copyTo(faiss::IndexIVFFlat* index) const {
             std::vector<float> v = lists_->listVectors(l);
             std::vector<int64_t> ids = lists_->listIds(l);
             il->add_entries(
-                    size_t(l), size_t(len), ids.data(),
-                    reinterpret_cast<const uint8_t*>(v.data()));
+                    size_t(l), size_t(len), ids.data(), reinterpret_cast<const uint8_t*>(v.data()));
         }
     }
 

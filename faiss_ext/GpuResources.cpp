@@ -18,18 +18,13 @@ int GpuResources::deviceCount() {
 GpuResources::GpuResources(GpuResourcesConfig config) : config_(config) {
     int n = deviceCount();
     FAISS_THROW_IF_NOT_FMT(
-            n > 0,
-            "no CUDA device is available (asked for device %d)",
-            config.device);
+            n > 0, "no CUDA device is available (asked for device %d)", config.device);
     FAISS_THROW_IF_NOT_FMT(
             config.device >= 0 && config.device < n,
-            "CUDA device %d does not exist (%d device(s) found)",
-            config.device,
-            n);
+            "CUDA device %d does not exist (%d device(s) found)", config.device, n);
     FAISS_THROW_IF_NOT_FMT(
             config.tempMemoryBytes >= (size_t(16) << 20),
-            "tempMemoryBytes %zu is below the 16 MiB minimum",
-            config.tempMemoryBytes);
+            "tempMemoryBytes %zu is below the 16 MiB minimum", config.tempMemoryBytes);
     DeviceScope scope(config.device);
 
     cudaDeviceProp prop;
@@ -42,18 +37,13 @@ GpuResources::GpuResources(GpuResourcesConfig config) : config_(config) {
     cudaMemPool_t pool;
     FAISS_EXT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, config.device));
     uint64_t keep = std::numeric_limits<uint64_t>::max();
-    FAISS_EXT_CUDA_CHECK(cudaMemPoolSetAttribute(
-            pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    FAISS_EXT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
 
-    FAISS_EXT_CUDA_CHECK(
-            cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    FAISS_EXT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     cublasStatus_t st = cublasCreate(&cublas_);
     if (st != CUBLAS_STATUS_SUCCESS) {
         cudaStreamDestroy(stream_);
-        FAISS_THROW_FMT(
-                "cuBLAS error %d (%s) in cublasCreate",
-                int(st),
-                cublasGetStatusString(st));
+        FAISS_THROW_FMT("cuBLAS error %d (%s) in cublasCreate", int(st), cublasGetStatusString(st));
     }
     FAISS_EXT_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
 }

@@ -81,8 +81,8 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
     if (kind == IndexKind::kFlat) {
         FlatImage im = readFlatImage(in, version);
         readTrailer(in);
-        auto index = std::make_unique<GpuIndexFlat>(
-                res, im.d, faiss::MetricType(im.metric), im.config);
+        auto index =
+                std::make_unique<GpuIndexFlat>(res, im.d, faiss::MetricType(im.metric), im.config);
         if (im.ntotal > 0) {
             index->add(im.ntotal, im.vectors.data());
         }
@@ -91,8 +91,8 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
     if (kind == IndexKind::kBang) {
         BangImage im = readBangImage(in, version);
         readTrailer(in);
-        auto index = std::make_unique<GpuIndexBang>(
-                res, im.d, faiss::MetricType(im.metric), im.config);
+        auto index =
+                std::make_unique<GpuIndexBang>(res, im.d, faiss::MetricType(im.metric), im.config);
         GpuIndexBang::effectiveL(im.searchL, 1);
         index->search_L = im.searchL;
         if (im.ntotal > 0) {
@@ -159,7 +159,9 @@ std::unique_ptr<GpuIndex> read_index(const char* path, GpuResources& resources) 
 }
 
 std::unique_ptr<GpuIndex> deserialize_index(
-        const uint8_t* data, size_t size, GpuResources& resources) {
+        const uint8_t* data,
+        size_t size,
+        GpuResources& resources) {
     FAISS_THROW_IF_NOT_MSG(data != nullptr || size == 0, "deserialize_index: null data");
     MemorySource in(data, size);
     return readAny(in, resources);

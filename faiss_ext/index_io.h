@@ -27,6 +27,8 @@ std::unique_ptr<GpuIndex> read_index(const char* path, GpuResources& resources);
 
 /// Reads an index from serialize_index bytes.
 std::unique_ptr<GpuIndex> deserialize_index(
-        const uint8_t* data, size_t size, GpuResources& resources);
+        const uint8_t* data,
+        size_t size,
+        GpuResources& resources);
 
 } // namespace faiss_ext

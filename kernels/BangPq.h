@@ -35,8 +35,7 @@ FAISS_EXT_HD inline float bangPqTableEntry(const float* q, const float* centroid
 }
 
 /// Lane `lane`'s partial sum of the ADC distance of one code row (M bytes).
-FAISS_EXT_HD inline float bangPqLaneSum(
-        const float* table, const uint8_t* code, int M, int lane) {
+FAISS_EXT_HD inline float bangPqLaneSum(const float* table, const uint8_t* code, int M, int lane) {
     float acc = 0.f;
     for (int m = lane; m < M; m += kBangPqLanes) {
         acc += table[m * kBangPqCentroids + code[m]];

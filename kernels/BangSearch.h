@@ -20,9 +20,9 @@ constexpr int kBangMaxL = 1024;
 struct BangGraphView {
     const float* vectors = nullptr; ///< n x d, row-major
     const int32_t* graph = nullptr; ///< n x R neighbour ids, -1 after the last one
-    int64_t n = 0;                   ///< >= 1, < 2^31
+    int64_t n = 0;                  ///< >= 1, < 2^31
     int d = 0;
-    int R = 0; ///< in [1, kBangMaxDegree]
+    int R = 0;         ///< in [1, kBangMaxDegree]
     int32_t entry = 0; ///< the medoid: every search starts there
     /// PQ mode (pqM >= 1): traversal distances are ADC sums over these codes (n x pqM
     /// bytes) and centroids (pqM x 256 x d / pqM floats, faiss::ProductQuantizer's
@@ -43,8 +43,8 @@ struct BangSearchArgs {
     int64_t nq = 0;
     int L = 0;
     int k = 0;
-    float* outD = nullptr;     ///< nq x k
-    int64_t* outI = nullptr;   ///< nq x k
+    float* outD = nullptr;         ///< nq x k
+    int64_t* outI = nullptr;       ///< nq x k
     int32_t* iterations = nullptr; ///< nq, or null
     /// Graph construction: the first maxVisited parents each
     /// query expanded, in order (nq x maxVisited; a query's count is

@@ -71,11 +71,11 @@ struct Smem {
     uint64_t* keysNext; ///< merge target
     uint8_t* vis;       ///< expanded flags of keys
     uint8_t* visNext;
-    uint64_t* cand;     ///< this iteration's candidates (P keys)
-    int32_t* candId;    ///< parent's neighbours that passed the filter, else -1
+    uint64_t* cand;  ///< this iteration's candidates (P keys)
+    int32_t* candId; ///< parent's neighbours that passed the filter, else -1
     float* q;
-    float* table;       ///< PQ mode: the query's ADC table (pqM x 256)
-    uint32_t* bloom;    ///< shared Bloom filter (persistent kernel only)
+    float* table;    ///< PQ mode: the query's ADC table (pqM x 256)
+    uint32_t* bloom; ///< shared Bloom filter (persistent kernel only)
     int* scal;
 };
 
@@ -173,7 +173,11 @@ __device__ __forceinline__ void groupL2Pair(
 
 /// One row's distance (groupL2Pair's arithmetic, for the distance table of the tests).
 __device__ __forceinline__ float groupL2(
-        const float* q, const float* __restrict__ x, int d, int sub, bool valid) {
+        const float* q,
+        const float* __restrict__ x,
+        int d,
+        int sub,
+        bool valid) {
     float dist, unused;
     groupL2Pair(q, x, x, d, sub, valid, false, dist, unused);
     return dist;
@@ -218,12 +222,12 @@ __device__ __forceinline__ void traversalPair(
     const int64_t r0 = id0 < 0 ? 0 : id0, r1 = id1 < 0 ? 0 : id1;
     if constexpr (kPq) {
         groupAdcPair(
-                s.table, g.codes + r0 * g.pqM, g.codes + r1 * g.pqM, g.pqM, sub, id0 >= 0,
-                id1 >= 0, d0, d1);
+                s.table, g.codes + r0 * g.pqM, g.codes + r1 * g.pqM, g.pqM, sub, id0 >= 0, id1 >= 0,
+                d0, d1);
     } else {
         groupL2Pair(
-                s.q, g.vectors + r0 * g.d, g.vectors + r1 * g.d, g.d, sub, id0 >= 0, id1 >= 0,
-                d0, d1);
+                s.q, g.vectors + r0 * g.d, g.vectors + r1 * g.d, g.d, sub, id0 >= 0, id1 >= 0, d0,
+                d1);
     }
 }
 
@@ -357,7 +361,11 @@ __device__ inline void mergeCandidates(Smem& s, int L, int P) {
 /// does not depend on thread timing. Ends with a barrier.
 template <bool kPq>
 __device__ void expandParent(
-        Smem& s, const BangGraphView& g, uint32_t* bloom, int32_t parent, int L) {
+        Smem& s,
+        const BangGraphView& g,
+        uint32_t* bloom,
+        int32_t parent,
+        int L) {
     const int P = nextPow2(g.R);
     const int32_t* row = g.graph + int64_t(parent) * g.R;
     for (int i = threadIdx.x; i < P; i += kBangThreads) {
@@ -415,8 +423,7 @@ __device__ inline void rerankExact(const Smem& s, const BangGraphView& g, int L)
         float d0, d1;
         groupL2Pair(
                 s.q, g.vectors + int64_t(id0 < 0 ? 0 : id0) * g.d,
-                g.vectors + int64_t(id1 < 0 ? 0 : id1) * g.d, g.d, sub, id0 >= 0, id1 >= 0, d0,
-                d1);
+                g.vectors + int64_t(id1 < 0 ? 0 : id1) * g.d, g.d, sub, id0 >= 0, id1 >= 0, d0, d1);
         if (sub == 0) {
             if (i0 < L) {
                 s.keysNext[i0] = id0 >= 0 ? bangKey(d0, id0) : kBangEmptyKey;
@@ -515,9 +522,13 @@ void persistentLaunch(const BangGraphView& g, const BangSearchArgs& a, cudaStrea
 }
 
 extern template void persistentLaunch<false>(
-        const BangGraphView&, const BangSearchArgs&, cudaStream_t);
+        const BangGraphView&,
+        const BangSearchArgs&,
+        cudaStream_t);
 extern template void persistentLaunch<true>(
-        const BangGraphView&, const BangSearchArgs&, cudaStream_t);
+        const BangGraphView&,
+        const BangSearchArgs&,
+        cudaStream_t);
 
 } // namespace bang
 } // namespace kernels

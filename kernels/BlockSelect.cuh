@@ -9,8 +9,8 @@
 // best list, which tightens the threshold.
 #pragma once
 
-#include <cstdint>
 #include <math_constants.h>
+#include <cstdint>
 
 #include "Select.h"
 

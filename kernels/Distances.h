@@ -36,7 +36,11 @@ void finishKnn(
 
 /// Sets count results to "missing": id -1, distance +inf (L2) or -inf (inner product).
 void fillMissingResults(
-        float* outD, int64_t* outI, int64_t count, DistanceFinish finish, cudaStream_t stream);
+        float* outD,
+        int64_t* outI,
+        int64_t count,
+        DistanceFinish finish,
+        cudaStream_t stream);
 
 } // namespace kernels
 } // namespace faiss_ext

@@ -1,4 +1,4 @@
-// Host entry points of Kernel D (merging each query's per-chunk candidates into its
+// Host entry points of the merge stage (merging each query's per-chunk candidates into its
 // final top-k) and of the key -> FAISS distance finish.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Host entry points of the IVF list scan (Kernel C) and of its work decomposition.
+// Host entry points of the IVF list scan stage and of its work decomposition.
 #pragma once
 
 #include <cstddef>
@@ -30,11 +30,11 @@ struct IvfScanArgs {
     int d = 0;
     const int64_t* coarse = nullptr; ///< nq x nprobe probed lists
     int nprobe = 0;
-    const int* offsets = nullptr; ///< from ivfChunkOffsets
+    const int* offsets = nullptr;           ///< from ivfChunkOffsets
     const float* const* listData = nullptr; ///< per list, IvfStore.h layout
     const int64_t* const* listIds = nullptr;
     const int64_t* listLen = nullptr;
-    int64_t chunkLen = 0; ///< a multiple of 32
+    int64_t chunkLen = 0;       ///< a multiple of 32
     int64_t chunksPerQuery = 0; ///< candidate slots per query (>= every query's chunk count)
     int k = 0;
     bool innerProduct = false;

@@ -22,10 +22,10 @@ void maxValue(const float* values, int64_t n, float* out, cudaStream_t stream);
 /// are appended to fallbackRows (rowBase + row) with fallbackCount incremented, and
 /// must be searched again in FP32.
 struct RerankArgs {
-    const float* queries = nullptr; ///< nq x d
+    const float* queries = nullptr;    ///< nq x d
     const float* queryNorms = nullptr; ///< nq squared norms
     int64_t nq = 0;
-    const float* base = nullptr; ///< nb x d
+    const float* base = nullptr;          ///< nb x d
     const float* baseMaxSqNorm = nullptr; ///< device scalar: max squared norm of base
     int d = 0;
     bool innerProduct = false;
@@ -44,13 +44,23 @@ void rerankExact(const RerankArgs& args, cudaStream_t stream);
 
 /// out[i * d + j] = x[rows[i] * d + j] for i < n.
 void gatherRows(
-        const float* x, const int64_t* rows, int64_t n, int d, float* out,
+        const float* x,
+        const int64_t* rows,
+        int64_t n,
+        int d,
+        float* out,
         cudaStream_t stream);
 
 /// outD[rows[i] * k + j] = D[i * k + j] (and I likewise) for i < n.
 void scatterResults(
-        const float* D, const int64_t* I, const int64_t* rows, int64_t n, int k,
-        float* outD, int64_t* outI, cudaStream_t stream);
+        const float* D,
+        const int64_t* I,
+        const int64_t* rows,
+        int64_t n,
+        int k,
+        float* outD,
+        int64_t* outI,
+        cudaStream_t stream);
 
 } // namespace kernels
 } // namespace faiss_ext

@@ -10,8 +10,8 @@
 // warp is one sort of one step's candidates, which lets a warp own short segments.
 #pragma once
 
-#include <cstdint>
 #include <math_constants.h>
+#include <cstdint>
 
 #include "BlockSelect.cuh"
 #include "Select.h"
@@ -66,7 +66,7 @@ struct WarpSelect {
     int k;
     int kp;
     int cap;
-    int count; ///< candidates in buf (warp-uniform)
+    int count;       ///< candidates in buf (warp-uniform)
     float threshold; ///< value of the k-th best so far (warp-uniform)
 
     __device__ WarpSelect(uint64_t* smem, int k_) : k(k_), kp(nextPow2(k_)) {

@@ -19,7 +19,12 @@ namespace kernels {
 namespace {
 
 __global__ void distanceTableKernel(
-        const float* queries, int64_t nq, const float* base, int64_t nb, int d, float* out) {
+        const float* queries,
+        int64_t nq,
+        const float* base,
+        int64_t nb,
+        int d,
+        float* out) {
     const int64_t pair = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / bang::kGroup;
     const int sub = threadIdx.x % bang::kGroup;
     const bool valid = pair < nq * nb;
@@ -36,7 +41,8 @@ void checkArgs(const BangGraphView& g, const BangSearchArgs& a) {
     FAISS_ASSERT(g.R >= 1 && g.R <= kBangMaxDegree);
     FAISS_ASSERT(g.entry >= 0 && g.entry < g.n);
     FAISS_ASSERT(g.pqM >= 0 && g.pqM <= kBangMaxPqSubquantizers);
-    FAISS_ASSERT(g.pqM == 0 || (g.d % g.pqM == 0 && g.codes != nullptr && g.pqCentroids != nullptr));
+    FAISS_ASSERT(
+            g.pqM == 0 || (g.d % g.pqM == 0 && g.codes != nullptr && g.pqCentroids != nullptr));
     FAISS_ASSERT(a.L >= 1 && a.L <= kBangMaxL && a.k >= 1 && a.k <= a.L);
     FAISS_ASSERT(a.nq >= 1 && a.nq <= INT_MAX);
 }
@@ -71,8 +77,7 @@ void bangDistanceTable(
     }
     const int64_t blocks = (pairs + bang::kGroups - 1) / bang::kGroups;
     FAISS_THROW_IF_NOT_FMT(
-            blocks <= INT_MAX, "bangDistanceTable: %lld pairs is too many",
-            (long long)pairs);
+            blocks <= INT_MAX, "bangDistanceTable: %lld pairs is too many", (long long)pairs);
     distanceTableKernel<<<unsigned(blocks), kBangThreads, 0, stream>>>(
             queries, nq, base, nb, d, out);
     FAISS_EXT_CUDA_CHECK_LAUNCH();

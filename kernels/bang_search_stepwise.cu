@@ -16,11 +16,11 @@ namespace {
 
 /// The step variant's per-query state in global memory.
 struct StepState {
-    uint64_t* keys;   ///< nq x L
-    uint32_t* bloom;  ///< nq x kBangBloomWords
-    int32_t* iters;   ///< nq
-    int32_t* done;    ///< nq
-    uint8_t* vis;     ///< nq x L
+    uint64_t* keys;  ///< nq x L
+    uint32_t* bloom; ///< nq x kBangBloomWords
+    int32_t* iters;  ///< nq
+    int32_t* done;   ///< nq
+    uint8_t* vis;    ///< nq x L
 };
 
 __host__ __device__ inline size_t stepStateBytes(int64_t nq, int L) {
@@ -52,8 +52,8 @@ __device__ inline void storeWorklist(const Smem& s, const StepState& st, int64_t
 /// One iteration of every unfinished query. Only ever sets *continueFlag. PQ mode
 /// rebuilds the query's table in every launch (it does not persist between them).
 template <bool kPq>
-__global__ void __launch_bounds__(kBangThreads, kBangMinBlocks) stepKernel(
-        BangGraphView g, BangSearchArgs a, StepState st, int* continueFlag, int first) {
+__global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
+        stepKernel(BangGraphView g, BangSearchArgs a, StepState st, int* continueFlag, int first) {
     const int64_t q = blockIdx.x;
     if (!first && st.done[q]) {
         return;
@@ -138,8 +138,7 @@ void stepwiseLaunch(
         int* continueFlagDevice,
         cudaStream_t stream) {
     const StepState st = carveState(state, a.nq, a.L);
-    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(
-            st.bloom, 0, size_t(a.nq) * kBangBloomWords * 4, stream));
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(st.bloom, 0, size_t(a.nq) * kBangBloomWords * 4, stream));
     const size_t smem = layoutFor(a.L, g.R, g.d, false, tableM<kPq>(g)).total;
     setSmem(stepKernel<kPq>, smem);
     for (int first = 1;; first = 0) {
@@ -177,8 +176,8 @@ void bangSearchStepwise(
     FAISS_ASSERT(a.L >= 1 && a.L <= kBangMaxL && a.k >= 1 && a.k <= a.L && a.nq >= 1);
     FAISS_ASSERT(a.visited == nullptr);
     const size_t perQuery = bang::stepStateBytes(1, a.L);
-    const int64_t page = std::min<int64_t>(
-            {a.nq, std::max<int64_t>(1, int64_t(tempBytes / perQuery)), INT_MAX});
+    const int64_t page =
+            std::min<int64_t>({a.nq, std::max<int64_t>(1, int64_t(tempBytes / perQuery)), INT_MAX});
     DeviceBuffer<char> state(size_t(page) * perQuery, stream);
     DeviceBuffer<int> flag(1, stream);
     for (int64_t q0 = 0; q0 < a.nq; q0 += page) {

@@ -71,7 +71,11 @@ __global__ void fillMissingKernel(float* outD, int64_t* outI, int64_t count, flo
 } // namespace
 
 void fillMissingResults(
-        float* outD, int64_t* outI, int64_t count, DistanceFinish finish, cudaStream_t stream) {
+        float* outD,
+        int64_t* outI,
+        int64_t count,
+        DistanceFinish finish,
+        cudaStream_t stream) {
     if (count == 0) {
         return;
     }

@@ -1,8 +1,8 @@
 // Exact FP32 re-rank of a TF32 shortlist, with the check that makes it provably exact.
 #include <math_constants.h>
 
-#include "BlockSelect.cuh"
 #include <faiss_ext/utils/CudaCheck.h>
+#include "BlockSelect.cuh"
 #include "Rerank.h"
 
 namespace faiss_ext {
@@ -117,7 +117,11 @@ __global__ void __launch_bounds__(kRerankThreads) rerankKernel(RerankArgs a, int
 }
 
 __global__ void gatherRowsKernel(
-        const float* x, const int64_t* rows, int64_t n, int d, float* out) {
+        const float* x,
+        const int64_t* rows,
+        int64_t n,
+        int d,
+        float* out) {
     const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n * d) {
         const int64_t r = i / d;
@@ -126,8 +130,13 @@ __global__ void gatherRowsKernel(
 }
 
 __global__ void scatterResultsKernel(
-        const float* D, const int64_t* I, const int64_t* rows, int64_t n, int k,
-        float* outD, int64_t* outI) {
+        const float* D,
+        const int64_t* I,
+        const int64_t* rows,
+        int64_t n,
+        int k,
+        float* outD,
+        int64_t* outI) {
     const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n * k) {
         const int64_t r = i / k;
@@ -169,7 +178,11 @@ void rerankExact(const RerankArgs& a, cudaStream_t stream) {
 }
 
 void gatherRows(
-        const float* x, const int64_t* rows, int64_t n, int d, float* out,
+        const float* x,
+        const int64_t* rows,
+        int64_t n,
+        int d,
+        float* out,
         cudaStream_t stream) {
     if (n == 0) {
         return;
@@ -179,13 +192,18 @@ void gatherRows(
 }
 
 void scatterResults(
-        const float* D, const int64_t* I, const int64_t* rows, int64_t n, int k,
-        float* outD, int64_t* outI, cudaStream_t stream) {
+        const float* D,
+        const int64_t* I,
+        const int64_t* rows,
+        int64_t n,
+        int k,
+        float* outD,
+        int64_t* outI,
+        cudaStream_t stream) {
     if (n == 0) {
         return;
     }
-    scatterResultsKernel<<<blocksFor(n * k, 256), 256, 0, stream>>>(
-            D, I, rows, n, k, outD, outI);
+    scatterResultsKernel<<<blocksFor(n * k, 256), 256, 0, stream>>>(D, I, rows, n, k, outD, outI);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 

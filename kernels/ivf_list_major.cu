@@ -1,6 +1,6 @@
 // List-major IVF distances: the batch's probes grouped by list (counting sort, one-block
-// CUB scan of the per-list counts), then a persistent grid of 64-query x 64-vector product tiles, each list
-// tile read from memory once per group of 64 queries instead of once per query.
+// CUB scan of the per-list counts), then a persistent grid of 64-query x 64-vector product tiles,
+// each list tile read from memory once per group of 64 queries instead of once per query.
 #include <cub/block/block_scan.cuh>
 
 #include <faiss_ext/utils/CudaCheck.h>
@@ -15,7 +15,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kG = kListMajorQueries;
 constexpr int kV = kListMajorVectors;
-constexpr int kChunk = 32; ///< components staged in shared memory per step
+constexpr int kChunk = 32;         ///< components staged in shared memory per step
 constexpr int kPitch = kChunk + 1; ///< shared row pitch: no bank conflicts across rows
 
 constexpr int kScanThreads = 1024;
@@ -74,8 +74,12 @@ __global__ void countProbesKernel(const int64_t* coarse, int64_t pairs, int* cou
 
 // Per list: work items (query groups x vector tiles); the cursor starts at listStart.
 __global__ void listWorkKernel(
-        const int* counts, const int* listStart, const int64_t* listLen, int64_t nlist,
-        int* work, int* cursor) {
+        const int* counts,
+        const int* listStart,
+        const int64_t* listLen,
+        int64_t nlist,
+        int* work,
+        int* cursor) {
     const int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (l < nlist) {
         const int64_t groups = (counts[l] + kG - 1) / kG;
@@ -88,7 +92,10 @@ __global__ void listWorkKernel(
 }
 
 __global__ void scatterProbesKernel(
-        const int64_t* coarse, int64_t pairs, int* cursor, int* grouped) {
+        const int64_t* coarse,
+        int64_t pairs,
+        int* cursor,
+        int* grouped) {
     const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < pairs && coarse[i] >= 0) {
         grouped[atomicAdd(&cursor[coarse[i]], 1)] = int(i);
@@ -135,7 +142,8 @@ __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) 
 
         __syncthreads(); // the previous item is done with pairOf and the tiles
         if (threadIdx.x < kG) {
-            pairOf[threadIdx.x] = threadIdx.x < gCount ? a.groups.pairs[first + g0 + threadIdx.x] : -1;
+            pairOf[threadIdx.x] =
+                    threadIdx.x < gCount ? a.groups.pairs[first + g0 + threadIdx.x] : -1;
         }
         float acc0[4][4], acc1[4][4];
 #pragma unroll
@@ -209,8 +217,8 @@ __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) 
             const int pair = pairOf[g];
             const int64_t q = pair / a.nprobe;
             const int p = pair % a.nprobe;
-            float* row = a.distances + q * a.ldDistances +
-                    a.vectorOffsets[q * (a.nprobe + 1) + p] + v0;
+            float* row =
+                    a.distances + q * a.ldDistances + a.vectorOffsets[q * (a.nprobe + 1) + p] + v0;
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
                 const int vi = tx + 16 * j;
@@ -249,8 +257,7 @@ IvfProbeGroups ivfGroupProbesByList(
             "ivfGroupProbesByList: %lld probes over %lld lists with %zu scratch bytes",
             (long long)pairs, (long long)nlist, scratchBytes);
     GroupScratch s = carve(scratch, nlist);
-    FAISS_EXT_CUDA_CHECK(
-            cudaMemsetAsync(s.counts, 0, size_t(nlist + 1) * sizeof(int), stream));
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(s.counts, 0, size_t(nlist + 1) * sizeof(int), stream));
     if (pairs > 0) {
         countProbesKernel<<<blocksFor(pairs), kThreads, 0, stream>>>(coarse, pairs, s.counts);
         FAISS_EXT_CUDA_CHECK_LAUNCH();

@@ -1,4 +1,4 @@
-// Kernel D, fast path: a row of candidates staged in shared memory and sorted once.
+// The merge stage, fast path: a row of candidates staged in shared memory and sorted once.
 // (The heap path is kernels::selectRowsMin, which needs shared memory for k only.)
 #include <faiss_ext/utils/CudaCheck.h>
 

@@ -1,7 +1,9 @@
-// Kernel C: the list scan. One block per (query, chunk of a probed list); the query
-// sits in shared memory, each thread computes whole distances from the interleaved
-// layout (a warp reads 32 consecutive vectors' float4 group in one 512-byte
-// transaction) and feeds them to the block-wide streaming top-k.
+// The list scan stage's selection. Per-query path: one block per (query, chunk of a
+// probed list); the query sits in shared memory, each thread computes whole distances
+// from the interleaved layout (a warp reads 32 consecutive vectors' float4 group in one
+// 512-byte transaction) and feeds them to the block-wide streaming top-k. List-major
+// path: the same slots read the distances ivf_list_major.cu precomputed, one warp per
+// slot for k <= kMaxWarpSelectK, else one block.
 #include <algorithm>
 
 #include <faiss_ext/utils/CudaCheck.h>
@@ -62,9 +64,9 @@ __global__ void chunkOffsetsKernel(
 
 template <bool kInnerProduct>
 struct ListLoader {
-    const float4* data; ///< the list's first float4
+    const float4* data;  ///< the list's first float4
     const float4* query; ///< shared memory, groups float4
-    int64_t start; ///< first vector of the chunk
+    int64_t start;       ///< first vector of the chunk
     int groups;
 
     __device__ float operator()(int64_t pos) const {
@@ -169,8 +171,7 @@ __global__ void __launch_bounds__(kSelectThreads)
             reinterpret_cast<float*>(query)[j] = j < a.d ? qsrc[j] : 0.f;
         }
         ListLoader<kSource == 1> load{
-                reinterpret_cast<const float4*>(a.listData[ss.list]), query, ss.start,
-                groups};
+                reinterpret_cast<const float4*>(a.listData[ss.list]), query, ss.start, groups};
         blockSelectMin<kSelectThreads, kSelectItems>(s, ss.n, load);
     }
 
@@ -239,16 +240,15 @@ void ivfChunkOffsets(
         return;
     }
     const int64_t threads = nq * 32;
-    chunkOffsetsKernel<<<unsigned((threads + kOffsetThreads - 1) / kOffsetThreads),
-                         kOffsetThreads, 0, stream>>>(
+    chunkOffsetsKernel<<<
+            unsigned((threads + kOffsetThreads - 1) / kOffsetThreads), kOffsetThreads, 0, stream>>>(
             coarse, nq, nprobe, listLen, chunkLen, offsets);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
 void ivfScan(const IvfScanArgs& a, cudaStream_t stream) {
     FAISS_THROW_IF_NOT_FMT(
-            a.k >= 1 && a.k <= kMaxSelectK, "ivfScan: k=%d is outside [1, %d]", a.k,
-            kMaxSelectK);
+            a.k >= 1 && a.k <= kMaxSelectK, "ivfScan: k=%d is outside [1, %d]", a.k, kMaxSelectK);
     FAISS_THROW_IF_NOT_FMT(
             a.chunkLen >= 32 && a.chunkLen % 32 == 0 && a.chunkLen <= (int64_t(1) << 30),
             "ivfScan: chunk length %lld is not a multiple of 32 in [32, 2^30]",
@@ -268,8 +268,9 @@ void ivfScan(const IvfScanArgs& a, cudaStream_t stream) {
         for (int64_t q0 = 0; q0 < a.nq; q0 += maxQueries) {
             const int64_t nq = std::min(maxQueries, a.nq - q0);
             const int64_t warps = nq * a.chunksPerQuery;
-            warpScanKernel<<<unsigned((warps + kWarpScanWarps - 1) / kWarpScanWarps),
-                             kSelectThreads, smem, stream>>>(a, q0, nq);
+            warpScanKernel<<<
+                    unsigned((warps + kWarpScanWarps - 1) / kWarpScanWarps), kSelectThreads, smem,
+                    stream>>>(a, q0, nq);
             FAISS_EXT_CUDA_CHECK_LAUNCH();
         }
         return;

@@ -86,8 +86,8 @@ __global__ void gatherRowsKernel(
     }
     const int64_t list = int64_t(where[r] >> 32);
     const int64_t v = int64_t(where[r] & 0xffffffffull);
-    out[t] = listData[list][(v / 32) * (int64_t(32) * dp) + int64_t(j / 4) * 128 +
-                            (v % 32) * 4 + j % 4];
+    out[t] = listData[list]
+                     [(v / 32) * (int64_t(32) * dp) + int64_t(j / 4) * 128 + (v % 32) * 4 + j % 4];
 }
 
 unsigned blocksFor(int64_t work) {

@@ -43,7 +43,7 @@ __device__ void writeSegmentResults(
         if (j < per && i < a.k) {
             const int p = top.position(i);
             outD[j] = top.value(i);
-            outI[j] = p < 0 ? -1
+            outI[j] = p < 0   ? -1
                     : a.inIds ? a.inIds[row * a.ldIds + segStart + p]
                               : a.idBase + segStart + p;
         }
@@ -74,8 +74,7 @@ __global__ void __launch_bounds__(kSelectThreads)
 
     BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
     BiasedRowLoader load{
-            a.dist + row * a.ldDist + segStart,
-            a.colBias ? a.colBias + segStart : nullptr};
+            a.dist + row * a.ldDist + segStart, a.colBias ? a.colBias + segStart : nullptr};
     blockSelectMin<kSelectThreads, kSelectItems>(s, segN, load);
 
     writeSegmentResults<true>(
@@ -84,7 +83,11 @@ __global__ void __launch_bounds__(kSelectThreads)
 
 // One warp per (row, segment): no block barrier, so short segments are cheap.
 __global__ void __launch_bounds__(kWarpRowThreads) warpSelectRowsKernel(
-        SelectRowsArgs a, int64_t segLen, int64_t nseg, int64_t rowOffset, int64_t nrows) {
+        SelectRowsArgs a,
+        int64_t segLen,
+        int64_t nseg,
+        int64_t rowOffset,
+        int64_t nrows) {
     extern __shared__ __align__(16) uint64_t warpSmem[];
     const int warp = threadIdx.x / 32;
     const int lane = threadIdx.x & 31;
@@ -99,8 +102,7 @@ __global__ void __launch_bounds__(kWarpRowThreads) warpSelectRowsKernel(
 
     WarpSelect sel(warpSmem + warp * warpSelectSlots(a.k), a.k);
     BiasedRowLoader load{
-            a.dist + row * a.ldDist + segStart,
-            a.colBias ? a.colBias + segStart : nullptr};
+            a.dist + row * a.ldDist + segStart, a.colBias ? a.colBias + segStart : nullptr};
     sel.run(segN, load);
     writeSegmentResults<false>(a, sel, row, seg, segStart, lane, 32);
 }
@@ -114,17 +116,13 @@ size_t blockSelectSmemBytes(int k) {
 
 void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
     FAISS_THROW_IF_NOT_FMT(
-            a.k >= 1 && a.k <= kMaxSelectK,
-            "k=%d is outside [1, %d]",
-            a.k,
-            kMaxSelectK);
+            a.k >= 1 && a.k <= kMaxSelectK, "k=%d is outside [1, %d]", a.k, kMaxSelectK);
     if (a.nrows == 0 || a.ncols == 0) {
         return;
     }
     const int64_t segLen = a.segLen > 0 ? a.segLen : a.ncols;
     const int64_t nseg = (a.ncols + segLen - 1) / segLen;
-    FAISS_THROW_IF_NOT_FMT(
-            nseg <= INT32_MAX, "%lld segments per row is too many", (long long)nseg);
+    FAISS_THROW_IF_NOT_FMT(nseg <= INT32_MAX, "%lld segments per row is too many", (long long)nseg);
     if (nextPow2(a.k) <= kMaxWarpRowSelectK) {
         const size_t smem = size_t(kWarpRowWarps) * warpSelectSlots(a.k) * sizeof(uint64_t);
         FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
@@ -134,8 +132,9 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
         for (int64_t r0 = 0; r0 < a.nrows; r0 += maxRows) {
             const int64_t rows = std::min(maxRows, a.nrows - r0);
             const int64_t warps = rows * nseg;
-            warpSelectRowsKernel<<<unsigned((warps + kWarpRowWarps - 1) / kWarpRowWarps),
-                                   kWarpRowThreads, smem, stream>>>(a, segLen, nseg, r0, rows);
+            warpSelectRowsKernel<<<
+                    unsigned((warps + kWarpRowWarps - 1) / kWarpRowWarps), kWarpRowThreads, smem,
+                    stream>>>(a, segLen, nseg, r0, rows);
             FAISS_EXT_CUDA_CHECK_LAUNCH();
         }
         return;
@@ -143,9 +142,7 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
     const size_t smem = blockSelectSmemBytes(a.k);
     if (smem > 48 * 1024) {
         FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
-                selectRowsKernel,
-                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                int(smem)));
+                selectRowsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     }
     constexpr int64_t kMaxGridY = 65535;
     for (int64_t r0 = 0; r0 < a.nrows; r0 += kMaxGridY) {

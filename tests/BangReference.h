@@ -24,7 +24,11 @@ struct BangReferenceResult {
 
 /// dist: the query's distance to each of the n base rows.
 inline BangReferenceResult bangReferenceSearch(
-        const std::vector<int32_t>& graph, int R, int32_t entry, const float* dist, int L) {
+        const std::vector<int32_t>& graph,
+        int R,
+        int32_t entry,
+        const float* dist,
+        int L) {
     using namespace kernels;
     std::vector<uint32_t> bloom(kBangBloomWords, 0);
     auto insert = [&](uint32_t id) {
@@ -69,15 +73,20 @@ inline BangReferenceResult bangReferenceSearch(
 /// codebooks (M x 256 x d / M): the kernels' table entries and summation order
 /// (kernels/BangPq.h), so equal to the kernels' bit for bit.
 inline std::vector<float> bangPqReferenceDistances(
-        const float* q, int d, int M, const float* centroids, const uint8_t* codes, int64_t n) {
+        const float* q,
+        int d,
+        int M,
+        const float* centroids,
+        const uint8_t* codes,
+        int64_t n) {
     using namespace kernels;
     const int dsub = d / M;
     std::vector<float> table(size_t(M) * kBangPqCentroids);
     for (int m = 0; m < M; ++m) {
         for (int c = 0; c < kBangPqCentroids; ++c) {
             table[size_t(m) * kBangPqCentroids + c] = bangPqTableEntry(
-                    q + size_t(m) * dsub,
-                    centroids + (size_t(m) * kBangPqCentroids + c) * dsub, dsub);
+                    q + size_t(m) * dsub, centroids + (size_t(m) * kBangPqCentroids + c) * dsub,
+                    dsub);
         }
     }
     std::vector<float> out(static_cast<size_t>(n));
@@ -91,7 +100,8 @@ inline std::vector<float> bangPqReferenceDistances(
 /// distances (exact: the query's distance to every base row) and sorted, same tie rule
 /// (distance, then id).
 inline std::vector<uint64_t> bangReferenceRerank(
-        const std::vector<uint64_t>& keys, const float* exact) {
+        const std::vector<uint64_t>& keys,
+        const float* exact) {
     std::vector<uint64_t> out;
     for (uint64_t key : keys) {
         const int32_t id = kernels::bangKeyId(key);

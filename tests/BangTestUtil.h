@@ -18,7 +18,9 @@ enum class BangKernel { kPersistent, kStepwise };
 
 /// Distances of every query to every base row, by the kernels' distance function.
 inline std::vector<float> distanceTable(
-        const GpuResources& res, const std::vector<float>& xq, const std::vector<float>& xb,
+        const GpuResources& res,
+        const std::vector<float>& xq,
+        const std::vector<float>& xb,
         int d) {
     const int64_t nq = int64_t(xq.size()) / d, nb = int64_t(xb.size()) / d;
     auto q = res.alloc<float>(xq.size());
@@ -41,7 +43,11 @@ struct DeviceResults {
 
 /// Searches xq (host) with worklist L on the device state of `index` with one kernel.
 inline DeviceResults searchWith(
-        const GpuIndexBang& index, const std::vector<float>& xq, int k, int L, BangKernel kernel) {
+        const GpuIndexBang& index,
+        const std::vector<float>& xq,
+        int k,
+        int L,
+        BangKernel kernel) {
     const GpuResources& res = index.resources();
     const int64_t nq = int64_t(xq.size()) / index.d;
     auto q = res.alloc<float>(xq.size());
@@ -63,8 +69,9 @@ inline DeviceResults searchWith(
         a.iterations = dIt.data();
         kernels::bangSearchStepwise(state.view(), a, res.tempMemoryBytes(), res.stream());
     }
-    DeviceResults r{std::vector<float>(size_t(nq) * k), std::vector<int64_t>(size_t(nq) * k),
-                    std::vector<int32_t>(size_t(nq))};
+    DeviceResults r{
+            std::vector<float>(size_t(nq) * k), std::vector<int64_t>(size_t(nq) * k),
+            std::vector<int32_t>(size_t(nq))};
     copyToHost(r.D.data(), dD.data(), r.D.size(), res.stream());
     copyToHost(r.I.data(), dI.data(), r.I.size(), res.stream());
     copyToHost(r.iters.data(), dIt.data(), r.iters.size(), res.stream());

@@ -21,7 +21,10 @@ namespace test {
 /// A CPU IndexIVFFlat (owning its IndexFlat quantizer) whose centroids are the first
 /// nlist rows of `centroids`: no k-means, so building it takes no time.
 inline std::unique_ptr<faiss::IndexIVFFlat> cpuIvf(
-        int d, int64_t nlist, faiss::MetricType metric, const float* centroids) {
+        int d,
+        int64_t nlist,
+        faiss::MetricType metric,
+        const float* centroids) {
     auto q = new faiss::IndexFlat(d, metric);
     q->add(nlist, centroids);
     auto index = std::make_unique<faiss::IndexIVFFlat>(q, d, size_t(nlist), metric);
@@ -32,7 +35,10 @@ inline std::unique_ptr<faiss::IndexIVFFlat> cpuIvf(
 
 /// FAISS CPU pads missing results with +-FLT_MAX; faiss_ext (like faiss GPU) with
 /// +-inf. Maps the former to the latter.
-inline void infForMissing(std::vector<float>& D, const std::vector<int64_t>& I, faiss::MetricType m) {
+inline void infForMissing(
+        std::vector<float>& D,
+        const std::vector<int64_t>& I,
+        faiss::MetricType m) {
     const float inf = std::numeric_limits<float>::infinity();
     for (size_t i = 0; i < D.size(); ++i) {
         if (I[i] == -1) {
@@ -44,7 +50,10 @@ inline void infForMissing(std::vector<float>& D, const std::vector<int64_t>& I, 
 /// Queries whose nprobe-th and (nprobe+1)-th closest centroids are too close to call:
 /// float rounding in the coarse GEMM may legitimately probe another list for them.
 inline std::vector<bool> coarseTies(
-        const faiss::Index& quantizer, int64_t nq, const float* xq, int64_t nprobe) {
+        const faiss::Index& quantizer,
+        int64_t nq,
+        const float* xq,
+        int64_t nprobe) {
     std::vector<bool> tie(size_t(nq), false);
     if (nprobe >= quantizer.ntotal) {
         return tie;
@@ -109,8 +118,8 @@ inline int64_t compareExact(
         for (int64_t j = 0; j < k; ++j) {
             const float x = D1[q * k + j], y = D2[q * k + j];
             if (std::memcmp(&x, &y, sizeof(float)) != 0) {
-                why = "distance at rank " + std::to_string(j) + ": " + std::to_string(x) +
-                        " vs " + std::to_string(y);
+                why = "distance at rank " + std::to_string(j) + ": " + std::to_string(x) + " vs " +
+                        std::to_string(y);
                 break;
             }
             if (x != kth || I1[q * k + j] == -1) {

@@ -24,11 +24,11 @@ inline bool haveGpu() {
 }
 
 /// Every GPU test starts with this: it skips (visibly) when there is no device.
-#define FAISS_EXT_REQUIRE_GPU()                             \
-    do {                                                    \
-        if (!::faiss_ext::test::haveGpu()) {                \
+#define FAISS_EXT_REQUIRE_GPU()                               \
+    do {                                                      \
+        if (!::faiss_ext::test::haveGpu()) {                  \
             GTEST_SKIP() << "no CUDA device on this machine"; \
-        }                                                   \
+        }                                                     \
     } while (0)
 
 /// A seed taken from FAISS_EXT_TEST_SEED when set, else from the clock; printed so
@@ -79,8 +79,8 @@ inline int64_t compareKnn(
                 continue;
             }
             if (!close(d, refD[q * k + j])) {
-                why = "distance at rank " + std::to_string(j) + ": " + std::to_string(d) +
-                        " vs " + std::to_string(refD[q * k + j]);
+                why = "distance at rank " + std::to_string(j) + ": " + std::to_string(d) + " vs " +
+                        std::to_string(refD[q * k + j]);
             } else if (id >= 0 && !seen.insert(id).second) {
                 why = "duplicate id " + std::to_string(id);
             } else if (id != refI[q * k + j] && !ref.count(id) && !close(d, kth)) {
@@ -108,9 +108,11 @@ struct SearchSnapshot {
 };
 
 inline SearchSnapshot snapshotSearch(
-        const faiss::Index& index, const std::vector<float>& query, int k) {
-    SearchSnapshot s{std::vector<float>(k), std::vector<int64_t>(k), index.ntotal,
-                     index.is_trained};
+        const faiss::Index& index,
+        const std::vector<float>& query,
+        int k) {
+    SearchSnapshot s{
+            std::vector<float>(k), std::vector<int64_t>(k), index.ntotal, index.is_trained};
     index.search(1, query.data(), k, s.D.data(), s.I.data());
     return s;
 }

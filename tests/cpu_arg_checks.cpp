@@ -99,8 +99,7 @@ TEST(GpuResources, ClearErrorWithoutDevice) {
             GpuResources res;
             FAIL() << "GpuResources built without a device";
         } catch (const faiss::FaissException& e) {
-            EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos)
-                    << e.what();
+            EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
         }
     }
 }

@@ -25,7 +25,10 @@ using namespace faiss_ext;
 namespace {
 
 std::vector<BangCandidate> candidatesOf(
-        const std::vector<float>& x, int d, int self, const std::vector<int32_t>& ids) {
+        const std::vector<float>& x,
+        int d,
+        int self,
+        const std::vector<int32_t>& ids) {
     std::vector<BangCandidate> c;
     for (int32_t id : ids) {
         c.push_back({bangL2Sqr(&x[size_t(self) * d], &x[size_t(id) * d], d), id});
@@ -105,12 +108,11 @@ TEST(BangPrune, GraphRowsAreSortedUniqueAndSymmetricWithoutPruning) {
         std::vector<int32_t> got(row.begin(), end);
         EXPECT_TRUE(std::all_of(end, row.end(), [](int32_t a) { return a == -1; }));
         // Ascending (distance, id).
-        auto dist = [&](int32_t a) {
-            return bangL2Sqr(&x[v * d], &x[size_t(a) * d], d);
-        };
+        auto dist = [&](int32_t a) { return bangL2Sqr(&x[v * d], &x[size_t(a) * d], d); };
         for (size_t i = 1; i < got.size(); ++i) {
-            EXPECT_TRUE(dist(got[i - 1]) < dist(got[i]) ||
-                        (dist(got[i - 1]) == dist(got[i]) && got[i - 1] < got[i]));
+            EXPECT_TRUE(
+                    dist(got[i - 1]) < dist(got[i]) ||
+                    (dist(got[i - 1]) == dist(got[i]) && got[i - 1] < got[i]));
         }
         std::sort(got.begin(), got.end());
         EXPECT_EQ(got, expect) << "row " << v;
@@ -260,9 +262,9 @@ TEST(BangPq, TrainRowsAreEvenlySpaced) {
         EXPECT_EQ(r.front(), 0);
         EXPECT_LT(r.back(), n);
         EXPECT_GE(r.back(), n - n / kBangPqMaxTrainVectors - 1);
-        EXPECT_TRUE(std::adjacent_find(r.begin(), r.end(), [](int64_t a, int64_t b) {
-                        return b <= a;
-                    }) == r.end())
+        EXPECT_TRUE(
+                std::adjacent_find(
+                        r.begin(), r.end(), [](int64_t a, int64_t b) { return b <= a; }) == r.end())
                 << "rows not strictly ascending for n=" << n;
     }
 }
@@ -318,8 +320,9 @@ TEST(BangPq, EncodingNamesTheNearestCentroid) {
             for (int c = 0; c < 256; ++c) {
                 best = std::min(best, kernels::bangPqTableEntry(sv, base + c * dsub, dsub));
             }
-            EXPECT_LE(kernels::bangPqTableEntry(sv, base + codes[i * M + m] * dsub, dsub),
-                      best * (1 + 1e-5f) + 1e-7f)
+            EXPECT_LE(
+                    kernels::bangPqTableEntry(sv, base + codes[i * M + m] * dsub, dsub),
+                    best * (1 + 1e-5f) + 1e-7f)
                     << "vector " << i << " sub-quantizer " << m;
         }
     }
@@ -425,8 +428,7 @@ TEST(BangImage, PqStateRoundTripsAndVersions1And2AreRead) {
             readHeader(bad);
             ADD_FAILURE() << "version " << v << " accepted";
         } catch (const faiss::FaissException& e) {
-            EXPECT_NE(std::string(e.what()).find("version " + std::to_string(v)),
-                      std::string::npos)
+            EXPECT_NE(std::string(e.what()).find("version " + std::to_string(v)), std::string::npos)
                     << e.what();
         }
     }

@@ -26,7 +26,8 @@ TEST(Synthetic, DeterministicAndClustered) {
     for (int i = 0; i < 100; ++i) {
         float best = 1e30f;
         for (int j = 0; j < spec.n; ++j) {
-            if (j == i) continue;
+            if (j == i)
+                continue;
             float s = 0;
             for (int t = 0; t < spec.d; ++t) {
                 float diff = a[i * spec.d + t] - a[j * spec.d + t];

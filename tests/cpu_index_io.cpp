@@ -102,7 +102,8 @@ TEST(IndexFormat, IvfFlatRoundTrip) {
     expectSameConfig(back.config, im.config);
     // Each enumerator of the paths round-trips too.
     for (IvfMergePath m : {IvfMergePath::kAuto, IvfMergePath::kFast, IvfMergePath::kHeap}) {
-        for (IvfScanPath p : {IvfScanPath::kAuto, IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
+        for (IvfScanPath p :
+             {IvfScanPath::kAuto, IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
             im.config.mergePath = m;
             im.config.scanPath = p;
             std::vector<uint8_t> c = encode(im);

@@ -106,8 +106,8 @@ TEST(IvfPlan, EveryKAndNprobeFitsTheDefaultBudget) {
     for (int k : {1, 2, 10, 100, 1000, 1024, 2047, 2048}) {
         for (int nprobe : {1, 2, 64, 1000, 2048}) {
             for (int64_t nq : {int64_t(1), int64_t(100), int64_t(100000)}) {
-                SCOPED_TRACE(testing::Message()
-                             << "k=" << k << " nprobe=" << nprobe << " nq=" << nq);
+                SCOPED_TRACE(
+                        testing::Message() << "k=" << k << " nprobe=" << nprobe << " nq=" << nq);
                 IvfPlanInput in = input(lengths, nq, nprobe, k);
                 IvfSearchPlan p = planIvfSearch(in);
                 expectValid(in, p);
@@ -137,14 +137,13 @@ TEST(IvfPlan, SmallBudgetLengthensChunksOrRefuses) {
     in.budgetBytes = size_t(64) << 20;
     IvfSearchPlan p = planIvfSearch(in);
     expectValid(in, p);
-    EXPECT_GE(p.chunkLen, 2000); // one chunk per list
+    EXPECT_GE(p.chunkLen, 2000);       // one chunk per list
     in.budgetBytes = size_t(16) << 20; // 2048 x 2048 candidates of 12 bytes do not fit
     try {
         planIvfSearch(in);
         FAIL() << "plan accepted beyond the budget";
     } catch (const faiss::FaissException& e) {
-        EXPECT_NE(std::string(e.what()).find("too small for nprobe=2048 k=2048"),
-                  std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("too small for nprobe=2048 k=2048"), std::string::npos)
                 << e.what();
     }
 }

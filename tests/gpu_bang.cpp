@@ -27,8 +27,11 @@ namespace {
 /// GPU (both kernels) against the CPU reference on every query: same ids and
 /// distances (bitwise) at every rank, same number of iterations.
 void expectMatchesReference(
-        const GpuIndexBang& index, const std::vector<float>& xb, const std::vector<float>& xq,
-        int L, int k) {
+        const GpuIndexBang& index,
+        const std::vector<float>& xb,
+        const std::vector<float>& xq,
+        int L,
+        int k) {
     const int d = index.d;
     const int64_t nq = int64_t(xq.size()) / d, nb = index.ntotal;
     const std::vector<float> table = distanceTable(index.resources(), xq, xb, d);
@@ -38,8 +41,8 @@ void expectMatchesReference(
         int64_t bad = 0;
         for (int64_t q = 0; q < nq; ++q) {
             BangReferenceResult ref = bangReferenceSearch(
-                    graph, index.graphDegree(), int32_t(index.entryPoint()),
-                    table.data() + q * nb, L);
+                    graph, index.graphDegree(), int32_t(index.entryPoint()), table.data() + q * nb,
+                    L);
             bool same = ref.iterations == got.iters[q];
             for (int j = 0; j < k && same; ++j) {
                 const bool has = j < int(ref.keys.size());
@@ -166,8 +169,9 @@ TEST(GpuIndexBang, RecallOnClustered100K) {
     index.add(nb, xb.data());
     const std::vector<int32_t> graph = index.graph();
     const int64_t reached = reachable(graph, index.graphDegree(), nb, index.entryPoint());
-    std::printf("%lld of %lld vectors reachable from the entry point\n", (long long)reached,
-                (long long)nb);
+    std::printf(
+            "%lld of %lld vectors reachable from the entry point\n", (long long)reached,
+            (long long)nb);
     EXPECT_GE(reached, nb - nb / 1000);
     std::vector<float> D(nq * k);
     std::vector<int64_t> I(nq * k);
@@ -222,8 +226,8 @@ TEST(GpuIndexBang, BuiltGraphIsWellFormed) {
         std::sort(row.begin(), end);
         EXPECT_EQ(std::adjacent_find(row.begin(), end), end) << "row " << v;
     }
-    std::printf("graph of %lld vectors, R=24: mean degree %.1f\n", (long long)nb,
-                double(edges) / nb);
+    std::printf(
+            "graph of %lld vectors, R=24: mean degree %.1f\n", (long long)nb, double(edges) / nb);
     EXPECT_GE(reachable(g, 24, nb, index.entryPoint()), nb - nb / 1000);
     // The entry point is the vector nearest the centroid.
     std::vector<double> c(d, 0.0);
@@ -353,8 +357,9 @@ TEST(GpuIndexBang, DuplicateVectors) {
         complete += zeros == copies;
         EXPECT_GT(D[q * k + copies], 0.f) << "query " << q;
     }
-    std::printf("duplicates: %lld of %lld queries found all %d copies\n", (long long)complete,
-                (long long)distinct, copies);
+    std::printf(
+            "duplicates: %lld of %lld queries found all %d copies\n", (long long)complete,
+            (long long)distinct, copies);
     EXPECT_GE(complete, distinct * 98 / 100);
 }
 

@@ -77,8 +77,7 @@ TEST(GpuIndexBangErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     expectThrowNaming(
             [&] { index.search(1, q.data(), k, D.data(), I.data(), &params); }, "search_L=-3");
     params.search_L = 5000;
-    expectThrowNaming(
-            [&] { index.search(1, q.data(), k, D.data(), I.data(), &params); }, "5000");
+    expectThrowNaming([&] { index.search(1, q.data(), k, D.data(), I.data(), &params); }, "5000");
     params.search_L = 30;
     faiss::IDSelectorRange sel(0, 10);
     params.sel = &sel;

@@ -36,7 +36,9 @@ namespace {
 /// its final worklist by exact distance; the GPU must return exactly those nodes in
 /// that order with those (exact) distances, bitwise, after as many iterations.
 void expectMatchesPqReference(
-        const GpuIndexBang& index, const std::vector<float>& xb, const std::vector<float>& xq,
+        const GpuIndexBang& index,
+        const std::vector<float>& xb,
+        const std::vector<float>& xq,
         int L) {
     const int d = index.d, M = index.bangConfig().pqSubquantizers;
     const int64_t nq = int64_t(xq.size()) / d, nb = index.ntotal;
@@ -129,8 +131,9 @@ TEST(GpuIndexBangPq, MatchesCpuReferenceOnBuiltGraphs) {
         spec.n = 60;
         auto xq = datasets::clustered(spec, 1);
         index.add(nb, xb.data());
-        SCOPED_TRACE("d=" + std::to_string(c.d) + " M=" + std::to_string(c.M) +
-                     " nb=" + std::to_string(nb));
+        SCOPED_TRACE(
+                "d=" + std::to_string(c.d) + " M=" + std::to_string(c.M) +
+                " nb=" + std::to_string(nb));
         ASSERT_TRUE(index.pqMode());
         // Every code names the centroid nearest its subvector (up to float rounding).
         const std::vector<float> cent = index.pqCentroids();
@@ -218,16 +221,18 @@ TEST(GpuIndexBangPq, RecallOnClustered100K) {
     // Device memory: exact mode's (vectors, norms, graph) plus codes and codebooks; the
     // search loop reads M bytes per visited vector instead of 4 d.
     const int R = index.graphDegree();
-    EXPECT_EQ(index.deviceMemoryBytes(),
-              size_t(nb) * (d + 1) * 4 + size_t(nb) * R * 4 + size_t(nb) * M + 256 * d * 4);
+    EXPECT_EQ(
+            index.deviceMemoryBytes(),
+            size_t(nb) * (d + 1) * 4 + size_t(nb) * R * 4 + size_t(nb) * M + 256 * d * 4);
     GpuIndexBang exactMode(res, d);
     EXPECT_EQ(index.traversalBytesPerVector(), size_t(M));
     EXPECT_EQ(exactMode.traversalBytesPerVector(), size_t(d) * 4);
     EXPECT_LT(index.traversalBytesPerVector(), exactMode.traversalBytesPerVector());
-    std::printf("PQ mode M=%d: %zu traversal bytes per vector (exact mode %zu), device memory "
-                "%.1f bytes per vector\n",
-                M, index.traversalBytesPerVector(), exactMode.traversalBytesPerVector(),
-                double(index.deviceMemoryBytes()) / nb);
+    std::printf(
+            "PQ mode M=%d: %zu traversal bytes per vector (exact mode %zu), device memory "
+            "%.1f bytes per vector\n",
+            M, index.traversalBytesPerVector(), exactMode.traversalBytesPerVector(),
+            double(index.deviceMemoryBytes()) / nb);
 
     std::vector<float> D(nq * k);
     std::vector<int64_t> I(nq * k);
@@ -237,8 +242,7 @@ TEST(GpuIndexBangPq, RecallOnClustered100K) {
         params.search_L = L;
         index.search(nq, xq.data(), k, D.data(), I.data(), &params);
         const double r = recallAt10(gtI, I, nq);
-        std::printf("GpuIndexBang PQ M=%d 100K x %d clustered: L=%d recall@10 %.4f\n", M, d, L,
-                    r);
+        std::printf("GpuIndexBang PQ M=%d 100K x %d clustered: L=%d recall@10 %.4f\n", M, d, L, r);
         if (L == 100) {
             at100 = r;
         }
@@ -395,8 +399,8 @@ TEST(GpuIndexBangPq, SaveLoadRoundTrip) {
     }
     // Truncated anywhere (the codes come last): refused.
     const std::vector<uint8_t> bytes = faiss_ext::serialize_index(&index);
-    for (size_t cut : {size_t(74), bytes.size() / 2, bytes.size() - 8 - 3000 * 8 + 5,
-                       bytes.size() - 9}) {
+    for (size_t cut :
+         {size_t(74), bytes.size() / 2, bytes.size() - 8 - 3000 * 8 + 5, bytes.size() - 9}) {
         EXPECT_THROW(faiss_ext::deserialize_index(bytes.data(), cut, res), faiss::FaissException)
                 << "cut at " << cut;
     }

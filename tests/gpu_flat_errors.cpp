@@ -43,8 +43,8 @@ TEST(GpuIndexFlatErrors, CopyRoundTripIntoGarbageTargets) {
         EXPECT_EQ(0, std::memcmp(row.data(), xb.data() + 123 * d, d * sizeof(float)));
 
         // Back into a CPU index of another dimension and metric, with data in it.
-        faiss::IndexFlat back(5, m == faiss::METRIC_L2 ? faiss::METRIC_INNER_PRODUCT
-                                                     : faiss::METRIC_L2);
+        faiss::IndexFlat back(
+                5, m == faiss::METRIC_L2 ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2);
         auto junk5 = datasets::uniform(20, 5, 11);
         back.add(20, junk5.data());
         gpu.copyTo(&back);

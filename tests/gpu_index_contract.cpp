@@ -45,7 +45,9 @@ struct IndexTraits<GpuIndexFlat> {
         return {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT};
     }
     static std::unique_ptr<GpuIndexFlat> make(
-            GpuResources& res, int d, faiss::MetricType m = faiss::METRIC_L2) {
+            GpuResources& res,
+            int d,
+            faiss::MetricType m = faiss::METRIC_L2) {
         GpuIndexFlatConfig c;
         c.pageBytes = size_t(3) << 20;
         return std::make_unique<GpuIndexFlat>(res, d, m, c);
@@ -69,7 +71,9 @@ struct IndexTraits<GpuIndexIVFFlat> {
         return {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT};
     }
     static std::unique_ptr<GpuIndexIVFFlat> make(
-            GpuResources& res, int d, faiss::MetricType m = faiss::METRIC_L2) {
+            GpuResources& res,
+            int d,
+            faiss::MetricType m = faiss::METRIC_L2) {
         GpuIndexIVFFlatConfig c;
         c.pageBytes = size_t(3) << 20;
         c.mergePath = IvfMergePath::kHeap;
@@ -107,7 +111,9 @@ struct IndexTraits<GpuIndexBang> {
         return {faiss::METRIC_L2};
     }
     static std::unique_ptr<GpuIndexBang> make(
-            GpuResources& res, int d, faiss::MetricType m = faiss::METRIC_L2) {
+            GpuResources& res,
+            int d,
+            faiss::MetricType m = faiss::METRIC_L2) {
         GpuIndexBangConfig c;
         c.pageBytes = size_t(3) << 20;
         c.build.graphDegree = 48;
@@ -151,8 +157,9 @@ struct Snapshot {
 
 template <typename Index>
 Snapshot snapshot(const Index& index, const std::vector<float>& q, int k) {
-    Snapshot s{snapshotSearch(index, q, k), std::vector<float>(size_t(index.ntotal) * index.d),
-               IndexTraits<Index>::state(index)};
+    Snapshot s{
+            snapshotSearch(index, q, k), std::vector<float>(size_t(index.ntotal) * index.d),
+            IndexTraits<Index>::state(index)};
     if (index.ntotal > 0) {
         index.reconstruct_n(0, index.ntotal, s.vectors.data());
     }
@@ -176,7 +183,10 @@ class GpuIndexContract : public ::testing::Test {
 
     /// An index holding n uniform vectors (seed), trained on them where it trains.
     std::unique_ptr<Index> filled(
-            GpuResources& res, int d, int64_t n, uint64_t seed,
+            GpuResources& res,
+            int d,
+            int64_t n,
+            uint64_t seed,
             faiss::MetricType m = faiss::METRIC_L2) {
         auto index = Traits::make(res, d, m);
         const std::vector<float> x = datasets::uniform(n, d, seed);
@@ -294,8 +304,7 @@ TYPED_TEST(GpuIndexContract, AddThenSearchFindsTheStoredVectors) {
     int64_t found = 0;
     for (int64_t i = 0; i < nq; ++i) {
         found += I[i * k] == i * 30 && std::fabs(D[i * k]) <= 1e-4f;
-        EXPECT_TRUE(std::is_sorted(D.begin() + i * k, D.begin() + (i + 1) * k))
-                << "query " << i;
+        EXPECT_TRUE(std::is_sorted(D.begin() + i * k, D.begin() + (i + 1) * k)) << "query " << i;
         for (int j = 0; j < k; ++j) {
             EXPECT_TRUE(I[i * k + j] >= 0 && I[i * k + j] < n) << "query " << i;
         }

@@ -44,7 +44,7 @@ std::string describe(const IvfCase& c) {
 }
 
 const char* pathName(IvfScanPath p) {
-    return p == IvfScanPath::kListMajor ? "list-major"
+    return p == IvfScanPath::kListMajor   ? "list-major"
             : p == IvfScanPath::kPerQuery ? "per-query"
                                           : "auto";
 }
@@ -192,9 +192,9 @@ TEST(GpuIndexIVFFlat, FastAndHeapMergePathsAgree) {
                heap.plan(nq, k, nprobe).fastMergeSmemBytes > res.maxSharedMemoryPerBlock()) {
             nprobe = (nprobe + 1) / 2;
         }
-        SCOPED_TRACE(testing::Message() << "d=" << d << " nb=" << nb << " nlist=" << nlist
-                                        << " nq=" << nq << " k=" << k << " nprobe=" << nprobe
-                                        << " seed=" << seed);
+        SCOPED_TRACE(
+                testing::Message() << "d=" << d << " nb=" << nb << " nlist=" << nlist << " nq="
+                                   << nq << " k=" << k << " nprobe=" << nprobe << " seed=" << seed);
         if (heap.plan(nq, k, nprobe).fastMergeSmemBytes > res.maxSharedMemoryPerBlock()) {
             continue; // k=2048 with small chunks: the fast path never fits
         }
@@ -245,27 +245,28 @@ TEST(GpuIndexIVFFlat, UnevenAndEmptyLists) {
             ASSERT_EQ(cpu->invlists->list_size(25), 0u);
         }
         for (int64_t chunk : {int64_t(0), int64_t(256)}) {
-          for (IvfScanPath path : {IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
-            SCOPED_TRACE(pathName(path));
-            GpuIndexIVFFlatConfig cfg;
-            cfg.listChunkVectors = chunk;
-            cfg.scanPath = path;
-            GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
-            for (int64_t nprobe : {int64_t(1), int64_t(4), int64_t(25)}) {
-                for (int k : {10, 500}) {
-                    SCOPED_TRACE(testing::Message() << "metric=" << int(m) << " chunk=" << chunk
-                                                    << " nprobe=" << nprobe << " k=" << k);
-                    cpu->nprobe = gpu.nprobe = size_t(nprobe);
-                    std::vector<float> refD(nq * k), D(nq * k);
-                    std::vector<int64_t> refI(nq * k), I(nq * k);
-                    cpu->search(nq, xq.data(), k, refD.data(), refI.data());
-                    infForMissing(refD, refI, m);
-                    gpu.search(nq, xq.data(), k, D.data(), I.data());
-                    auto skip = coarseTies(*cpu->quantizer, nq, xq.data(), nprobe);
-                    EXPECT_EQ(compareKnnRows(refD, refI, D, I, nq, k, skip, 1e-4f, 1e-4f), 0);
+            for (IvfScanPath path : {IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
+                SCOPED_TRACE(pathName(path));
+                GpuIndexIVFFlatConfig cfg;
+                cfg.listChunkVectors = chunk;
+                cfg.scanPath = path;
+                GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
+                for (int64_t nprobe : {int64_t(1), int64_t(4), int64_t(25)}) {
+                    for (int k : {10, 500}) {
+                        SCOPED_TRACE(
+                                testing::Message() << "metric=" << int(m) << " chunk=" << chunk
+                                                   << " nprobe=" << nprobe << " k=" << k);
+                        cpu->nprobe = gpu.nprobe = size_t(nprobe);
+                        std::vector<float> refD(nq * k), D(nq * k);
+                        std::vector<int64_t> refI(nq * k), I(nq * k);
+                        cpu->search(nq, xq.data(), k, refD.data(), refI.data());
+                        infForMissing(refD, refI, m);
+                        gpu.search(nq, xq.data(), k, D.data(), I.data());
+                        auto skip = coarseTies(*cpu->quantizer, nq, xq.data(), nprobe);
+                        EXPECT_EQ(compareKnnRows(refD, refI, D, I, nq, k, skip, 1e-4f, 1e-4f), 0);
+                    }
                 }
             }
-          }
         }
     }
 }
@@ -287,9 +288,9 @@ TEST(GpuIndexIVFFlat, ScanPathsGiveIdenticalResults) {
         const int64_t nprobe = iter == 1 ? 2048 : 1 + int64_t(rng() % (nlist + 2));
         const auto m = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
         const uint64_t seed = rng();
-        SCOPED_TRACE(testing::Message() << "d=" << d << " nb=" << nb << " nlist=" << nlist
-                                        << " nq=" << nq << " k=" << k << " nprobe=" << nprobe
-                                        << " seed=" << seed);
+        SCOPED_TRACE(
+                testing::Message() << "d=" << d << " nb=" << nb << " nlist=" << nlist << " nq="
+                                   << nq << " k=" << k << " nprobe=" << nprobe << " seed=" << seed);
         auto xb = datasets::uniform(nb, d, seed);
         auto xq = datasets::uniform(nq, d, seed + 1);
         auto cent = datasets::uniform(nlist, d, seed + 2);
@@ -518,8 +519,8 @@ TEST(GpuIndexIVFFlat, SmallBudgetsGiveTheSameResults) {
     a.search(nq, xq.data(), k, D1.data(), I1.data());
     b.search(nq, xq.data(), k, D2.data(), I2.data());
     // Other GEMM tile shapes may round coarse distances differently: skip coarse ties.
-    EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k, coarseTies(*cpu->quantizer, nq, xq.data(), 20)),
-              0);
+    EXPECT_EQ(
+            compareExact(D1, I1, D2, I2, nq, k, coarseTies(*cpu->quantizer, nq, xq.data(), 20)), 0);
 }
 
 TEST(GpuIndexIVFFlat, ReconstructLikeFaiss) {

@@ -60,7 +60,11 @@ void expectSameIndex(const GpuIndexIVFFlat& a, const faiss::IndexIVFFlat& b) {
     }
 }
 
-std::unique_ptr<faiss::IndexIVFFlat> sampleCpu(int d, int64_t nlist, faiss::MetricType m, int64_t nb) {
+std::unique_ptr<faiss::IndexIVFFlat> sampleCpu(
+        int d,
+        int64_t nlist,
+        faiss::MetricType m,
+        int64_t nb) {
     auto xb = datasets::uniform(nb, d, 21);
     auto cent = datasets::uniform(nlist, d, 22);
     auto cpu = cpuIvf(d, nlist, m, cent.data());
@@ -130,8 +134,9 @@ TEST(GpuIndexIVFFlatErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     params.quantizer_params = &inner;
     EXPECT_THROW(gpu.search(1, q.data(), k, D.data(), I.data(), &params), faiss::FaissException);
 
-    EXPECT_THROW(gpu.reconstruct_n(std::numeric_limits<int64_t>::max(), 2, D.data()),
-                 faiss::FaissException);
+    EXPECT_THROW(
+            gpu.reconstruct_n(std::numeric_limits<int64_t>::max(), 2, D.data()),
+            faiss::FaissException);
     EXPECT_THROW(gpu.listLength(nlist), faiss::FaissException);
     EXPECT_THROW(gpu.listVectors(-1), faiss::FaissException);
 
@@ -166,8 +171,8 @@ TEST(GpuIndexIVFFlatErrors, AddPreassignedWithDeviceMemoryExhaustedLeavesIndexUn
     {
         DeviceMemoryHog hog(res, size_t(512) << 20);
         ASSERT_TRUE(hog.holding());
-        EXPECT_THROW(gpu.addPreassigned(n, big.data(), listNos.data(), nullptr),
-                     faiss::FaissException);
+        EXPECT_THROW(
+                gpu.addPreassigned(n, big.data(), listNos.data(), nullptr), faiss::FaissException);
     }
 
     expectSameSearch(before, snapshotSearch(gpu, q, k));
@@ -271,8 +276,8 @@ TEST(GpuIndexIVFFlatErrors, CopyRoundTripIntoGarbageTargets) {
         cpu->nprobe = 9;
 
         // GPU target of another d, nlist and metric, trained and filled.
-        auto other = sampleCpu(5, 4, m == faiss::METRIC_L2 ? faiss::METRIC_INNER_PRODUCT
-                                                           : faiss::METRIC_L2, 100);
+        auto other = sampleCpu(
+                5, 4, m == faiss::METRIC_L2 ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2, 100);
         GpuIndexIVFFlat gpu(res, other.get());
         gpu.copyFrom(cpu.get());
         expectSameIndex(gpu, *cpu);
@@ -357,15 +362,19 @@ TEST(GpuIndexIVFFlatErrors, ForeignFilesAndIndexesAreRefused) {
     GpuResources res;
     auto cpu = sampleCpu(8, 10, faiss::METRIC_L2, 100);
     // write_index of a CPU index: refused with a pointer to faiss::write_index.
-    EXPECT_THROW(faiss_ext::write_index(cpu.get(), tempPath("x.fx").c_str()), faiss::FaissException);
+    EXPECT_THROW(
+            faiss_ext::write_index(cpu.get(), tempPath("x.fx").c_str()), faiss::FaissException);
     EXPECT_THROW(faiss_ext::write_index(nullptr, tempPath("x.fx").c_str()), faiss::FaissException);
     // A FAISS file is not a faiss_ext file.
     const std::string path = tempPath("faiss_cpu.index");
     faiss::write_index(cpu.get(), path.c_str());
     EXPECT_THROW(faiss_ext::read_index(path.c_str(), res), faiss::FaissException);
     std::remove(path.c_str());
-    EXPECT_THROW(faiss_ext::read_index(tempPath("does_not_exist.fx").c_str(), res), faiss::FaissException);
+    EXPECT_THROW(
+            faiss_ext::read_index(tempPath("does_not_exist.fx").c_str(), res),
+            faiss::FaissException);
     std::vector<uint8_t> junk(1000, 0xab);
-    EXPECT_THROW(faiss_ext::deserialize_index(junk.data(), junk.size(), res), faiss::FaissException);
+    EXPECT_THROW(
+            faiss_ext::deserialize_index(junk.data(), junk.size(), res), faiss::FaissException);
     EXPECT_THROW(faiss_ext::deserialize_index(nullptr, 0, res), faiss::FaissException);
 }

@@ -8,11 +8,11 @@ namespace faiss_ext {
 namespace datasets {
 
 struct ClusteredSpec {
-    int64_t n = 0;         ///< vectors to generate
-    int d = 0;             ///< dimension
-    int clusters = 100;    ///< Gaussian blobs the vectors are drawn around
-    float spread = 0.1f;   ///< blob standard deviation, relative to centre spacing
-    uint64_t seed = 1234;  ///< same spec and seed, same vectors on every machine
+    int64_t n = 0;        ///< vectors to generate
+    int d = 0;            ///< dimension
+    int clusters = 100;   ///< Gaussian blobs the vectors are drawn around
+    float spread = 0.1f;  ///< blob standard deviation, relative to centre spacing
+    uint64_t seed = 1234; ///< same spec and seed, same vectors on every machine
 };
 
 /// n x d row-major float vectors drawn around `clusters` centres uniform in [0, 1)^d.

@@ -66,8 +66,8 @@ Matrix<T> readVecs(const std::string& path) {
         int32_t di = 0;
         readExact(f.get(), &di, sizeof(di), path);
         if (di != d) {
-            throw std::runtime_error("row " + std::to_string(i) + " of " + path +
-                                     " has another dimension");
+            throw std::runtime_error(
+                    "row " + std::to_string(i) + " of " + path + " has another dimension");
         }
         readExact(f.get(), m.data.data() + size_t(i) * d, size_t(d) * sizeof(T), path);
     }
@@ -114,16 +114,36 @@ void writeBin(const std::string& path, const Matrix<T>& m) {
 
 } // namespace
 
-Matrix<float> readFvecs(const std::string& p) { return readVecs<float>(p); }
-Matrix<int32_t> readIvecs(const std::string& p) { return readVecs<int32_t>(p); }
-Matrix<uint8_t> readBvecs(const std::string& p) { return readVecs<uint8_t>(p); }
-Matrix<float> readFbin(const std::string& p) { return readBin<float>(p); }
-Matrix<int32_t> readIbin(const std::string& p) { return readBin<int32_t>(p); }
-void writeFvecs(const std::string& p, const Matrix<float>& m) { writeVecs(p, m); }
-void writeIvecs(const std::string& p, const Matrix<int32_t>& m) { writeVecs(p, m); }
-void writeBvecs(const std::string& p, const Matrix<uint8_t>& m) { writeVecs(p, m); }
-void writeFbin(const std::string& p, const Matrix<float>& m) { writeBin(p, m); }
-void writeIbin(const std::string& p, const Matrix<int32_t>& m) { writeBin(p, m); }
+Matrix<float> readFvecs(const std::string& p) {
+    return readVecs<float>(p);
+}
+Matrix<int32_t> readIvecs(const std::string& p) {
+    return readVecs<int32_t>(p);
+}
+Matrix<uint8_t> readBvecs(const std::string& p) {
+    return readVecs<uint8_t>(p);
+}
+Matrix<float> readFbin(const std::string& p) {
+    return readBin<float>(p);
+}
+Matrix<int32_t> readIbin(const std::string& p) {
+    return readBin<int32_t>(p);
+}
+void writeFvecs(const std::string& p, const Matrix<float>& m) {
+    writeVecs(p, m);
+}
+void writeIvecs(const std::string& p, const Matrix<int32_t>& m) {
+    writeVecs(p, m);
+}
+void writeBvecs(const std::string& p, const Matrix<uint8_t>& m) {
+    writeVecs(p, m);
+}
+void writeFbin(const std::string& p, const Matrix<float>& m) {
+    writeBin(p, m);
+}
+void writeIbin(const std::string& p, const Matrix<int32_t>& m) {
+    writeBin(p, m);
+}
 
 } // namespace datasets
 } // namespace faiss_ext

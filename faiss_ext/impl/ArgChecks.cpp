@@ -24,9 +24,7 @@ void checkSearchArgs(
             distances != nullptr && labels != nullptr,
             "search: null output pointer (distances or labels)");
     FAISS_THROW_IF_NOT_FMT(
-            k >= 1 && k <= kMaxSearchK,
-            "search: k=%lld is outside [1, %lld]",
-            (long long)k,
+            k >= 1 && k <= kMaxSearchK, "search: k=%lld is outside [1, %lld]", (long long)k,
             (long long)kMaxSearchK);
 }
 
@@ -46,10 +44,7 @@ void checkFinite(int64_t n, int d, const float* x, const char* what) {
     }
     int64_t bad = firstBad.load();
     FAISS_THROW_IF_NOT_FMT(
-            bad == n,
-            "%s: vector %lld has a NaN or infinite component",
-            what,
-            (long long)bad);
+            bad == n, "%s: vector %lld has a NaN or infinite component", what, (long long)bad);
 }
 
 } // namespace faiss_ext

@@ -32,8 +32,8 @@ std::vector<int64_t> knnIds(
         int k,
         size_t pageBytes) {
     std::vector<int64_t> ids(size_t(nq) * k);
-    const int64_t page = std::max<int64_t>(
-            1, std::min<int64_t>(nq, int64_t(pageBytes / (size_t(k) * 12))));
+    const int64_t page =
+            std::max<int64_t>(1, std::min<int64_t>(nq, int64_t(pageBytes / (size_t(k) * 12))));
     auto dDev = res.alloc<float>(size_t(page) * k);
     auto iDev = res.alloc<int64_t>(size_t(page) * k);
     for (int64_t q0 = 0; q0 < nq; q0 += page) {
@@ -68,8 +68,9 @@ BangCandidateLists firstCandidates(
 
     std::vector<int64_t> nn;
     if (K > 0) {
-        nn = knnIds(res, storage.vectors(), n, storage.vectors(), storage.norms(), n, d, K + 1,
-                    pageBytes);
+        nn =
+                knnIds(res, storage.vectors(), n, storage.vectors(), storage.norms(), n, d, K + 1,
+                       pageBytes);
     }
     std::vector<int64_t> hubIds(static_cast<size_t>(H));
     std::vector<float> hubX(size_t(H) * d);
@@ -79,10 +80,10 @@ BangCandidateLists firstCandidates(
     }
     FlatStorage hubs(res, d);
     hubs.append(H, hubX.data());
-    const std::vector<int64_t> toHub = knnIds(
-            res, storage.vectors(), n, hubs.vectors(), hubs.norms(), H, d, hubK, pageBytes);
-    const std::vector<int64_t> hubToHub = knnIds(
-            res, hubs.vectors(), H, hubs.vectors(), hubs.norms(), H, d, hubHubK, pageBytes);
+    const std::vector<int64_t> toHub =
+            knnIds(res, storage.vectors(), n, hubs.vectors(), hubs.norms(), H, d, hubK, pageBytes);
+    const std::vector<int64_t> hubToHub =
+            knnIds(res, hubs.vectors(), H, hubs.vectors(), hubs.norms(), H, d, hubHubK, pageBytes);
 
     BangCandidateLists lists;
     lists.ids.reserve(size_t(n) * (K + hubK) + size_t(H) * hubHubK);
@@ -109,7 +110,11 @@ BangCandidateLists firstCandidates(
     return lists;
 }
 
-int64_t medoidOf(const GpuResources& res, const FlatStorage& storage, const float* xHost, size_t pageBytes) {
+int64_t medoidOf(
+        const GpuResources& res,
+        const FlatStorage& storage,
+        const float* xHost,
+        size_t pageBytes) {
     const int64_t n = storage.size();
     const int d = storage.dim();
     std::vector<double> sum(static_cast<size_t>(d), 0.0);
@@ -199,8 +204,9 @@ BangBuildTimes buildBangGraph(
     const FlatStorage& storage = work.vectors();
     const int64_t n = storage.size();
     const int d = storage.dim();
-    FAISS_ASSERT(n >= 1 && p.graphDegree == work.degree() && p.candidates >= 1 &&
-                 p.passes >= 0 && p.searchL >= 1);
+    FAISS_ASSERT(
+            n >= 1 && p.graphDegree == work.degree() && p.candidates >= 1 && p.passes >= 0 &&
+            p.searchL >= 1);
     BangBuildTimes t;
     auto t0 = std::chrono::steady_clock::now();
     BangCandidateLists first = firstCandidates(res, storage, xHost, p, pageBytes);

@@ -15,9 +15,9 @@ class BangGraph;
 
 /// Where the time of one build went.
 struct BangBuildTimes {
-    double knnSeconds = 0;      ///< GPU k-NN searches (candidates, hubs, medoid)
-    double searchSeconds = 0;   ///< GPU graph searches of the refinement passes
-    double pruneSeconds = 0;    ///< host pruning and reverse edges (all passes)
+    double knnSeconds = 0;    ///< GPU k-NN searches (candidates, hubs, medoid)
+    double searchSeconds = 0; ///< GPU graph searches of the refinement passes
+    double pruneSeconds = 0;  ///< host pruning and reverse edges (all passes)
 };
 
 /// Hubs per node and per hub in the first candidate lists (see buildBangGraph).

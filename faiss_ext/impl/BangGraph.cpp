@@ -40,7 +40,8 @@ void BangGraph::setPq(const BangPqTables& tables) {
     FAISS_ASSERT(tables.codes.size() == size_t(size()) * pqM_);
     auto centroids = res_->alloc<float>(tables.centroids.size());
     auto codes = res_->alloc<uint8_t>(tables.codes.size());
-    copyToDevice(centroids.data(), tables.centroids.data(), tables.centroids.size(), res_->stream());
+    copyToDevice(
+            centroids.data(), tables.centroids.data(), tables.centroids.size(), res_->stream());
     copyToDevice(codes.data(), tables.codes.data(), tables.codes.size(), res_->stream());
     pqCentroids_ = std::move(centroids);
     pqCodes_ = std::move(codes);

@@ -17,8 +17,7 @@ void checkBangPqSubquantizers(int d, int M) {
             M >= 0 && M <= kernels::kBangMaxPqSubquantizers,
             "pqSubquantizers=%d is outside [0, %d] (0: exact distances)", M,
             kernels::kBangMaxPqSubquantizers);
-    FAISS_THROW_IF_NOT_FMT(
-            M == 0 || d % M == 0, "pqSubquantizers=%d does not divide d=%d", M, d);
+    FAISS_THROW_IF_NOT_FMT(M == 0 || d % M == 0, "pqSubquantizers=%d does not divide d=%d", M, d);
 }
 
 std::vector<int64_t> bangPqTrainRows(int64_t n) {
@@ -40,8 +39,7 @@ faiss::ProductQuantizer makePq(int d, int M) {
 
 } // namespace
 
-std::vector<uint8_t> encodeBangPq(
-        int64_t n, int d, int M, const float* centroids, const float* x) {
+std::vector<uint8_t> encodeBangPq(int64_t n, int d, int M, const float* centroids, const float* x) {
     faiss::ProductQuantizer pq = makePq(d, M);
     FAISS_ASSERT(pq.ksub == size_t(kernels::kBangPqCentroids));
     std::copy_n(centroids, pq.centroids.size(), pq.centroids.begin());
@@ -53,7 +51,12 @@ std::vector<uint8_t> encodeBangPq(
 }
 
 BangPqTables trainBangPq(
-        const GpuResources& res, int64_t n, int d, int M, const float* x, size_t pageBytes) {
+        const GpuResources& res,
+        int64_t n,
+        int d,
+        int M,
+        const float* x,
+        size_t pageBytes) {
     checkBangPqSubquantizers(d, M);
     FAISS_THROW_IF_NOT_FMT(
             M >= 1 && n >= kBangPqMinVectors,
@@ -74,7 +77,8 @@ BangPqTables trainBangPq(
     for (int m = 0; m < M; ++m) {
         for (int64_t i = 0; i < s; ++i) {
             std::memcpy(
-                    slice.data() + size_t(i) * dsub, x + size_t(rows[size_t(i)]) * d + size_t(m) * dsub,
+                    slice.data() + size_t(i) * dsub,
+                    x + size_t(rows[size_t(i)]) * d + size_t(m) * dsub,
                     size_t(dsub) * sizeof(float));
         }
         const std::vector<float> c = gpuKMeans(

@@ -33,10 +33,14 @@ struct BangPqTables {
 /// host data paged through pageBytes); then encodes all n rows on the host
 /// (faiss::ProductQuantizer::compute_codes). Deterministic for given inputs.
 BangPqTables trainBangPq(
-        const GpuResources& res, int64_t n, int d, int M, const float* x, size_t pageBytes);
+        const GpuResources& res,
+        int64_t n,
+        int d,
+        int M,
+        const float* x,
+        size_t pageBytes);
 
 /// Encodes n rows of x with given centroids (M x 256 x d / M).
-std::vector<uint8_t> encodeBangPq(
-        int64_t n, int d, int M, const float* centroids, const float* x);
+std::vector<uint8_t> encodeBangPq(int64_t n, int d, int M, const float* centroids, const float* x);
 
 } // namespace faiss_ext

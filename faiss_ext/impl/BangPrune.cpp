@@ -24,7 +24,11 @@ namespace {
 /// The distinct valid ids of `ids` (excluding `self`) with their distances to self,
 /// sorted by (distance, id).
 std::vector<BangCandidate> sortedCandidates(
-        const float* x, int d, int64_t self, const int32_t* ids, size_t count) {
+        const float* x,
+        int d,
+        int64_t self,
+        const int32_t* ids,
+        size_t count) {
     std::vector<int32_t> u;
     u.reserve(count);
     for (size_t i = 0; i < count; ++i) {
@@ -46,7 +50,11 @@ std::vector<BangCandidate> sortedCandidates(
 } // namespace
 
 std::vector<int32_t> robustPrune(
-        const float* x, int d, const std::vector<BangCandidate>& cand, float alpha, int R) {
+        const float* x,
+        int d,
+        const std::vector<BangCandidate>& cand,
+        float alpha,
+        int R) {
     std::vector<int32_t> out;
     out.reserve(size_t(std::max(R, 0)));
     std::vector<char> alive(cand.size(), 1);
@@ -58,8 +66,7 @@ std::vector<int32_t> robustPrune(
         const float* xi = x + size_t(cand[i].second) * d;
         for (size_t j = i + 1; j < cand.size(); ++j) {
             if (alive[j] &&
-                alpha * bangL2Sqr(xi, x + size_t(cand[j].second) * d, d) <=
-                        cand[j].first) {
+                alpha * bangL2Sqr(xi, x + size_t(cand[j].second) * d, d) <= cand[j].first) {
                 alive[j] = 0;
             }
         }

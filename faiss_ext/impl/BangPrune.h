@@ -23,7 +23,11 @@ using BangCandidate = std::pair<float, int32_t>;
 /// distances, as DiskANN does for L2), until R are selected or none remain. Returns
 /// the selected ids in selection order. x: the row-major vectors (d columns) ids index.
 std::vector<int32_t> robustPrune(
-        const float* x, int d, const std::vector<BangCandidate>& cand, float alpha, int R);
+        const float* x,
+        int d,
+        const std::vector<BangCandidate>& cand,
+        float alpha,
+        int R);
 
 /// Candidate ids of n nodes, compressed rows: node v's are ids[offsets[v], offsets[v+1]).
 /// -1, repeats and the node itself are allowed (and ignored).

@@ -40,8 +40,8 @@ void FileSink::close() {
 
 void MemorySource::read(void* p, size_t n) {
     FAISS_THROW_IF_NOT_FMT(
-            n <= size_ - pos_, "index data truncated: %zu bytes wanted at offset %zu of %zu",
-            n, pos_, size_);
+            n <= size_ - pos_, "index data truncated: %zu bytes wanted at offset %zu of %zu", n,
+            pos_, size_);
     std::memcpy(p, data_ + pos_, n);
     pos_ += n;
 }
@@ -71,8 +71,9 @@ FileSource::~FileSource() {
 
 void FileSource::read(void* p, size_t n) {
     FAISS_THROW_IF_NOT_FMT(
-            n <= size_ - pos_, "read_index: %s is truncated (%zu bytes wanted at offset %llu of %llu)",
-            path_.c_str(), n, (unsigned long long)pos_, (unsigned long long)size_);
+            n <= size_ - pos_,
+            "read_index: %s is truncated (%zu bytes wanted at offset %llu of %llu)", path_.c_str(),
+            n, (unsigned long long)pos_, (unsigned long long)size_);
     FAISS_THROW_IF_NOT_FMT(
             std::fread(p, 1, n, f_) == n, "read_index: reading %s failed", path_.c_str());
     pos_ += n;

@@ -105,9 +105,8 @@ template <typename T>
 std::vector<T> getArray(ByteSource& in, uint64_t count, const char* what) {
     FAISS_THROW_IF_NOT_FMT(
             count <= in.remaining() / sizeof(T),
-            "index file: %s needs %llu elements of %zu bytes, only %llu bytes are left",
-            what, (unsigned long long)count, sizeof(T),
-            (unsigned long long)in.remaining());
+            "index file: %s needs %llu elements of %zu bytes, only %llu bytes are left", what,
+            (unsigned long long)count, sizeof(T), (unsigned long long)in.remaining());
     std::vector<T> v(static_cast<size_t>(count));
     if (count > 0) {
         in.read(v.data(), size_t(count) * sizeof(T));

@@ -20,8 +20,8 @@ FlatTiling planFlatTiling(
         int64_t minBlocks,
         int64_t minSegLen) {
     FAISS_THROW_IF_NOT_FMT(
-            nq > 0 && nb > 0 && k >= 1, "bad flat search shape nq=%lld nb=%lld k=%d",
-            (long long)nq, (long long)nb, k);
+            nq > 0 && nb > 0 && k >= 1, "bad flat search shape nq=%lld nb=%lld k=%d", (long long)nq,
+            (long long)nb, k);
     FlatTiling t;
     // Each selection block keeps at most a quarter of its columns, so the merge
     // reads far less than the distance tile.
@@ -41,8 +41,8 @@ FlatTiling planFlatTiling(
             break;
         }
         FAISS_THROW_IF_NOT_FMT(
-                qt > 1, "temporary memory budget of %zu bytes is too small for k=%d",
-                budgetBytes, k);
+                qt > 1, "temporary memory budget of %zu bytes is too small for k=%d", budgetBytes,
+                k);
     }
     constexpr int64_t kMaxSegLen = 65536;
     while (t.segLen * 2 <= std::min(t.baseTile, kMaxSegLen) &&
@@ -102,9 +102,8 @@ void selectOverBase(
         // Row-major C[nq x nb] = Q B^T is column-major C^T = B^T(op) Q.
         FAISS_EXT_CUBLAS_CHECK(cublasGemmEx(
                 res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nq), in.d, &alpha,
-                in.base + b0 * in.d, CUDA_R_32F, in.d, q, CUDA_R_32F, in.d, &beta, dist,
-                CUDA_R_32F, int(nb),
-                tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                in.base + b0 * in.d, CUDA_R_32F, in.d, q, CUDA_R_32F, in.d, &beta, dist, CUDA_R_32F,
+                int(nb), tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                 CUBLAS_GEMM_DEFAULT));
         // Per-segment best kSel into candidate slots 1.., then merge with slot 0.
         kernels::SelectRowsArgs seg;
@@ -168,8 +167,8 @@ void flatSearchFloat32(
         selectOverBase(
                 res, in, t, q, nq, k, false, dist.data(), candD.data(), candI.data(), candLd);
         kernels::finishKnn(
-                candD.data(), candI.data(), candLd, nq, k, finishOf(in.metric),
-                qNorms.data(), outD + q0 * k, outI + q0 * k, stream);
+                candD.data(), candI.data(), candLd, nq, k, finishOf(in.metric), qNorms.data(),
+                outD + q0 * k, outI + q0 * k, stream);
     }
 }
 
@@ -202,8 +201,7 @@ int64_t flatSearchTF32(
             const float* q = in.queries + q0 * in.d;
             kernels::rowSquaredNorms(q, nq, in.d, qNorms.data(), stream);
             selectOverBase(
-                    res, in, t, q, nq, kSel, true, dist.data(), candD.data(), candI.data(),
-                    candLd);
+                    res, in, t, q, nq, kSel, true, dist.data(), candD.data(), candI.data(), candLd);
             kernels::RerankArgs r;
             r.queries = q;
             r.queryNorms = qNorms.data();

@@ -41,7 +41,7 @@ bool flatTF32Supports(int k);
 struct FlatSearchInput {
     const float* queries = nullptr; ///< nq x d, row-major
     int64_t nq = 0;
-    const float* base = nullptr; ///< nb x d, row-major
+    const float* base = nullptr;      ///< nb x d, row-major
     const float* baseNorms = nullptr; ///< nb squared norms (L2 only)
     int64_t nb = 0;
     int d = 0;

@@ -19,8 +19,8 @@ void FlatStorage::append(int64_t n, const float* hostVectors) {
                     v.data(), vectors_.data(), size_t(n_) * d_ * sizeof(float),
                     cudaMemcpyDeviceToDevice, stream));
             FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                    nr.data(), norms_.data(), size_t(n_) * sizeof(float),
-                    cudaMemcpyDeviceToDevice, stream));
+                    nr.data(), norms_.data(), size_t(n_) * sizeof(float), cudaMemcpyDeviceToDevice,
+                    stream));
         }
         vectors_ = std::move(v);
         norms_ = std::move(nr);
@@ -39,8 +39,7 @@ void FlatStorage::clear() {
 
 void FlatStorage::copyRowsToHost(int64_t i0, int64_t n, float* out) const {
     FAISS_THROW_IF_NOT_FMT(
-            i0 >= 0 && n >= 0 && i0 + n <= n_,
-            "rows [%lld, %lld) are outside [0, %lld)",
+            i0 >= 0 && n >= 0 && i0 + n <= n_, "rows [%lld, %lld) are outside [0, %lld)",
             (long long)i0, (long long)(i0 + n), (long long)n_);
     copyToHost(out, vectors_.data() + size_t(i0) * d_, size_t(n) * d_, res_->stream());
 }

@@ -26,10 +26,10 @@ void searchHostInPages(
         float* distances,
         int64_t* labels,
         SearchPage&& searchPage) {
-    const size_t bytesPerQuery = size_t(d) * sizeof(float) +
-            size_t(k) * (sizeof(float) + sizeof(int64_t));
-    const int64_t page = std::min<int64_t>(
-            n, std::max<int64_t>(1, int64_t(pageBytes / bytesPerQuery)));
+    const size_t bytesPerQuery =
+            size_t(d) * sizeof(float) + size_t(k) * (sizeof(float) + sizeof(int64_t));
+    const int64_t page =
+            std::min<int64_t>(n, std::max<int64_t>(1, int64_t(pageBytes / bytesPerQuery)));
     cudaStream_t stream = res.stream();
     auto xDev = res.alloc<float>(size_t(page) * d);
     auto dDev = res.alloc<float>(size_t(page) * k);

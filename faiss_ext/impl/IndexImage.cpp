@@ -36,8 +36,8 @@ void checkFiniteArray(const std::vector<float>& v, const char* what) {
 template <typename Enum>
 Enum getEnum(ByteSource& in, uint32_t count, const char* what) {
     const uint32_t v = get<uint32_t>(in);
-    FAISS_THROW_IF_NOT_FMT(v < count, "index file: %s %u is not one of its %u values", what, v,
-                           count);
+    FAISS_THROW_IF_NOT_FMT(
+            v < count, "index file: %s %u is not one of its %u values", what, v, count);
     return Enum(v);
 }
 
@@ -106,8 +106,8 @@ void putConfig(ByteSink& out, const GpuIndexBangConfig& c) {
 int getPqSubquantizers(ByteSource& in, int d) {
     const int M = get<int32_t>(in);
     FAISS_THROW_IF_NOT_FMT(
-            M >= 0 && M <= d && (M == 0 || d % M == 0),
-            "index file: %d PQ sub-quantizers for d=%d", M, d);
+            M >= 0 && M <= d && (M == 0 || d % M == 0), "index file: %d PQ sub-quantizers for d=%d",
+            M, d);
     return M;
 }
 
@@ -159,8 +159,7 @@ void writeTrailer(ByteSink& out) {
 void readTrailer(ByteSource& in) {
     char end[8];
     in.read(end, sizeof(end));
-    FAISS_THROW_IF_NOT_MSG(
-            std::memcmp(end, kEnd, sizeof(kEnd)) == 0, "index file: bad end marker");
+    FAISS_THROW_IF_NOT_MSG(std::memcmp(end, kEnd, sizeof(kEnd)) == 0, "index file: bad end marker");
     FAISS_THROW_IF_NOT_FMT(
             in.remaining() == 0, "index file: %llu unexpected bytes after the end marker",
             (unsigned long long)in.remaining());
@@ -220,7 +219,8 @@ IvfFlatImage readIvfFlatImage(ByteSource& in, uint32_t version) {
             "index file: nlist=%lld with %llu bytes left", (long long)im.nlist,
             (unsigned long long)in.remaining());
     im.nprobe = get<uint64_t>(in);
-    FAISS_THROW_IF_NOT_FMT(im.nprobe >= 1, "index file: nprobe=%llu", (unsigned long long)im.nprobe);
+    FAISS_THROW_IF_NOT_FMT(
+            im.nprobe >= 1, "index file: nprobe=%llu", (unsigned long long)im.nprobe);
     const uint8_t trained = get<uint8_t>(in);
     FAISS_THROW_IF_NOT_FMT(trained <= 1, "index file: trained flag %u", unsigned(trained));
     im.trained = trained == 1;
@@ -241,8 +241,9 @@ IvfFlatImage readIvfFlatImage(ByteSource& in, uint32_t version) {
                 "index file: list %lld of length %lld does not fit the %llu bytes left",
                 (long long)l, (long long)len, (unsigned long long)in.remaining());
         FAISS_THROW_IF_NOT_FMT(
-                len == 0 || im.trained, "index file: untrained index with %lld vectors in list %lld",
-                (long long)len, (long long)l);
+                len == 0 || im.trained,
+                "index file: untrained index with %lld vectors in list %lld", (long long)len,
+                (long long)l);
         im.listIds[l] = getArray<int64_t>(in, uint64_t(len), "list ids");
         for (int64_t id : im.listIds[l]) {
             FAISS_THROW_IF_NOT_FMT(id != -1, "index file: id -1 stored in list %lld", (long long)l);
@@ -283,8 +284,7 @@ BangImage readBangImage(ByteSource& in, uint32_t version) {
     }
     const BangBuildConfig& b = im.config.build;
     const int M = im.config.pqSubquantizers;
-    const uint64_t rowBytes =
-            uint64_t(im.d) * 4 + uint64_t(b.graphDegree) * 4 + uint64_t(M);
+    const uint64_t rowBytes = uint64_t(im.d) * 4 + uint64_t(b.graphDegree) * 4 + uint64_t(M);
     FAISS_THROW_IF_NOT_FMT(
             im.ntotal >= 0 && im.ntotal < (int64_t(1) << 31) &&
                     uint64_t(im.ntotal) <= in.remaining() / rowBytes,
@@ -307,8 +307,7 @@ BangImage readBangImage(ByteSource& in, uint32_t version) {
         // M x 256 x d / M floats
         im.pqCentroids = getArray<float>(in, uint64_t(im.d) * 256, "PQ centroids");
         checkFiniteArray(im.pqCentroids, "PQ centroids");
-        im.pqCodes = getArray<uint8_t>(
-                in, uint64_t(im.ntotal) * uint64_t(M), "PQ codes");
+        im.pqCodes = getArray<uint8_t>(in, uint64_t(im.ntotal) * uint64_t(M), "PQ codes");
     }
     return im;
 }

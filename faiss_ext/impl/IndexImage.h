@@ -64,7 +64,7 @@ struct IvfFlatImage {
     GpuIndexIVFFlatConfig config;
     uint64_t nprobe = 1;
     bool trained = false;
-    std::vector<float> centroids;               ///< nlist x d when trained, else empty
+    std::vector<float> centroids;                ///< nlist x d when trained, else empty
     std::vector<std::vector<float>> listVectors; ///< per list, length x d
     std::vector<std::vector<int64_t>> listIds;   ///< per list, length
 };

@@ -70,8 +70,8 @@ void IvfLists::append(
         }
     }
     const size_t bytesPerVector = size_t(d_) * sizeof(float) + 3 * sizeof(int64_t);
-    const int64_t page = std::min<int64_t>(
-            n, std::max<int64_t>(1, int64_t(pageBytes / bytesPerVector)));
+    const int64_t page =
+            std::min<int64_t>(n, std::max<int64_t>(1, int64_t(pageBytes / bytesPerVector)));
     auto xDev = res_->alloc<float>(size_t(page) * d_);
     auto listDev = res_->alloc<int64_t>(size_t(page));
     auto offDev = res_->alloc<int64_t>(size_t(page));
@@ -104,8 +104,8 @@ void IvfLists::append(
         copyToDevice(offDev.data(), offsets.data() + i0, size_t(m), stream);
         copyToDevice(idDev.data(), ids + i0, size_t(m), stream);
         kernels::ivfAppendVectors(
-                xDev.data(), m, d_, listDev.data(), offDev.data(), idDev.data(),
-                dataPtrs_.data(), idPtrs_.data(), stream);
+                xDev.data(), m, d_, listDev.data(), offDev.data(), idDev.data(), dataPtrs_.data(),
+                idPtrs_.data(), stream);
     }
     // The new entries become visible only with the new lengths.
     copyToDevice(lenDev_.data(), newLen.data(), newLen.size(), stream);
@@ -155,8 +155,7 @@ std::vector<int> IvfLists::gatherByIds(int64_t i0, int64_t ni, float* out) const
     auto rows = res_->alloc<float>(size_t(ni) * d_);
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(count.data(), 0, size_t(ni) * sizeof(int), stream));
     kernels::ivfFindIds(
-            idPtrs_.data(), lenDev_.data(), nlist_, i0, ni, where.data(), count.data(),
-            stream);
+            idPtrs_.data(), lenDev_.data(), nlist_, i0, ni, where.data(), count.data(), stream);
     std::vector<int> hostCount(static_cast<size_t>(ni));
     copyToHost(hostCount.data(), count.data(), hostCount.size(), stream);
     kernels::ivfGatherRows(

@@ -46,8 +46,7 @@ size_t ivfScanSharedBytes(int d, int k) {
 IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     FAISS_THROW_IF_NOT_FMT(
             in.nq > 0 && in.k >= 1 && in.k <= kernels::kMaxSelectK && in.nprobe >= 1 &&
-                    in.listLengths != nullptr &&
-                    size_t(in.nprobe) <= in.listLengths->size(),
+                    in.listLengths != nullptr && size_t(in.nprobe) <= in.listLengths->size(),
             "bad IVF search shape nq=%lld k=%d nprobe=%d", (long long)in.nq, in.k, in.nprobe);
     const std::vector<int64_t>& lengths = *in.listLengths;
     const int64_t kp = nextPow2(in.k);
@@ -76,13 +75,13 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     // count and a scan path.
     const int64_t maxRowVectors = maxChunksOfProbes(lengths, in.nprobe, 1);
     auto perQuery = [&](int64_t chunks, bool listMajor) {
-        size_t bytes = size_t(chunks) * in.k * kCandBytes      // candidates
-                + size_t(in.nprobe) * kCandBytes               // coarse results
-                + size_t(in.nprobe + 1) * sizeof(int);         // chunk offsets
+        size_t bytes = size_t(chunks) * in.k * kCandBytes // candidates
+                + size_t(in.nprobe) * kCandBytes          // coarse results
+                + size_t(in.nprobe + 1) * sizeof(int);    // chunk offsets
         if (listMajor) {
-            bytes += size_t(maxRowVectors) * sizeof(float)     // distance buffer
-                    + size_t(in.nprobe + 1) * sizeof(int)      // vector offsets
-                    + size_t(in.nprobe) * sizeof(int);         // grouped probes
+            bytes += size_t(maxRowVectors) * sizeof(float) // distance buffer
+                    + size_t(in.nprobe + 1) * sizeof(int)  // vector offsets
+                    + size_t(in.nprobe) * sizeof(int);     // grouped probes
         }
         return bytes;
     };
@@ -229,16 +228,16 @@ void ivfSearch(
     for (int64_t q0 = 0; q0 < nq; q0 += tile) {
         const int64_t m = std::min(tile, nq - q0);
         const float* q = queries + q0 * d;
-        // Kernels A + B: coarse distances (GEMM with centroid norms) and top nprobe.
+        // Coarse search: coarse distances (GEMM with centroid norms) and top nprobe.
         FlatSearchInput coarse = in.coarse;
         coarse.queries = q;
         coarse.nq = m;
         flatSearch(res, coarse, nprobe, coarseD.data(), coarseI.data());
         kernels::ivfChunkOffsets(
-                coarseI.data(), m, nprobe, in.lists->deviceLengths(), plan.chunkLen,
-                offsets.data(), stream);
+                coarseI.data(), m, nprobe, in.lists->deviceLengths(), plan.chunkLen, offsets.data(),
+                stream);
 
-        // Kernel C: the candidates exist only while this tile is merged (allocated
+        // List scan: the candidates exist only while this tile is merged (allocated
         // after the coarse search has released its temporaries).
         auto candD = res.alloc<float>(size_t(m) * ld);
         auto candI = res.alloc<int64_t>(size_t(m) * ld);
@@ -264,12 +263,11 @@ void ivfSearch(
             kernels::ivfScan(scan, stream);
         }
 
-        // Kernel D.
+        // Merge.
         float* dOut = outD + q0 * k;
         int64_t* iOut = outI + q0 * k;
         if (plan.fastMerge) {
-            kernels::ivfMergeFast(
-                    candD.data(), candI.data(), m, ld, k, ip, dOut, iOut, stream);
+            kernels::ivfMergeFast(candD.data(), candI.data(), m, ld, k, ip, dOut, iOut, stream);
         } else {
             kernels::SelectRowsArgs merge;
             merge.dist = candD.data();

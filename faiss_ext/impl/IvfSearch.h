@@ -1,5 +1,6 @@
 // The IVF-Flat search pipeline: planning (pure host arithmetic, tested without a
-// device) and running Kernels A-D over query tiles in bounded memory.
+// device) and running its stages (coarse search, list scan, merge) over query tiles in bounded
+// memory.
 #pragma once
 
 #include <cstddef>
@@ -25,22 +26,23 @@ struct IvfPlanInput {
     int64_t chunkOverride = 0; ///< 0: automatic
     IvfMergePath mergePath = IvfMergePath::kAuto;
     IvfScanPath scanPath = IvfScanPath::kAuto;
-    size_t budgetBytes = 0;      ///< temporaries of the list scan and merge
-    size_t maxSmemPerBlock = 0;  ///< the device's opt-in limit
+    size_t budgetBytes = 0;     ///< temporaries of the list scan and merge
+    size_t maxSmemPerBlock = 0; ///< the device's opt-in limit
     int smCount = 0;
 };
 
 struct IvfSearchPlan {
-    int64_t chunkLen = 0;       ///< vectors per scan block (a multiple of 32)
-    int64_t chunksPerQuery = 0; ///< candidate slots per query: the most chunks nprobe lists can have
+    int64_t chunkLen = 0; ///< vectors per scan block (a multiple of 32)
+    int64_t chunksPerQuery =
+            0; ///< candidate slots per query: the most chunks nprobe lists can have
     int64_t candidatesPerQuery = 0; ///< chunksPerQuery * k
-    int64_t queryTile = 0;      ///< queries per pass of the pipeline
+    int64_t queryTile = 0;          ///< queries per pass of the pipeline
     bool fastMerge = false;
     size_t fastMergeSmemBytes = 0; ///< what the fast path would need
     bool listMajor = false;
-    int64_t maxRowVectors = 0;  ///< list-major: distance buffer columns per query
+    int64_t maxRowVectors = 0; ///< list-major: distance buffer columns per query
     size_t bytesPerQuery = 0;
-    size_t bytes = 0;           ///< temporaries of one tile
+    size_t bytes = 0; ///< temporaries of one tile
 };
 
 /// Plans one search. Throws (naming the sizes) if one query's temporaries exceed the
@@ -52,7 +54,7 @@ size_t ivfScanSharedBytes(int d, int k);
 
 /// Everything one search reads, in device memory.
 struct IvfSearchInput {
-    FlatSearchInput coarse;  ///< centroids (queries and nq are set per tile)
+    FlatSearchInput coarse; ///< centroids (queries and nq are set per tile)
     const IvfLists* lists = nullptr;
     faiss::MetricType metric = faiss::METRIC_L2;
     int nprobe = 0;

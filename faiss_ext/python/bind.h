@@ -10,14 +10,14 @@ namespace python {
 
 namespace py = pybind11;
 
-void bindResources(py::module_& m);       // GpuResources, get_num_gpus
-void bindIndex(py::module_& m);           // GpuIndex base, SearchParameters
-void bindFlat(py::module_& m);            // GpuIndexFlat
-void bindIvf(py::module_& m);             // GpuIndexIVFFlat, SearchParametersIVF
-void bindBang(py::module_& m);            // GpuIndexBang, SearchParametersBang
-void bindIndexIo(py::module_& m);         // write_index / read_index (faiss_ext format)
-void bindFaissBytes(py::module_& m);      // interop with faiss through bytes
-void bindArgumentChecks(py::module_& m);  // _check_* (the numpy rules, for tests)
+void bindResources(py::module_& m);      // GpuResources, get_num_gpus
+void bindIndex(py::module_& m);          // GpuIndex base, SearchParameters
+void bindFlat(py::module_& m);           // GpuIndexFlat
+void bindIvf(py::module_& m);            // GpuIndexIVFFlat, SearchParametersIVF
+void bindBang(py::module_& m);           // GpuIndexBang, SearchParametersBang
+void bindIndexIo(py::module_& m);        // write_index / read_index (faiss_ext format)
+void bindFaissBytes(py::module_& m);     // interop with faiss through bytes
+void bindArgumentChecks(py::module_& m); // _check_* (the numpy rules, for tests)
 
 } // namespace python
 } // namespace faiss_ext

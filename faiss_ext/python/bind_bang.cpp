@@ -30,9 +30,9 @@ void bindBang(py::module_& m) {
             "SearchParametersBang(search_L=...) per call). pq_subquantizers=M > 0: BANG's "
             "PQ mode (M 8-bit sub-quantizers, M divides d, trained at add; the search walks "
             "with ADC distances and re-ranks its final worklist exactly).")
-            .def(py::init([](PyGpuResources& res, int d, int R, float alpha,
-                             int buildCandidates, int buildPasses, int buildL, int searchL,
-                             size_t pageBytes, int pqSubquantizers) {
+            .def(py::init([](PyGpuResources& res, int d, int R, float alpha, int buildCandidates,
+                             int buildPasses, int buildL, int searchL, size_t pageBytes,
+                             int pqSubquantizers) {
                      GpuIndexBangConfig config;
                      config.build.graphDegree = R;
                      config.build.alpha = alpha;
@@ -42,8 +42,7 @@ void bindBang(py::module_& m) {
                      config.pageBytes = pageBytes;
                      config.pqSubquantizers = pqSubquantizers;
                      DeviceCall call(res);
-                     auto index = std::make_unique<GpuIndexBang>(
-                             res, d, faiss::METRIC_L2, config);
+                     auto index = std::make_unique<GpuIndexBang>(res, d, faiss::METRIC_L2, config);
                      index->search_L = searchL;
                      return index;
                  }),
@@ -51,31 +50,32 @@ void bindBang(py::module_& m) {
                  py::kw_only(), py::arg("alpha") = BangBuildConfig().alpha,
                  py::arg("build_candidates") = BangBuildConfig().candidates,
                  py::arg("build_passes") = BangBuildConfig().passes,
-                 py::arg("build_L") = BangBuildConfig().searchL,
-                 py::arg("search_L") = 64,
+                 py::arg("build_L") = BangBuildConfig().searchL, py::arg("search_L") = 64,
                  py::arg("page_bytes") = GpuIndexBangConfig().pageBytes,
                  py::arg("pq_subquantizers") = GpuIndexBangConfig().pqSubquantizers,
                  py::keep_alive<1, 2>())
-            .def_readwrite("search_L", &GpuIndexBang::search_L,
-                           "Worklist size when search gets no params.")
+            .def_readwrite(
+                    "search_L", &GpuIndexBang::search_L,
+                    "Worklist size when search gets no params.")
             .def_property_readonly("R", &GpuIndexBang::graphDegree)
             .def_property_readonly("entry_point", &GpuIndexBang::entryPoint)
             .def_property_readonly(
                     "pq_subquantizers",
                     [](const GpuIndexBang& index) { return index.bangConfig().pqSubquantizers; },
                     "PQ mode's sub-quantizers M (0: exact distances).")
-            .def("graph",
-                 [](const GpuIndexBang& index) {
-                     std::vector<int32_t> g;
-                     {
-                         DeviceCall call(index);
-                         g = index.graph();
-                     }
-                     py::array_t<int32_t> out({index.ntotal, int64_t(index.graphDegree())});
-                     std::copy(g.begin(), g.end(), out.mutable_data());
-                     return out;
-                 },
-                 "The graph as an (ntotal, R) int32 array, rows padded with -1.");
+            .def(
+                    "graph",
+                    [](const GpuIndexBang& index) {
+                        std::vector<int32_t> g;
+                        {
+                            DeviceCall call(index);
+                            g = index.graph();
+                        }
+                        py::array_t<int32_t> out({index.ntotal, int64_t(index.graphDegree())});
+                        std::copy(g.begin(), g.end(), out.mutable_data());
+                        return out;
+                    },
+                    "The graph as an (ntotal, R) int32 array, rows padded with -1.");
 }
 
 } // namespace python

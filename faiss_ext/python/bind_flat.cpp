@@ -35,8 +35,7 @@ void bindFlat(py::module_& m) {
         return dynamic_cast<const faiss::IndexFlat*>(&cpu) != nullptr;
     };
     flat.fromCpu = [](PyGpuResources& res, const faiss::Index& cpu) -> std::unique_ptr<GpuIndex> {
-        return std::make_unique<GpuIndexFlat>(
-                res, dynamic_cast<const faiss::IndexFlat*>(&cpu));
+        return std::make_unique<GpuIndexFlat>(res, dynamic_cast<const faiss::IndexFlat*>(&cpu));
     };
     flat.toCpu = [](const GpuIndex& gpu) -> std::unique_ptr<faiss::Index> {
         auto* index = dynamic_cast<const GpuIndexFlat*>(&gpu);

@@ -124,26 +124,27 @@ void bindIndex(py::module_& m) {
             .def("add_with_ids", &addWithIds, py::arg("x"), py::arg("ids"),
                  "Adds (n, d) vectors with the given (n,) int64 ids, where the index "
                  "supports it.")
-            .def("search", &search, py::arg("x"), py::arg("k"),
-                 py::arg("params") = nullptr,
+            .def("search", &search, py::arg("x"), py::arg("k"), py::arg("params") = nullptr,
                  "D, I = search(x, k): (n, k) float32 distances and int64 ids, best "
                  "first; missing results are id -1.")
-            .def("reset",
-                 [](GpuIndex& index) {
-                     DeviceCall call(index);
-                     index.reset();
-                 },
-                 "Removes every vector.")
+            .def(
+                    "reset",
+                    [](GpuIndex& index) {
+                        DeviceCall call(index);
+                        index.reset();
+                    },
+                    "Removes every vector.")
             .def("reconstruct", &reconstruct, py::arg("key"),
                  "Stored vector `key` as a (d,) float32 array.")
             .def("reconstruct_n", &reconstructN, py::arg("i0"), py::arg("n"),
                  "Stored vectors i0 .. i0 + n - 1 as an (n, d) float32 array.")
-            .def("device_memory_bytes",
-                 [](const GpuIndex& index) {
-                     DeviceCall call(index);
-                     return index.deviceMemoryBytes();
-                 },
-                 "Device memory the index holds (not counting temporaries).")
+            .def(
+                    "device_memory_bytes",
+                    [](const GpuIndex& index) {
+                        DeviceCall call(index);
+                        return index.deviceMemoryBytes();
+                    },
+                    "Device memory the index holds (not counting temporaries).")
             .def_property_readonly(
                     "resources",
                     [](const GpuIndex& index) -> PyGpuResources& { return pyResources(index); },

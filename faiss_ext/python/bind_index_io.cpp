@@ -13,39 +13,43 @@ namespace faiss_ext {
 namespace python {
 
 void bindIndexIo(py::module_& m) {
-    m.def("write_index",
-          [](const GpuIndex& index, const std::string& path) {
-              DeviceCall call(index);
-              write_index(&index, path.c_str());
-          },
-          py::arg("index"), py::arg("path"),
-          "Saves a faiss_ext index to a file (faiss_ext's format; FaissException on "
-          "I/O errors).");
-    m.def("read_index",
-          [](const std::string& path, PyGpuResources& res) {
-              DeviceCall call(res);
-              return read_index(path.c_str(), res);
-          },
-          py::arg("path"), py::arg("res"), py::keep_alive<0, 2>(),
-          "Loads an index saved by write_index onto the device of `res`.");
-    m.def("serialize_index",
-          [](const GpuIndex& index) {
-              std::vector<uint8_t> bytes;
-              {
-                  DeviceCall call(index);
-                  bytes = serialize_index(&index);
-              }
-              return toUint8Array(bytes);
-          },
-          py::arg("index"), "write_index's bytes as a uint8 array.");
-    m.def("deserialize_index",
-          [](py::handle data, PyGpuResources& res) {
-              std::vector<uint8_t> bytes = serializedBytes(data);
-              DeviceCall call(res);
-              return deserialize_index(bytes.data(), bytes.size(), res);
-          },
-          py::arg("data"), py::arg("res"), py::keep_alive<0, 2>(),
-          "Loads an index from serialize_index's bytes onto the device of `res`.");
+    m.def(
+            "write_index",
+            [](const GpuIndex& index, const std::string& path) {
+                DeviceCall call(index);
+                write_index(&index, path.c_str());
+            },
+            py::arg("index"), py::arg("path"),
+            "Saves a faiss_ext index to a file (faiss_ext's format; FaissException on "
+            "I/O errors).");
+    m.def(
+            "read_index",
+            [](const std::string& path, PyGpuResources& res) {
+                DeviceCall call(res);
+                return read_index(path.c_str(), res);
+            },
+            py::arg("path"), py::arg("res"), py::keep_alive<0, 2>(),
+            "Loads an index saved by write_index onto the device of `res`.");
+    m.def(
+            "serialize_index",
+            [](const GpuIndex& index) {
+                std::vector<uint8_t> bytes;
+                {
+                    DeviceCall call(index);
+                    bytes = serialize_index(&index);
+                }
+                return toUint8Array(bytes);
+            },
+            py::arg("index"), "write_index's bytes as a uint8 array.");
+    m.def(
+            "deserialize_index",
+            [](py::handle data, PyGpuResources& res) {
+                std::vector<uint8_t> bytes = serializedBytes(data);
+                DeviceCall call(res);
+                return deserialize_index(bytes.data(), bytes.size(), res);
+            },
+            py::arg("data"), py::arg("res"), py::keep_alive<0, 2>(),
+            "Loads an index from serialize_index's bytes onto the device of `res`.");
 }
 
 } // namespace python

@@ -38,17 +38,18 @@ void bindIvf(py::module_& m) {
                  }),
                  py::arg("res"), py::arg("d"), py::arg("nlist"),
                  py::arg("metric") = int(faiss::METRIC_L2), py::kw_only(),
-                 py::arg("page_bytes") = GpuIndexIVFFlatConfig().pageBytes,
-                 py::keep_alive<1, 2>())
-            .def_readwrite("nprobe", &GpuIndexIVFFlat::nprobe,
-                           "Lists probed per query when search gets no params.")
+                 py::arg("page_bytes") = GpuIndexIVFFlatConfig().pageBytes, py::keep_alive<1, 2>())
+            .def_readwrite(
+                    "nprobe", &GpuIndexIVFFlat::nprobe,
+                    "Lists probed per query when search gets no params.")
             .def_property_readonly("nlist", &GpuIndexIVFFlat::nlist)
-            .def("list_length",
-                 [](const GpuIndexIVFFlat& index, int64_t list) {
-                     DeviceCall call(index);
-                     return index.listLength(list);
-                 },
-                 py::arg("list"));
+            .def(
+                    "list_length",
+                    [](const GpuIndexIVFFlat& index, int64_t list) {
+                        DeviceCall call(index);
+                        return index.listLength(list);
+                    },
+                    py::arg("list"));
 
     CpuConverter ivf;
     ivf.gpuClass = "GpuIndexIVFFlat";

@@ -26,12 +26,13 @@ void bindResources(py::module_& m) {
                  py::arg("temp_memory_bytes") = GpuResourcesConfig().tempMemoryBytes)
             .def_property_readonly("device", &GpuResources::device)
             .def_property_readonly("temp_memory_bytes", &GpuResources::tempMemoryBytes)
-            .def("synchronize",
-                 [](PyGpuResources& res) {
-                     DeviceCall call(res);
-                     res.synchronize();
-                 },
-                 "Waits for all work queued on the stream.")
+            .def(
+                    "synchronize",
+                    [](PyGpuResources& res) {
+                        DeviceCall call(res);
+                        res.synchronize();
+                    },
+                    "Waits for all work queued on the stream.")
             .def("__repr__", [](const PyGpuResources& res) {
                 return "<faiss_ext.GpuResources device=" + std::to_string(res.device()) +
                         " temp_memory_bytes=" + std::to_string(res.tempMemoryBytes()) + ">";

@@ -118,7 +118,8 @@ void bindFaissBytes(py::module_& m) {
     static const std::string fromBytesDoc =
             "A new faiss_ext GPU index holding a copy of the faiss CPU index serialized "
             "in `data` (bytes, or the uint8 array faiss.serialize_index returns). Loads "
-            "the CPU counterparts of: " + supportedList() +
+            "the CPU counterparts of: " +
+            supportedList() +
             ". ValueError for other faiss types, FaissException for malformed data.";
     m.def("index_from_faiss_bytes", &fromBytes, py::arg("res"), py::arg("data"),
           py::keep_alive<0, 1>(), fromBytesDoc.c_str());
@@ -129,22 +130,24 @@ void bindFaissBytes(py::module_& m) {
           "What a serialized faiss index holds: dict with faiss_class, d, ntotal, "
           "metric_type, is_trained and faiss_ext_class (the class "
           "index_from_faiss_bytes would load it as, or None).");
-    m.def("index_cpu_to_gpu",
-          [](PyGpuResources& res, py::object index) {
-              py::object bytes = py::module_::import("faiss").attr("serialize_index")(index);
-              return fromBytes(res, bytes);
-          },
-          py::arg("res"), py::arg("index"), py::keep_alive<0, 1>(),
-          "index_from_faiss_bytes(res, faiss.serialize_index(index)): a faiss CPU "
-          "index (from the `faiss` module) to a faiss_ext GPU index.");
-    m.def("index_gpu_to_cpu",
-          [](const GpuIndex& index) {
-              py::array_t<uint8_t> bytes = toBytes(index);
-              return py::module_::import("faiss").attr("deserialize_index")(bytes);
-          },
-          py::arg("index"),
-          "faiss.deserialize_index(index_to_faiss_bytes(index)): a faiss CPU index "
-          "(of the `faiss` module) holding a copy of the GPU index.");
+    m.def(
+            "index_cpu_to_gpu",
+            [](PyGpuResources& res, py::object index) {
+                py::object bytes = py::module_::import("faiss").attr("serialize_index")(index);
+                return fromBytes(res, bytes);
+            },
+            py::arg("res"), py::arg("index"), py::keep_alive<0, 1>(),
+            "index_from_faiss_bytes(res, faiss.serialize_index(index)): a faiss CPU "
+            "index (from the `faiss` module) to a faiss_ext GPU index.");
+    m.def(
+            "index_gpu_to_cpu",
+            [](const GpuIndex& index) {
+                py::array_t<uint8_t> bytes = toBytes(index);
+                return py::module_::import("faiss").attr("deserialize_index")(bytes);
+            },
+            py::arg("index"),
+            "faiss.deserialize_index(index_to_faiss_bytes(index)): a faiss CPU index "
+            "(of the `faiss` module) holding a copy of the GPU index.");
 }
 
 } // namespace python

@@ -10,12 +10,12 @@
 
 PYBIND11_MODULE(faiss_ext, m) {
     using namespace faiss_ext::python;
-    m.doc() = "faiss_ext: GPU vector-search indexes with a faiss-like API "
-              "(numpy float32 in and out).";
+    m.doc() =
+            "faiss_ext: GPU vector-search indexes with a faiss-like API "
+            "(numpy float32 in and out).";
 
     // Every C++ error of the library (bad arguments, CUDA failures, no device).
-    py::register_exception<faiss::FaissException>(
-            m, "FaissException", PyExc_RuntimeError);
+    py::register_exception<faiss::FaissException>(m, "FaissException", PyExc_RuntimeError);
 
     m.attr("METRIC_INNER_PRODUCT") = int(faiss::METRIC_INNER_PRODUCT);
     m.attr("METRIC_L2") = int(faiss::METRIC_L2);

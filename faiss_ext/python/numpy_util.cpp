@@ -43,26 +43,26 @@ FloatMatrix checkVectors(py::handle x, int64_t d, const char* what) {
     const std::string expected = "(n, " + std::to_string(d) + ")";
     if (!py::isinstance<py::array>(x)) {
         throw py::type_error(
-                std::string(what) + ": expected a numpy array of shape " + expected +
-                ", got " + typeName(x));
+                std::string(what) + ": expected a numpy array of shape " + expected + ", got " +
+                typeName(x));
     }
     auto a = py::reinterpret_borrow<py::array>(x);
     const char kind = a.dtype().kind();
     if (kind != 'f' && kind != 'i' && kind != 'u') {
         throw py::type_error(
-                std::string(what) + ": expected float32 vectors, got dtype " +
-                dtypeString(a) + " (real numbers are converted, other types are not)");
+                std::string(what) + ": expected float32 vectors, got dtype " + dtypeString(a) +
+                " (real numbers are converted, other types are not)");
     }
     if (a.ndim() != 2) {
         std::string hint = a.ndim() == 1 ? " (for one vector use x.reshape(1, -1))" : "";
         throw py::value_error(
-                std::string(what) + ": expected a 2-D array of shape " + expected +
-                ", got shape " + shapeString(a) + hint);
+                std::string(what) + ": expected a 2-D array of shape " + expected + ", got shape " +
+                shapeString(a) + hint);
     }
     if (a.shape(1) != d) {
         throw py::value_error(
-                std::string(what) + ": vectors have dimension " +
-                std::to_string(a.shape(1)) + " but the index has d=" + std::to_string(d));
+                std::string(what) + ": vectors have dimension " + std::to_string(a.shape(1)) +
+                " but the index has d=" + std::to_string(d));
     }
     return convert<FloatMatrix>(a);
 }
@@ -81,8 +81,8 @@ IdVector checkIds(py::handle ids, int64_t n, const char* what) {
     }
     if (a.ndim() != 1 || a.shape(0) != n) {
         throw py::value_error(
-                std::string(what) + ": expected " + std::to_string(n) +
-                " ids of shape (" + std::to_string(n) + ",), got shape " + shapeString(a));
+                std::string(what) + ": expected " + std::to_string(n) + " ids of shape (" +
+                std::to_string(n) + ",), got shape " + shapeString(a));
     }
     return convert<IdVector>(a);
 }
@@ -108,10 +108,9 @@ std::vector<uint8_t> serializedBytes(py::handle data) {
     std::vector<uint8_t> out;
     if (PyBytes_Check(data.ptr()) || PyByteArray_Check(data.ptr())) {
         const bool isBytes = PyBytes_Check(data.ptr());
-        const char* p = isBytes ? PyBytes_AS_STRING(data.ptr())
-                                : PyByteArray_AS_STRING(data.ptr());
-        const py::ssize_t size = isBytes ? PyBytes_GET_SIZE(data.ptr())
-                                         : PyByteArray_GET_SIZE(data.ptr());
+        const char* p = isBytes ? PyBytes_AS_STRING(data.ptr()) : PyByteArray_AS_STRING(data.ptr());
+        const py::ssize_t size =
+                isBytes ? PyBytes_GET_SIZE(data.ptr()) : PyByteArray_GET_SIZE(data.ptr());
         out.assign(p, p + size);
     } else if (py::isinstance<py::array>(data)) {
         auto a = py::reinterpret_borrow<py::array>(data);

@@ -27,8 +27,7 @@ class DeviceBuffer {
         if (err != cudaSuccess) {
             (void)cudaGetLastError();
             FAISS_THROW_FMT(
-                    "cannot allocate %zu bytes of device memory (%s)",
-                    count * sizeof(T),
+                    "cannot allocate %zu bytes of device memory (%s)", count * sizeof(T),
                     cudaGetErrorString(err));
         }
         data_ = static_cast<T*>(p);
@@ -85,8 +84,8 @@ void copyToDevice(T* dst, const T* src, size_t count, cudaStream_t stream) {
     if (count == 0) {
         return;
     }
-    FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-            dst, src, count * sizeof(T), cudaMemcpyHostToDevice, stream));
+    FAISS_EXT_CUDA_CHECK(
+            cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyHostToDevice, stream));
     FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
@@ -96,8 +95,8 @@ void copyToHost(T* dst, const T* src, size_t count, cudaStream_t stream) {
     if (count == 0) {
         return;
     }
-    FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-            dst, src, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
+    FAISS_EXT_CUDA_CHECK(
+            cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
     FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
