@@ -43,6 +43,7 @@ from peers import measure, report, systems  # noqa: E402
 
 FAMILIES = ("flat", "ivf", "graph")
 GT_K = 100
+BUILD_RESERVE_S = 60     # no index build starts with less of the time budget left
 
 
 def say(msg):
@@ -196,21 +197,22 @@ class Runner:
     def elapsed(self):
         return time.perf_counter() - self.t_start
 
-    def budget_left(self, what):
-        if self.elapsed() <= self.args.budget_s:
+    def budget_left(self, what, reserve=0.0):
+        if self.elapsed() + reserve <= self.args.budget_s:
             return True
         if not self.over_budget:
             say(f"  time budget of {self.args.budget_s:.0f} s reached: {what} and what "
                 "follows not measured")
             self.skipped.append(f"time budget ({self.args.budget_s:.0f} s) reached before "
-                                f"{what}; the rest was not measured")
+                                f"{what}; the rest was not measured (--budget-s)")
         self.over_budget = True
         return False
 
     # -- building
     def build(self, family, label, make):
-        """Builds one system; on failure records why and returns None."""
-        if not self.budget_left(f"building {label}"):
+        """Builds one system (not when less than BUILD_RESERVE_S of the budget is left:
+        a graph build can take a minute); on failure records why and returns None."""
+        if not self.budget_left(f"building {label}", reserve=BUILD_RESERVE_S):
             return None
         say(f"  building {label} ...")
         try:
