@@ -446,7 +446,11 @@ def write_report(runner, args, ds, header, argv, partial=None):
     png_path = os.path.join(args.out, stem + ".png")
     title = (f"{ds.name}: nb={ds.nb} nq={ds.nq} d={ds.d} {ds.metric}, "
              f"{header['device']}, {date}")
-    plot_note = report.write_plot(runner.rows, png_path, title, runner.big_batch)
+    os.makedirs(args.out, exist_ok=True)
+    try:
+        plot_note = report.write_plot(runner.rows, png_path, title, runner.big_batch)
+    except Exception as e:  # noqa: BLE001  (a plot never costs the table)
+        plot_note = f"no plot: {type(e).__name__}: {e}"
     rates, src = header["rates"], header["rate_sources"]
     lines = [
         f"# faiss_ext beside its peers: {ds.name}",

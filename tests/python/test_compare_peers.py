@@ -51,7 +51,7 @@ def small_run(tmp_path, extra=()):
     args = cp.parse_args(["--data", "clustered:3000:16:300", "--quick", "--batches",
                           "1,16,128", "--flat-k", "1,10,100", "--nprobe", "1,4",
                           "--bang-L", "8,32", "--singles", "20", "--rates", "stated",
-                          "--out", str(tmp_path)] + list(extra))
+                          "--out", str(tmp_path / "new")] + list(extra))
     ds = named_sets.load(args.data)
     args.nlist = 16
     b = systems.Backends()
