@@ -409,11 +409,26 @@ def real_makers(args, ds, b, runner):
             runner.skipped.append("faiss_ext GpuIndexBang: L2 only and the inner-product "
                                   "vectors are not unit length")
     if b.has("cuvs"):
-        graph.append(("cuVS CAGRA", lambda: systems.CuvsCagra(b, xb, metric)))
+        graph.append(("cuVS CAGRA", lambda: _cagra(b, xb, metric, unit)))
     if b.has("hnsw"):
         graph.append(("FAISS CPU IndexHNSWFlat", lambda: systems.FaissHNSW(b, xb, metric)))
     sweeps = {"faiss_ext": args.bang_L, "cuvs": args.cagra_itopk, "hnsw": args.hnsw_ef}
     return dict(flat=flat, ivf=ivf, graph=graph), shared, sweeps
+
+
+def _cagra(b, xb, metric, unit):
+    """CAGRA with the data set's metric; on unit vectors, if its inner-product build
+    fails, by L2 (the same ranking), said in its notes."""
+    try:
+        return systems.CuvsCagra(b, xb, metric)
+    except Exception as e:  # noqa: BLE001
+        if metric != "ip" or not unit:
+            raise
+        say(f"  cuVS CAGRA inner_product build failed ({e}); building it by L2 on the "
+            "unit vectors")
+        s = systems.CuvsCagra(b, xb, "l2")
+        s.notes.append(f"L2 on unit vectors (inner_product build failed: {str(e)[:100]})")
+        return s
 
 
 def run_families(runner, makers, shared, sweeps, after=None):
