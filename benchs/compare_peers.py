@@ -115,6 +115,8 @@ def parse_args(argv=None):
                          "process) or the stated ones")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--name", help="file name stem (default peers_<data>)")
+    ap.add_argument("--commit", help="the faiss_ext commit measured, for the report "
+                                     "(default: git rev-parse HEAD where .git is there)")
     args = ap.parse_args(argv)
     q = 1 if args.quick else 0
     for key, values in DEFAULTS.items():
@@ -472,7 +474,7 @@ def write_report(runner, args, ds, header, argv, partial=None):
         "",
         f"- device: {header['device']}; host {platform.node()}; {date}",
         f"- command: `{' '.join(shlex.quote(a) for a in argv)}`",
-        f"- versions: faiss_ext {header['git']}; FAISS "
+        f"- versions: faiss_ext commit {header['git']}; FAISS "
         f"{runner.b.versions.get('faiss', 'not loaded')}; cuVS "
         f"{runner.b.versions.get('cuvs', 'not loaded')}; CuPy "
         f"{runner.b.versions.get('cupy', 'not loaded')}; numpy {np.__version__}; "
@@ -551,7 +553,8 @@ def main(argv=None):
     say(f"ground truth: {gt_how}")
 
     runner = Runner(args, ds, gt, b, rates, t_start)
-    header = dict(device=device_name(b, measured_name), git=git_revision(), sha256=sha,
+    header = dict(device=device_name(b, measured_name), git=args.commit or git_revision(),
+                  sha256=sha,
                   gt=gt_how, rates=rates, rate_sources=sources, rates_how=how,
                   not_loaded=[f"{n}: {b.why[n]}" for n in args.systems if n in b.why])
     makers, shared, sweeps = real_makers(args, ds, b, runner)

@@ -6,7 +6,8 @@
 # 1. installs the peers from /tmp/peers-parts (once per machine; skipped with a message
 #    when the parts are not there: compare_peers.py then runs without them);
 # 2. sources .deps/install-deps.sh if carried and builds the faiss_ext Python module in
-#    build-gpu/ (incremental: a second call on the same machine rebuilds nothing);
+#    build-gpu/ as scripts/gpu-check.sh configures it (incremental: a second call on the
+#    same machine, or after gpu-check.sh, rebuilds nothing);
 # 3. makes the data set when it is not there yet: sift from /tmp/sift-parts
 #    (carry_parts.py unpack), minilm from /tmp/minilm-parts (unpack, then embed_text.py
 #    on the GPU), clustered768 in memory by compare_peers.py itself;
@@ -40,8 +41,11 @@ if [ "$prepare" = 0 ]; then
     # shellcheck disable=SC1091
     source .deps/install-deps.sh >/dev/null 2>&1
   fi
+  export PATH=/usr/local/cuda/bin:$PATH
   say "building the faiss_ext Python module (build-gpu/) ..."
-  if ! cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/cmake.log" 2>&1; then
+  # The same configuration as scripts/gpu-check.sh, so that one build serves both.
+  if ! cmake -S . -B build-gpu -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES:-native}" \
+      >"$out/cmake.log" 2>&1; then
     tail -20 "$out/cmake.log"; exit 1
   fi
   grep -E "faiss_ext:" "$out/cmake.log"
