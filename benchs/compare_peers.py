@@ -43,6 +43,7 @@ from peers import measure, report, systems  # noqa: E402
 
 FAMILIES = ("flat", "ivf", "graph")
 GT_K = 100
+BUILD_RESERVE_S = 60     # no index build starts with less of the time budget left
 
 
 def say(msg):
@@ -114,6 +115,8 @@ def parse_args(argv=None):
                          "process) or the stated ones")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--name", help="file name stem (default peers_<data>)")
+    ap.add_argument("--commit", help="the faiss_ext commit measured, for the report "
+                                     "(default: git rev-parse HEAD where .git is there)")
     args = ap.parse_args(argv)
     q = 1 if args.quick else 0
     for key, values in DEFAULTS.items():
@@ -196,21 +199,22 @@ class Runner:
     def elapsed(self):
         return time.perf_counter() - self.t_start
 
-    def budget_left(self, what):
-        if self.elapsed() <= self.args.budget_s:
+    def budget_left(self, what, reserve=0.0):
+        if self.elapsed() + reserve <= self.args.budget_s:
             return True
         if not self.over_budget:
             say(f"  time budget of {self.args.budget_s:.0f} s reached: {what} and what "
                 "follows not measured")
             self.skipped.append(f"time budget ({self.args.budget_s:.0f} s) reached before "
-                                f"{what}; the rest was not measured")
+                                f"{what}; the rest was not measured (--budget-s)")
         self.over_budget = True
         return False
 
     # -- building
     def build(self, family, label, make):
-        """Builds one system; on failure records why and returns None."""
-        if not self.budget_left(f"building {label}"):
+        """Builds one system (not when less than BUILD_RESERVE_S of the budget is left:
+        a graph build can take a minute); on failure records why and returns None."""
+        if not self.budget_left(f"building {label}", reserve=BUILD_RESERVE_S):
             return None
         say(f"  building {label} ...")
         try:
@@ -407,11 +411,26 @@ def real_makers(args, ds, b, runner):
             runner.skipped.append("faiss_ext GpuIndexBang: L2 only and the inner-product "
                                   "vectors are not unit length")
     if b.has("cuvs"):
-        graph.append(("cuVS CAGRA", lambda: systems.CuvsCagra(b, xb, metric)))
+        graph.append(("cuVS CAGRA", lambda: _cagra(b, xb, metric, unit)))
     if b.has("hnsw"):
         graph.append(("FAISS CPU IndexHNSWFlat", lambda: systems.FaissHNSW(b, xb, metric)))
     sweeps = {"faiss_ext": args.bang_L, "cuvs": args.cagra_itopk, "hnsw": args.hnsw_ef}
     return dict(flat=flat, ivf=ivf, graph=graph), shared, sweeps
+
+
+def _cagra(b, xb, metric, unit):
+    """CAGRA with the data set's metric; on unit vectors, if its inner-product build
+    fails, by L2 (the same ranking), said in its notes."""
+    try:
+        return systems.CuvsCagra(b, xb, metric)
+    except Exception as e:  # noqa: BLE001
+        if metric != "ip" or not unit:
+            raise
+        say(f"  cuVS CAGRA inner_product build failed ({e}); building it by L2 on the "
+            "unit vectors")
+        s = systems.CuvsCagra(b, xb, "l2")
+        s.notes.append(f"L2 on unit vectors (inner_product build failed: {str(e)[:100]})")
+        return s
 
 
 def run_families(runner, makers, shared, sweeps, after=None):
@@ -444,14 +463,18 @@ def write_report(runner, args, ds, header, argv, partial=None):
     png_path = os.path.join(args.out, stem + ".png")
     title = (f"{ds.name}: nb={ds.nb} nq={ds.nq} d={ds.d} {ds.metric}, "
              f"{header['device']}, {date}")
-    plot_note = report.write_plot(runner.rows, png_path, title, runner.big_batch)
+    os.makedirs(args.out, exist_ok=True)
+    try:
+        plot_note = report.write_plot(runner.rows, png_path, title, runner.big_batch)
+    except Exception as e:  # noqa: BLE001  (a plot never costs the table)
+        plot_note = f"no plot: {type(e).__name__}: {e}"
     rates, src = header["rates"], header["rate_sources"]
     lines = [
         f"# faiss_ext beside its peers: {ds.name}",
         "",
         f"- device: {header['device']}; host {platform.node()}; {date}",
         f"- command: `{' '.join(shlex.quote(a) for a in argv)}`",
-        f"- versions: faiss_ext {header['git']}; FAISS "
+        f"- versions: faiss_ext commit {header['git']}; FAISS "
         f"{runner.b.versions.get('faiss', 'not loaded')}; cuVS "
         f"{runner.b.versions.get('cuvs', 'not loaded')}; CuPy "
         f"{runner.b.versions.get('cupy', 'not loaded')}; numpy {np.__version__}; "
@@ -530,7 +553,8 @@ def main(argv=None):
     say(f"ground truth: {gt_how}")
 
     runner = Runner(args, ds, gt, b, rates, t_start)
-    header = dict(device=device_name(b, measured_name), git=git_revision(), sha256=sha,
+    header = dict(device=device_name(b, measured_name), git=args.commit or git_revision(),
+                  sha256=sha,
                   gt=gt_how, rates=rates, rate_sources=sources, rates_how=how,
                   not_loaded=[f"{n}: {b.why[n]}" for n in args.systems if n in b.why])
     makers, shared, sweeps = real_makers(args, ds, b, runner)

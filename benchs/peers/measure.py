@@ -116,6 +116,10 @@ def numpy_knn(xb, xq, k, metric, chunk=100_000):
         else:
             dist = -(q @ b.T)
         ids = np.broadcast_to(np.arange(i0, i0 + len(b)), dist.shape)
+        if dist.shape[1] > k:                        # keep this chunk's k best only
+            part = np.argpartition(dist, k - 1, axis=1)[:, :k]
+            dist = np.take_along_axis(dist, part, 1)
+            ids = np.take_along_axis(ids, part, 1)
         best_d = np.concatenate([best_d, dist], axis=1)
         best_i = np.concatenate([best_i, ids], axis=1)
         order = np.argsort(best_d, axis=1, kind="stable")[:, :k]

@@ -57,17 +57,23 @@ def _reason(e):
 def load_backends(wanted):
     """Imports the peers named in `wanted` (a subset of PEERS)."""
     b = Backends()
+    if "cuvs" in wanted:
+        # First of all, as the tested recipe says: libcuvs needs nvJitLink >= 13.3 and
+        # must load it before anything else loads the machine's 13.0.
+        try:
+            import libcuvs
+            libcuvs.load_library()
+        except Exception as e:  # noqa: BLE001
+            b.why["cuvs"] = f"libcuvs did not load ({_reason(e)})"
     try:
         import cupy
         b.cupy = cupy
         b.versions["cupy"] = cupy.__version__
     except Exception as e:  # noqa: BLE001
-        if "cuvs" in wanted:
+        if "cuvs" in wanted and "cuvs" not in b.why:
             b.why["cuvs"] = f"CuPy did not load ({_reason(e)})"
     if "cuvs" in wanted and "cuvs" not in b.why:
         try:
-            import libcuvs
-            libcuvs.load_library()
             import cuvs
             from cuvs.neighbors import brute_force, cagra, ivf_flat
             try:

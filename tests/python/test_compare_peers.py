@@ -51,7 +51,7 @@ def small_run(tmp_path, extra=()):
     args = cp.parse_args(["--data", "clustered:3000:16:300", "--quick", "--batches",
                           "1,16,128", "--flat-k", "1,10,100", "--nprobe", "1,4",
                           "--bang-L", "8,32", "--singles", "20", "--rates", "stated",
-                          "--out", str(tmp_path)] + list(extra))
+                          "--out", str(tmp_path / "new")] + list(extra))
     ds = named_sets.load(args.data)
     args.nlist = 16
     b = systems.Backends()
@@ -341,3 +341,25 @@ def test_main_inner_product_file_set(monkeypatch, tmp_path, capsys):
     # nprobe = nlist: every IVF index is exact
     line = next(x for x in text.splitlines() if x.startswith("| 8 | 10 | 100 |"))
     assert line.split("|")[9].strip() == "1.000 / 1.000 / 1.000"
+
+
+def test_cagra_inner_product_falls_back_to_l2_on_unit_vectors():
+    faiss = pytest.importorskip("faiss")
+    import peer_shims
+    b = systems.Backends()
+    b.cupy = peer_shims.cupy()
+    cv = peer_shims.cuvs(faiss, measure.numpy_knn)
+    real_params = cv.cagra.IndexParams
+
+    def no_ip(**kw):
+        if kw.get("metric") == "inner_product":
+            raise RuntimeError("inner_product is not supported by this build")
+        return real_params(**kw)
+    cv.cagra.IndexParams = no_ip
+    b.mods["cuvs"] = cv
+    x = np.random.default_rng(1).standard_normal((500, 8)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    s = cp._cagra(b, x, "ip", unit=True)
+    assert "L2 on unit vectors" in s.notes[-1]
+    with pytest.raises(RuntimeError):
+        cp._cagra(b, x, "ip", unit=False)
