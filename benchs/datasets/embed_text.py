@@ -19,7 +19,6 @@ a CPU takes hours.
 """
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -30,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vecs_io  # noqa: E402
+from carry_parts import sha256_of  # noqa: E402
 
 
 def read_lines(path, limit=None):
@@ -66,14 +66,6 @@ def encode_transformers(model_dir, sentences, device, batch, max_len=256):
             mean = torch.nn.functional.normalize(mean, p=2, dim=1)
             out[rows] = mean.float().cpu().numpy()
     return out, max_len
-
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def main(argv=None):
@@ -131,7 +123,7 @@ def main(argv=None):
         path = os.path.join(args.out, f"{name}.fbin")
         vecs_io.write_vectors(path, x)
         manifest["files"][f"{name}.fbin"] = dict(n=int(x.shape[0]), d=int(x.shape[1]),
-                                                 seconds=round(secs, 1), sha256=sha256_file(path))
+                                                 seconds=round(secs, 1), sha256=sha256_of(path))
         manifest["max_seq_length"] = max_len
         print(f"embed_text: {name}: {x.shape} in {secs:.1f} s "
               f"({x.shape[0] / secs:.0f} sentences/s) -> {path}", flush=True)

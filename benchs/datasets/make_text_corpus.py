@@ -29,7 +29,6 @@ versions, counts per source, arguments, SHA-256 of both files).
 import argparse
 import glob
 import gzip
-import hashlib
 import html
 import json
 import os
@@ -37,6 +36,9 @@ import random
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from carry_parts import sha256_of  # noqa: E402
 
 MIN_WORDS, MAX_WORDS, MAX_CHARS = 4, 60, 400
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
@@ -293,14 +295,6 @@ def deb_versions(folder):
     return out
 
 
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", required=True, help="folder where the .debs were unpacked")
@@ -329,7 +323,7 @@ def main(argv=None):
         with open(path, "w", encoding="utf-8") as f:
             for s in rows:
                 f.write(s + "\n")
-        files[name] = dict(lines=len(rows), sha256=sha256_file(path))
+        files[name] = dict(lines=len(rows), sha256=sha256_of(path))
     manifest = dict(tool="benchs/datasets/make_text_corpus.py", args=vars(args),
                     packages=deb_versions(args.debs) if args.debs else {},
                     distinct_sentences=len(kept), per_source=counts, files=files,
@@ -337,7 +331,7 @@ def main(argv=None):
                          "letters or spaces, case-insensitive exact duplicates dropped")
     translations = os.path.join(args.root, "Translation-en")
     if "descriptions" in names and os.path.exists(translations):
-        manifest["translation_en_sha256"] = sha256_file(translations)
+        manifest["translation_en_sha256"] = sha256_of(translations)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     print(f"{len(kept)} distinct sentences: {len(queries)} queries, {len(base)} base -> {args.out}")
