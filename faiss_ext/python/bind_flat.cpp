@@ -1,4 +1,5 @@
 #include <memory>
+#include <string>
 
 #include <faiss/IndexFlat.h>
 
@@ -11,23 +12,45 @@
 namespace faiss_ext {
 namespace python {
 
+namespace {
+
+GpuFlatPrecision parsePrecision(const std::string& name) {
+    if (name == "auto") {
+        return GpuFlatPrecision::kAuto;
+    }
+    if (name == "fp32") {
+        return GpuFlatPrecision::kFloat32;
+    }
+    if (name == "tf32") {
+        return GpuFlatPrecision::kTF32;
+    }
+    throw py::value_error("precision must be 'auto', 'fp32' or 'tf32', not '" + name + "'");
+}
+
+} // namespace
+
 void bindFlat(py::module_& m) {
     py::class_<GpuIndexFlat, GpuIndex>(
             m, "GpuIndexFlat",
             "Exact k-NN (L2 or inner product) on the GPU, like faiss.IndexFlat. "
             "add_with_ids is refused (ids are sequential).")
-            .def(py::init([](PyGpuResources& res, int d, int metric, size_t pageBytes) {
+            .def(py::init([](PyGpuResources& res, int d, int metric, size_t pageBytes,
+                             const std::string& precision) {
                      faiss::MetricType metricType = checkMetric(metric);
                      GpuIndexFlatConfig config;
                      config.pageBytes = pageBytes;
+                     config.precision = parsePrecision(precision);
                      DeviceCall call(res);
                      return std::make_unique<GpuIndexFlat>(res, d, metricType, config);
                  }),
                  py::arg("res"), py::arg("d"), py::arg("metric") = int(faiss::METRIC_L2),
                  py::kw_only(), py::arg("page_bytes") = GpuIndexFlatConfig().pageBytes,
-                 py::keep_alive<1, 2>(),
-                 "GpuIndexFlat(res, d, metric=METRIC_L2, *, page_bytes=256 MiB): "
-                 "page_bytes bounds the device memory staging host queries.");
+                 py::arg("precision") = "auto", py::keep_alive<1, 2>(),
+                 "GpuIndexFlat(res, d, metric=METRIC_L2, *, page_bytes=256 MiB, "
+                 "precision='auto'): page_bytes bounds the device memory staging host "
+                 "queries; precision 'fp32' or 'tf32' forces how the products are computed "
+                 "(results are FP32's either way; 'auto' takes TF32 for batches >= 64 and "
+                 "k <= 4).");
 
     CpuConverter flat;
     flat.gpuClass = "GpuIndexFlat";

@@ -1,4 +1,5 @@
 #include <memory>
+#include <string>
 
 #include <faiss/IndexIVFFlat.h>
 
@@ -10,6 +11,24 @@
 
 namespace faiss_ext {
 namespace python {
+
+namespace {
+
+IvfScanPath parseScanPath(const std::string& name) {
+    if (name == "auto") {
+        return IvfScanPath::kAuto;
+    }
+    if (name == "per_query") {
+        return IvfScanPath::kPerQuery;
+    }
+    if (name == "list_major") {
+        return IvfScanPath::kListMajor;
+    }
+    throw py::value_error(
+            "scan_path must be 'auto', 'per_query' or 'list_major', not '" + name + "'");
+}
+
+} // namespace
 
 void bindIvf(py::module_& m) {
     py::class_<faiss::SearchParametersIVF, faiss::SearchParameters>(
@@ -29,16 +48,22 @@ void bindIvf(py::module_& m) {
             "faiss.IndexIVFFlat: train (k-means), add / add_with_ids, search probing "
             "nprobe lists (or SearchParametersIVF(nprobe=...) per call).")
             .def(py::init([](PyGpuResources& res, int d, int64_t nlist, int metric,
-                             size_t pageBytes) {
+                             size_t pageBytes, const std::string& scanPath) {
                      faiss::MetricType metricType = checkMetric(metric);
                      GpuIndexIVFFlatConfig config;
                      config.pageBytes = pageBytes;
+                     config.scanPath = parseScanPath(scanPath);
                      DeviceCall call(res);
                      return std::make_unique<GpuIndexIVFFlat>(res, d, nlist, metricType, config);
                  }),
                  py::arg("res"), py::arg("d"), py::arg("nlist"),
                  py::arg("metric") = int(faiss::METRIC_L2), py::kw_only(),
-                 py::arg("page_bytes") = GpuIndexIVFFlatConfig().pageBytes, py::keep_alive<1, 2>())
+                 py::arg("page_bytes") = GpuIndexIVFFlatConfig().pageBytes,
+                 py::arg("scan_path") = "auto", py::keep_alive<1, 2>(),
+                 "GpuIndexIVFFlat(res, d, nlist, metric=METRIC_L2, *, page_bytes=256 MiB, "
+                 "scan_path='auto'): scan_path 'per_query' or 'list_major' forces the list "
+                 "scan ('auto': list-major when the batch's queries share lists); both give "
+                 "the same results.")
             .def_readwrite(
                     "nprobe", &GpuIndexIVFFlat::nprobe,
                     "Lists probed per query when search gets no params.")

@@ -213,3 +213,19 @@ def test_repr(res):
     index = faiss_ext.GpuIndexFlat(res, 8, faiss_ext.METRIC_INNER_PRODUCT)
     assert repr(index) == "<faiss_ext.GpuIndexFlat d=8 ntotal=0 metric=INNER_PRODUCT>"
     assert repr(res).startswith("<faiss_ext.GpuResources device=0")
+
+
+def test_precisions_give_the_same_results(res, rng):
+    d, nb, nq, k = 64, 4000, 200, 3
+    xb = rng.random((nb, d), dtype=np.float32)
+    xq = rng.random((nq, d), dtype=np.float32)
+    results = []
+    for precision in ("auto", "fp32", "tf32"):
+        index = faiss_ext.GpuIndexFlat(res, d, precision=precision)
+        index.add(xb)
+        results.append(index.search(xq, k))
+    for D, I in results[1:]:
+        check_results(D, I, xb, xq, k, faiss_ext.METRIC_L2)
+        np.testing.assert_allclose(D, results[0][0], rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="precision must be"):
+        faiss_ext.GpuIndexFlat(res, d, precision="fp16")

@@ -119,3 +119,18 @@ def test_write_and_read_index(res, rng, tmp_path, kind):
             np.testing.assert_array_equal(a, b)
     with pytest.raises(faiss_ext.FaissException):
         faiss_ext.deserialize_index(b"not an index", res)
+
+
+def test_scan_paths_are_exact_with_every_list_probed(res, rng):
+    d, nlist, nb, nq, k = 32, 16, 5000, 400, 10
+    centres = rng.random((nlist, d), dtype=np.float32)
+    xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
+    for path in ("per_query", "list_major", "auto"):
+        index = faiss_ext.GpuIndexIVFFlat(res, d, nlist, scan_path=path)
+        index.train(xb)
+        index.add(xb)
+        index.nprobe = nlist
+        D, I = index.search(xq, k)
+        check_results(D, I, xb, xq, k, faiss_ext.METRIC_L2)
+    with pytest.raises(ValueError, match="scan_path must be"):
+        faiss_ext.GpuIndexIVFFlat(res, d, nlist, scan_path="rows")
