@@ -70,12 +70,22 @@ namespace {
 
 /// Selection geometry: the warp path (small k) owns short segments cheaply, so it
 /// plans in warps and starts from 1024-column segments; the block path as before.
-FlatTiling planFor(const GpuResources& res, int64_t nq, int64_t nb, int kSel) {
+FlatTiling planFor(const GpuResources& res, int64_t nq, int64_t nb, int kSel, size_t budget) {
     const int64_t sms = res.multiProcessorCount();
     if (nextPow2(kSel) <= kernels::kMaxWarpRowSelectK) {
-        return planFlatTiling(nq, nb, kSel, res.tempMemoryBytes(), 32 * sms, 1024);
+        return planFlatTiling(nq, nb, kSel, budget, 32 * sms, 1024);
     }
-    return planFlatTiling(nq, nb, kSel, res.tempMemoryBytes(), 4 * sms);
+    return planFlatTiling(nq, nb, kSel, budget, 4 * sms);
+}
+
+/// What is left of the temporary budget once `live` bytes are held (throws if nothing).
+size_t budgetLeft(const GpuResources& res, size_t live) {
+    FAISS_THROW_IF_NOT_FMT(
+            live < res.tempMemoryBytes(),
+            "temporary memory budget of %zu bytes is too small for the TF32 search's %zu "
+            "bytes of bookkeeping",
+            res.tempMemoryBytes(), live);
+    return res.tempMemoryBytes() - live;
 }
 
 /// Leaves each of nq queries' best kSel keys over the whole base, ascending, in columns
@@ -147,8 +157,9 @@ void flatSearchFloat32(
         const FlatSearchInput& in,
         int k,
         float* outD,
-        int64_t* outI) {
-    const FlatTiling t = planFor(res, in.nq, in.nb, k);
+        int64_t* outI,
+        size_t budget) {
+    const FlatTiling t = planFor(res, in.nq, in.nb, k, budget);
     cudaStream_t stream = res.stream();
     const bool l2 = in.metric == faiss::METRIC_L2;
     const int64_t segsPerTile = (t.baseTile + t.segLen - 1) / t.segLen;
@@ -181,7 +192,9 @@ int64_t flatSearchTF32(
         int64_t* outI) {
     const int shortlist = flatTF32Shortlist(k);
     const int kSel = shortlist + 1;
-    const FlatTiling t = planFor(res, in.nq, in.nb, kSel);
+    // Held for the whole call: the re-search list, its count and the base's largest norm.
+    const size_t bookkeeping = size_t(in.nq) * sizeof(int64_t) + sizeof(int) + sizeof(float);
+    const FlatTiling t = planFor(res, in.nq, in.nb, kSel, budgetLeft(res, bookkeeping));
     cudaStream_t stream = res.stream();
     const int64_t segsPerTile = (t.baseTile + t.segLen - 1) / t.segLen;
     const int64_t candLd = (1 + segsPerTile) * kSel;
@@ -233,7 +246,9 @@ int64_t flatSearchTF32(
         FlatSearchInput again = in;
         again.queries = xq.data();
         again.nq = nFallback;
-        flatSearchFloat32(res, again, k, fd.data(), fi.data());
+        const size_t held = bookkeeping +
+                size_t(nFallback) * (size_t(in.d) * sizeof(float) + size_t(k) * kCandBytes);
+        flatSearchFloat32(res, again, k, fd.data(), fi.data(), budgetLeft(res, held));
         kernels::scatterResults(
                 fd.data(), fi.data(), fallbackRows.data(), nFallback, k, outD, outI, stream);
     }
@@ -271,7 +286,7 @@ void flatSearch(
         }
         return;
     }
-    flatSearchFloat32(res, in, k, outD, outI);
+    flatSearchFloat32(res, in, k, outD, outI, res.tempMemoryBytes());
 }
 
 } // namespace faiss_ext
