@@ -6,6 +6,7 @@
 #include <faiss_ext/utils/CudaCheck.h>
 #include "IvfListMajor.h"
 #include "IvfStore.h"
+#include "LastAtMost.cuh"
 
 namespace faiss_ext {
 namespace kernels {
@@ -102,20 +103,6 @@ __global__ void scatterProbesKernel(
     }
 }
 
-/// Last l in [0, n) with start[l] <= w (start ascending, start[0] = 0).
-__device__ int findOwner(const int* start, int64_t n, int w) {
-    int lo = 0, hi = int(n) - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (start[mid] <= w) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    return lo;
-}
-
 template <bool kInnerProduct>
 __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) {
     __shared__ float qs[kG][kPitch];
@@ -128,7 +115,7 @@ __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) 
     const int total = a.groups.workStart[a.nlist];
 
     for (int w = blockIdx.x; w < total; w += gridDim.x) {
-        const int l = findOwner(a.groups.workStart, a.nlist, w);
+        const int l = lastAtMost(a.groups.workStart, int(a.nlist), w);
         const int64_t len = a.listLen[l];
         const int first = a.groups.listStart[l];
         const int nQueries = a.groups.listStart[l + 1] - first;

@@ -11,6 +11,7 @@
 #include "BlockSelect.cuh"
 #include "IvfScan.h"
 #include "IvfStore.h"
+#include "LastAtMost.cuh"
 #include "Select.h"
 #include "WarpSelect.cuh"
 
@@ -117,17 +118,8 @@ __device__ ScanSlot resolveSlot(const IvfScanArgs& a, int64_t q, int64_t slot) {
     if (slot >= off[a.nprobe]) {
         return s;
     }
-    // The probe holding this slot: the last p with off[p] <= slot (empty probes repeat
-    // an offset, so take the last).
-    int lo = 0, hi = a.nprobe - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (off[mid] <= slot) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
+    // The probe holding this slot (empty probes repeat an offset: the last one owns it).
+    const int lo = lastAtMost(off, a.nprobe, slot);
     s.probe = lo;
     s.list = a.coarse[q * a.nprobe + lo];
     s.start = (slot - off[lo]) * a.chunkLen;
