@@ -67,6 +67,14 @@ GpuIndexIVFFlat::GpuIndexIVFFlat(
                      config.listChunkVectors <= (int64_t(1) << 30)),
             "listChunkVectors=%lld must be 0 or a multiple of 32 in [32, 2^30]",
             (long long)config.listChunkVectors);
+    FAISS_THROW_IF_NOT_FMT(
+            config.mergePath == IvfMergePath::kAuto || config.mergePath == IvfMergePath::kFast ||
+                    config.mergePath == IvfMergePath::kHeap,
+            "mergePath=%d is not an IvfMergePath", int(config.mergePath));
+    FAISS_THROW_IF_NOT_FMT(
+            config.scanPath == IvfScanPath::kAuto || config.scanPath == IvfScanPath::kPerQuery ||
+                    config.scanPath == IvfScanPath::kListMajor,
+            "scanPath=%d is not an IvfScanPath", int(config.scanPath));
     checkDimFits(resources, d);
     cp.niter = 10;
     cp.spherical = metric == faiss::METRIC_INNER_PRODUCT;

@@ -220,9 +220,15 @@ TEST(GpuIndexIVFFlatErrors, BadConstruction) {
     EXPECT_THROW(GpuIndexIVFFlat(res, 8, 10, faiss::METRIC_L2, cfg), faiss::FaissException);
     cfg.listChunkVectors = 0;
     cfg.scanPath = IvfScanPath::kListMajor;
-    EXPECT_THROW(GpuIndexIVFFlat(res, 8, 10, faiss::METRIC_L2, cfg), faiss::FaissException);
+    EXPECT_NO_THROW(GpuIndexIVFFlat(res, 8, 10, faiss::METRIC_L2, cfg));
     cfg.scanPath = IvfScanPath::kPerQuery;
     EXPECT_NO_THROW(GpuIndexIVFFlat(res, 8, 10, faiss::METRIC_L2, cfg));
+    cfg.scanPath = static_cast<IvfScanPath>(7);
+    EXPECT_THROW(GpuIndexIVFFlat(res, 8, 10, faiss::METRIC_L2, cfg), faiss::FaissException);
+    cfg.scanPath = IvfScanPath::kAuto;
+    cfg.mergePath = static_cast<IvfMergePath>(9);
+    EXPECT_THROW(GpuIndexIVFFlat(res, 8, 10, faiss::METRIC_L2, cfg), faiss::FaissException);
+    cfg.mergePath = IvfMergePath::kAuto;
     cfg.scanPath = IvfScanPath::kAuto;
     EXPECT_THROW(GpuIndexIVFFlat(res, nullptr), faiss::FaissException);
 

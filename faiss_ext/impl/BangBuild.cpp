@@ -149,7 +149,7 @@ BangCandidateLists searchCandidates(
     const int R = p.graphDegree;
     const int maxVisited = 2 * p.searchL;
     work.setGraph(graph.data(), medoid);
-    const kernels::BangGraphView g = work.view();
+    const kernels::BangGraphView g = work.exactView();
 
     const int64_t page = std::max<int64_t>(
             1, std::min<int64_t>(n, int64_t(pageBytes / (size_t(maxVisited + 3) * 4 + 8))));

@@ -55,9 +55,8 @@ void BangGraph::clear() {
     entry_ = 0;
 }
 
-kernels::BangGraphView BangGraph::view() const {
+kernels::BangGraphView BangGraph::exactView() const {
     FAISS_ASSERT(size() >= 1 && graph_.size() == size_t(size()) * R_);
-    FAISS_ASSERT(pqM_ == 0 || pqCodes_.size() == size_t(size()) * pqM_);
     kernels::BangGraphView g;
     g.vectors = vectors_.vectors();
     g.graph = graph_.data();
@@ -65,6 +64,12 @@ kernels::BangGraphView BangGraph::view() const {
     g.d = dim();
     g.R = R_;
     g.entry = int32_t(entry_);
+    return g;
+}
+
+kernels::BangGraphView BangGraph::view() const {
+    FAISS_ASSERT(pqM_ == 0 || pqCodes_.size() == size_t(size()) * pqM_);
+    kernels::BangGraphView g = exactView();
     g.pqM = pqM_;
     g.codes = pqCodes_.data();
     g.pqCentroids = pqCentroids_.data();

@@ -36,6 +36,9 @@ class BangGraph {
 
     /// What the search kernels walk (size() >= 1 and a graph set).
     kernels::BangGraphView view() const;
+    /// The view without the PQ tables: exact distances, as the graph build searches
+    /// (the codes are trained after the graph).
+    kernels::BangGraphView exactView() const;
     /// The persistent search of nq device queries with worklist L (k <= L <= 1024):
     /// k results per query (ascending distance; -1 / +inf where missing) and, when
     /// iterations is not null, the parents each query expanded. An empty state gives
