@@ -17,7 +17,13 @@ GpuIndexFlat::GpuIndexFlat(
         GpuIndexFlatConfig config)
         : GpuIndex(resources, d, metric, config),
           flatConfig_(config),
-          storage_(std::make_unique<FlatStorage>(resources, d)) {}
+          storage_(std::make_unique<FlatStorage>(resources, d)) {
+    FAISS_THROW_IF_NOT_FMT(
+            config.precision == GpuFlatPrecision::kAuto ||
+                    config.precision == GpuFlatPrecision::kFloat32 ||
+                    config.precision == GpuFlatPrecision::kTF32x3,
+            "precision=%d is not a GpuFlatPrecision", int(config.precision));
+}
 
 GpuIndexFlat::GpuIndexFlat(
         GpuResources& resources,
@@ -111,17 +117,7 @@ void GpuIndexFlat::searchImpl_(
     in.nb = ntotal;
     in.d = d;
     in.metric = metric_type;
-    switch (flatConfig_.precision) {
-        case GpuFlatPrecision::kAuto:
-            in.tf32 = n >= 64 && k <= 4;
-            break;
-        case GpuFlatPrecision::kFloat32:
-            in.tf32 = false;
-            break;
-        case GpuFlatPrecision::kTF32:
-            in.tf32 = true;
-            break;
-    }
+    in.tf32x3 = flatUsesTf32x3(flatConfig_.precision, n);
     flatSearch(res_, in, k, distancesDevice, labelsDevice);
 }
 

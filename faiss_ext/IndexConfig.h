@@ -21,17 +21,16 @@ struct GpuIndexConfig {
 /// How GpuIndexFlat computes the query-base products. Results are those of FP32
 /// arithmetic in every mode (ids equal except ties, distances to FP32 rounding).
 enum class GpuFlatPrecision {
-    /// TF32 where it measured faster on every data set tried: batches of at least 64
-    /// queries and k <= 4 (at larger k the re-rank's proof fails for many queries of
-    /// clustered data, and re-searching them costs more than TF32 saves:
-    /// benchs/NOTES.md)
+    /// 3xTF32 for batches of at least 64 queries, where the GEMM is bound by arithmetic;
+    /// FP32 below, where reading the base bounds it and the split's extra pass over the
+    /// base would cost more than the tensor cores save (benchs/NOTES.md)
     kAuto,
     /// FP32 GEMM on CUDA cores
     kFloat32,
-    /// TF32 GEMM on tensor cores, an FP32 re-rank of a shortlist of k + max(16, k/8),
-    /// and a second FP32 search of the queries whose shortlist boundary is not provably
-    /// beyond the TF32 rounding error; k above 1820 is refused
-    kTF32,
+    /// 3xTF32 on tensor cores: each operand split into a TF32 part and its FP32
+    /// remainder, one TF32 GEMM over the three cross products that matter, FP32
+    /// accumulation; the products' error is of the order of FP32's
+    kTF32x3,
 };
 
 struct GpuIndexFlatConfig : GpuIndexConfig {

@@ -120,7 +120,7 @@ TEST(IndexFormat, FlatRoundTrip) {
     im.vectors = {1, 2, 3, 4, 5, 6};
     im.config.pageBytes = size_t(5) << 20;
     for (GpuFlatPrecision p :
-         {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32}) {
+         {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
         im.config.precision = p;
         VectorSink s;
         writeHeader(s, IndexKind::kFlat);

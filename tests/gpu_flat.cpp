@@ -35,19 +35,15 @@ const char* precisionName(GpuFlatPrecision p) {
             return "auto";
         case GpuFlatPrecision::kFloat32:
             return "fp32";
-        case GpuFlatPrecision::kTF32:
-            return "tf32";
+        case GpuFlatPrecision::kTF32x3:
+            return "tf32x3";
     }
     return "?";
 }
 
-/// The precisions a case can be forced to: TF32 only where its shortlist fits.
-std::vector<GpuFlatPrecision> precisionsFor(int k) {
-    std::vector<GpuFlatPrecision> out{GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32};
-    if (flatTF32Supports(k)) {
-        out.push_back(GpuFlatPrecision::kTF32);
-    }
-    return out;
+/// The precisions a case can be forced to.
+std::vector<GpuFlatPrecision> precisionsFor(int) {
+    return {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3};
 }
 
 std::string describe(const FlatCase& c) {
@@ -173,11 +169,11 @@ TEST(GpuIndexFlat, KMeansAssignerMatchesCpuObjective) {
     EXPECT_NEAR(gpuObj, cpuObj, 1e-2 * cpuObj);
 }
 
-// Vectors packed so tightly around one point that TF32 rounding (2^-10 relative) cannot
-// order them, beside a spread-out half where it can: the TF32 path must re-search the
-// tight queries in FP32 and keep the re-ranked answers of the others, and both must
-// equal an exact double-precision reference.
-TEST(GpuIndexFlat, TF32RoundingFlipsAreCaughtAndSearchedAgain) {
+// Vectors packed so tightly around one point that one TF32 rounding (2^-11 relative,
+// ~0.05 on products of ~100) cannot order them (their distances are ~0.1), beside a
+// spread-out half: 3xTF32 must order both like an exact double-precision reference, at
+// a temporary budget small enough to cut the search into several query and base tiles.
+TEST(GpuIndexFlat, TF32x3OrdersTightlyPackedVectorsLikeFP32) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 64, k = 10;
@@ -231,36 +227,18 @@ TEST(GpuIndexFlat, TF32RoundingFlipsAreCaughtAndSearchedAgain) {
         }
     }
 
-    GpuIndexFlatConfig cfg;
-    cfg.precision = GpuFlatPrecision::kTF32;
-    GpuIndexFlat gpu(res, d, faiss::METRIC_L2, cfg);
-    gpu.add(nb, xb.data());
-    std::vector<float> D(nq * k, 12345.f);
-    std::vector<int64_t> I(nq * k, 777);
-    gpu.search(nq, xq.data(), k, D.data(), I.data());
-    // FP32 norms-formula distances carry ~1e-5 absolute error at these magnitudes.
-    EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-4f), 0);
-
-    // The same search through the pipeline, to see that both branches ran.
-    FlatStorage storage(res, d);
-    storage.append(nb, xb.data());
-    auto qDev = res.alloc<float>(xq.size());
-    copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
-    auto dDev = res.alloc<float>(size_t(nq) * k);
-    auto iDev = res.alloc<int64_t>(size_t(nq) * k);
-    FlatSearchInput in;
-    in.queries = qDev.data();
-    in.nq = nq;
-    in.base = storage.vectors();
-    in.baseNorms = storage.norms();
-    in.nb = nb;
-    in.d = d;
-    in.tf32 = true;
-    FlatSearchStats stats;
-    flatSearch(res, in, k, dDev.data(), iDev.data(), &stats);
-    EXPECT_GT(stats.fallbackQueries, 0);
-    EXPECT_LT(stats.fallbackQueries, nq);
-    std::vector<float> D2 = copyToHostVector(dDev.data(), D.size(), res.stream());
-    std::vector<int64_t> I2 = copyToHostVector(iDev.data(), I.size(), res.stream());
-    EXPECT_EQ(compareKnn(refD, refI, D2, I2, nq, k, 1e-4f, 1e-4f), 0);
+    for (size_t budget : {size_t(256) << 20, size_t(2) << 20}) {
+        GpuResourcesConfig rc;
+        rc.tempMemoryBytes = budget;
+        GpuResources small(rc);
+        GpuIndexFlatConfig cfg;
+        cfg.precision = GpuFlatPrecision::kTF32x3;
+        GpuIndexFlat gpu(small, d, faiss::METRIC_L2, cfg);
+        gpu.add(nb, xb.data());
+        std::vector<float> D(nq * k, 12345.f);
+        std::vector<int64_t> I(nq * k, 777);
+        gpu.search(nq, xq.data(), k, D.data(), I.data());
+        // FP32 norms-formula distances carry ~1e-5 absolute error at these magnitudes.
+        EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-4f), 0) << "budget " << budget;
+    }
 }

@@ -7,6 +7,7 @@
 #include <faiss/MetricType.h>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/IndexConfig.h>
 
 namespace faiss_ext {
 
@@ -21,21 +22,20 @@ struct FlatTiling {
 /// Plans the tiles for nq queries against nb vectors (pure host arithmetic) when the
 /// selection keeps k per segment. Segments start at `minSegLen` (at least 4 nextPow2(k))
 /// and grow while one base tile still yields at least `minBlocks` selection units
-/// (blocks or warps): each unit has a fixed cost that long segments amortise. Throws if
-/// one query does not fit.
+/// (blocks or warps): each unit has a fixed cost that long segments amortise. Each base
+/// tile column may cost `bytesPerBaseColumn` more (the 3xTF32 split of its vector).
+/// Throws if one query does not fit.
 FlatTiling planFlatTiling(
         int64_t nq,
         int64_t nb,
         int k,
         size_t budgetBytes,
         int64_t minBlocks,
-        int64_t minSegLen = 4096);
+        int64_t minSegLen = 4096,
+        size_t bytesPerBaseColumn = 0);
 
-/// Shortlist length the TF32 path re-ranks for k results.
-int flatTF32Shortlist(int k);
-
-/// Whether the TF32 path can serve k (its shortlist and boundary fit the selection).
-bool flatTF32Supports(int k);
+/// Whether a GpuIndexFlat search of nq queries in precision p runs 3xTF32.
+bool flatUsesTf32x3(GpuFlatPrecision p, int64_t nq);
 
 /// Vectors of one flat search, all in device memory.
 struct FlatSearchInput {
@@ -46,29 +46,20 @@ struct FlatSearchInput {
     int64_t nb = 0;
     int d = 0;
     faiss::MetricType metric = faiss::METRIC_L2;
-    /// false: FP32 GEMM (CUDA cores) and selection of the k best. true (needs
-    /// flatTF32Supports(k)): TF32 GEMM (tensor cores), selection of a shortlist of
-    /// flatTF32Shortlist(k) plus a boundary key, FP32 re-rank of the shortlist; queries
-    /// whose boundary is not provably beyond the TF32 error are searched again in FP32,
-    /// so results are those of FP32 arithmetic either way.
-    bool tf32 = false;
-};
-
-/// What one search did beyond its plan (for benchmarks).
-struct FlatSearchStats {
-    int64_t fallbackQueries = 0; ///< TF32 path: queries searched again in FP32
+    /// false: FP32 GEMM on CUDA cores. true: 3xTF32 on tensor cores (kernels/Tf32Split.h:
+    /// one TF32 GEMM over the split operands, K = 3d), whose products carry FP32-level
+    /// error; the selection is the same either way.
+    bool tf32x3 = false;
 };
 
 /// Writes the k nearest of each query, best first, to outD / outI (device, nq x k),
 /// in FAISS conventions (ids are base row numbers, -1 / +-inf when nb < k).
 /// Everything runs on res.stream(); nothing waits for the host.
-/// The TF32 path waits for the host once per call (the count of queries to search again).
 void flatSearch(
         const GpuResources& res,
         const FlatSearchInput& in,
         int k,
         float* outD,
-        int64_t* outI,
-        FlatSearchStats* stats = nullptr);
+        int64_t* outI);
 
 } // namespace faiss_ext

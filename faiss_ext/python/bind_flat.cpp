@@ -21,10 +21,10 @@ GpuFlatPrecision parsePrecision(const std::string& name) {
     if (name == "fp32") {
         return GpuFlatPrecision::kFloat32;
     }
-    if (name == "tf32") {
-        return GpuFlatPrecision::kTF32;
+    if (name == "tf32x3") {
+        return GpuFlatPrecision::kTF32x3;
     }
-    throw py::value_error("precision must be 'auto', 'fp32' or 'tf32', not '" + name + "'");
+    throw py::value_error("precision must be 'auto', 'fp32' or 'tf32x3', not '" + name + "'");
 }
 
 } // namespace
@@ -48,9 +48,9 @@ void bindFlat(py::module_& m) {
                  py::arg("precision") = "auto", py::keep_alive<1, 2>(),
                  "GpuIndexFlat(res, d, metric=METRIC_L2, *, page_bytes=256 MiB, "
                  "precision='auto'): page_bytes bounds the device memory staging host "
-                 "queries; precision 'fp32' or 'tf32' forces how the products are computed "
-                 "(results are FP32's either way; 'auto' takes TF32 for batches >= 64 and "
-                 "k <= 4).");
+                 "queries; precision 'fp32' or 'tf32x3' forces how the products are "
+                 "computed (FP32-level error either way; 'auto' takes 3xTF32 for batches "
+                 ">= 64).");
 
     CpuConverter flat;
     flat.gpuClass = "GpuIndexFlat";

@@ -220,7 +220,7 @@ def test_precisions_give_the_same_results(res, rng):
     xb = rng.random((nb, d), dtype=np.float32)
     xq = rng.random((nq, d), dtype=np.float32)
     results = []
-    for precision in ("auto", "fp32", "tf32"):
+    for precision in ("auto", "fp32", "tf32x3"):
         index = faiss_ext.GpuIndexFlat(res, d, precision=precision)
         index.add(xb)
         results.append(index.search(xq, k))
