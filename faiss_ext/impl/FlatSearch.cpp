@@ -66,6 +66,26 @@ bool flatTF32Supports(int k) {
     return k >= 1 && flatTF32Shortlist(k) + 1 <= kernels::kMaxSelectK;
 }
 
+void flatDistanceTile(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        const float* q,
+        int64_t nq,
+        int64_t b0,
+        int64_t nb,
+        bool tf32,
+        float* dist) {
+    // dist = alpha * Q B^T: |b|^2 (and |q|^2) are added later for L2.
+    const float alpha = in.metric == faiss::METRIC_L2 ? -2.f : -1.f;
+    const float beta = 0.f;
+    // Row-major C[nq x nb] = Q B^T is column-major C^T = B^T(op) Q.
+    FAISS_EXT_CUBLAS_CHECK(cublasGemmEx(
+            res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nq), in.d, &alpha,
+            in.base + b0 * in.d, CUDA_R_32F, in.d, q, CUDA_R_32F, in.d, &beta, dist, CUDA_R_32F,
+            int(nb), tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+            CUBLAS_GEMM_DEFAULT));
+}
+
 namespace {
 
 /// Selection geometry: the warp path (small k) owns short segments cheaply, so it
@@ -104,17 +124,9 @@ void selectOverBase(
         int64_t candLd) {
     cudaStream_t stream = res.stream();
     const bool l2 = in.metric == faiss::METRIC_L2;
-    // dist = alpha * Q B^T, plus |b|^2 added during selection for L2.
-    const float alpha = l2 ? -2.f : -1.f;
-    const float beta = 0.f;
     for (int64_t b0 = 0; b0 < in.nb; b0 += t.baseTile) {
         const int64_t nb = std::min(t.baseTile, in.nb - b0);
-        // Row-major C[nq x nb] = Q B^T is column-major C^T = B^T(op) Q.
-        FAISS_EXT_CUBLAS_CHECK(cublasGemmEx(
-                res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nq), in.d, &alpha,
-                in.base + b0 * in.d, CUDA_R_32F, in.d, q, CUDA_R_32F, in.d, &beta, dist, CUDA_R_32F,
-                int(nb), tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-                CUBLAS_GEMM_DEFAULT));
+        flatDistanceTile(res, in, q, nq, b0, nb, tf32, dist);
         // Per-segment best kSel into candidate slots 1.., then merge with slot 0.
         kernels::SelectRowsArgs seg;
         seg.dist = dist;
@@ -124,6 +136,7 @@ void selectOverBase(
         seg.segLen = t.segLen;
         seg.colBias = l2 ? in.baseNorms + b0 : nullptr;
         seg.idBase = b0;
+        seg.allow = in.allow;
         seg.k = kSel;
         seg.outD = candD + kSel;
         seg.outI = candI + kSel;
@@ -274,7 +287,8 @@ void flatSearch(
         kernels::fillMissingResults(outD, outI, in.nq * k, finishOf(in.metric), res.stream());
         return;
     }
-    if (in.tf32) {
+    // A filtered search takes the FP32 path (see FlatSearchInput::allow).
+    if (in.tf32 && in.allow == nullptr) {
         FAISS_THROW_IF_NOT_FMT(
                 flatTF32Supports(k),
                 "the TF32 flat search cannot serve k=%d: its shortlist of %d exceeds the "

@@ -52,7 +52,24 @@ struct FlatSearchInput {
     /// whose boundary is not provably beyond the TF32 error are searched again in FP32,
     /// so results are those of FP32 arithmetic either way.
     bool tf32 = false;
+    /// Filtered search (null: none): a device bitmap over base rows (kernels/IdFilter.h);
+    /// only rows whose bit is set are results, and fewer than k allowed rows leave -1 /
+    /// +-inf. A filtered search runs the FP32 path whatever tf32 says: the TF32
+    /// shortlist's boundary test does not know which rows the filter removed.
+    const uint32_t* allow = nullptr;
 };
+
+/// dist (nq x nb, row-major) = -2 Q B^T (L2) or -Q B^T (inner product) for the nq
+/// queries q against base rows [b0, b0 + nb) of in.base: the keys before the norms.
+void flatDistanceTile(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        const float* q,
+        int64_t nq,
+        int64_t b0,
+        int64_t nb,
+        bool tf32,
+        float* dist);
 
 /// What one search did beyond its plan (for benchmarks).
 struct FlatSearchStats {
