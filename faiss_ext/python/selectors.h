@@ -43,9 +43,13 @@ void bindSelectors(py::module_& m);
 template <typename Class>
 void addSelProperty(Class& cls) {
     cls.def_property(
-            "sel", [](const faiss::SearchParameters& p) { return p.sel; },
-            [](faiss::SearchParameters& p, faiss::IDSelector* sel) { p.sel = sel; },
-            py::return_value_policy::reference, py::keep_alive<1, 2>(),
+            "sel",
+            py::cpp_function(
+                    [](const faiss::SearchParameters& p) { return p.sel; },
+                    py::return_value_policy::reference),
+            py::cpp_function(
+                    [](faiss::SearchParameters& p, faiss::IDSelector* sel) { p.sel = sel; },
+                    py::keep_alive<1, 2>()),
             "IDSelector filtering the results (None: every vector).");
 }
 
