@@ -26,7 +26,7 @@ struct BangFilterPlan {
 /// cheaper per distance than the walk's gathered ones. The exact search also wins
 /// whenever the widened worklist is expected to hold fewer than k allowed nodes (f x
 /// walkL < k): then the walk cannot return k good results. The constants are first
-/// estimates, to be measured (benchs/bench_bang.cpp --filtered).
+/// estimates, not yet measured on a GPU (the filtered-search benchmark of issue 19).
 BangFilterPlan planBangFilteredSearch(
         int64_t allowed,
         int64_t nodes,
