@@ -1,13 +1,21 @@
 #include <faiss_ext/GpuIndex.h>
 
+#include <cmath>
+
+#include <faiss/impl/AuxIndexStructures.h>
+
 #include <faiss_ext/impl/ArgChecks.h>
 #include <faiss_ext/impl/HostPaging.h>
+#include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
 
 GpuIndex::GpuIndex(GpuResources& resources, int d, faiss::MetricType metric, GpuIndexConfig config)
-        : faiss::Index(d, metric), res_(resources), config_(config) {
+        : faiss::Index(d, metric),
+          res_(resources),
+          config_(config),
+          filterCache_(std::make_unique<IdFilterCache>(resources)) {
     FAISS_THROW_IF_NOT_FMT(d > 0, "dimension d=%d must be > 0", d);
     FAISS_THROW_IF_NOT_FMT(
             metric == faiss::METRIC_L2 || metric == faiss::METRIC_INNER_PRODUCT,
@@ -15,6 +23,12 @@ GpuIndex::GpuIndex(GpuResources& resources, int d, faiss::MetricType metric, Gpu
     FAISS_THROW_IF_NOT_FMT(
             config.pageBytes >= (size_t(1) << 20), "pageBytes=%zu is below the 1 MiB minimum",
             config.pageBytes);
+}
+
+GpuIndex::~GpuIndex() = default;
+
+void GpuIndex::contentsChanged() {
+    filterCache_->invalidate();
 }
 
 void GpuIndex::checkHostPointer(const void* p, const char* what) {
@@ -45,6 +59,7 @@ void GpuIndex::add(int64_t n, const float* x) {
     checkHostPointer(x, "add");
     checkFinite(n, d, x, "add");
     addImpl_(n, x, nullptr);
+    contentsChanged();
 }
 
 void GpuIndex::add_with_ids(int64_t n, const float* x, const int64_t* ids) {
@@ -59,6 +74,7 @@ void GpuIndex::add_with_ids(int64_t n, const float* x, const int64_t* ids) {
     checkHostPointer(ids, "add_with_ids ids");
     checkFinite(n, d, x, "add_with_ids");
     addImpl_(n, x, ids);
+    contentsChanged();
 }
 
 void GpuIndex::search(
@@ -93,9 +109,6 @@ void GpuIndex::searchDevice(
             k >= 1 && k <= kMaxSearchK, "search: k=%lld is outside [1, %lld]", (long long)k,
             (long long)kMaxSearchK);
     FAISS_THROW_IF_NOT_MSG(is_trained, "search: the index is not trained");
-    FAISS_THROW_IF_NOT_MSG(
-            params == nullptr || params->sel == nullptr,
-            "search: IDSelector in SearchParameters is not supported");
     if (n == 0) {
         return;
     }
@@ -104,6 +117,50 @@ void GpuIndex::searchDevice(
             "searchDevice: null query or output pointer");
     DeviceScope scope(res_.device());
     searchImpl_(n, x, int(k), distances, labels, params);
+}
+
+void GpuIndex::range_search(
+        int64_t n,
+        const float* x,
+        float radius,
+        faiss::RangeSearchResult* result,
+        const faiss::SearchParameters* params) const {
+    FAISS_THROW_IF_NOT_FMT(n >= 0, "range_search: n=%lld, must be >= 0", (long long)n);
+    FAISS_THROW_IF_NOT_MSG(result != nullptr, "range_search: null result");
+    FAISS_THROW_IF_NOT_FMT(
+            result->nq == size_t(n), "range_search: the result is for %zu queries, n=%lld",
+            result->nq, (long long)n);
+    FAISS_THROW_IF_NOT_MSG(!std::isnan(radius), "range_search: radius is NaN");
+    FAISS_THROW_IF_NOT_MSG(is_trained, "range_search: the index is not trained");
+    if (n == 0) {
+        return;
+    }
+    FAISS_THROW_IF_NOT_MSG(x != nullptr, "range_search: null queries");
+    DeviceScope scope(res_.device());
+    checkHostPointer(x, "range_search queries");
+    rangeSearchImpl_(n, x, radius, result, params);
+}
+
+void GpuIndex::rangeSearchImpl_(
+        int64_t,
+        const float*,
+        float,
+        faiss::RangeSearchResult*,
+        const faiss::SearchParameters*) const {
+    FAISS_THROW_MSG("range_search is not supported by this index");
+}
+
+size_t GpuIndex::remove_ids(const faiss::IDSelector& sel) {
+    DeviceScope scope(res_.device());
+    const size_t removed = removeIdsImpl_(sel);
+    if (removed > 0) {
+        contentsChanged();
+    }
+    return removed;
+}
+
+size_t GpuIndex::removeIdsImpl_(const faiss::IDSelector&) {
+    FAISS_THROW_MSG("remove_ids is not supported by this index");
 }
 
 } // namespace faiss_ext

@@ -4,13 +4,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include <faiss/Index.h>
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/IndexConfig.h>
 
+namespace faiss {
+struct IDSelector;
+struct RangeSearchResult;
+} // namespace faiss
+
 namespace faiss_ext {
+
+class IdFilterCache;
 
 /// A faiss::Index whose data lives on one GPU. The faiss::Index methods take host
 /// memory (a device pointer is refused with an exception); searchDevice takes device
@@ -18,6 +26,7 @@ namespace faiss_ext {
 class GpuIndex : public faiss::Index {
    public:
     GpuIndex(GpuResources& resources, int d, faiss::MetricType metric, GpuIndexConfig config);
+    ~GpuIndex() override;
 
     void train(int64_t n, const float* x) override;
     void add(int64_t n, const float* x) override;
@@ -32,13 +41,31 @@ class GpuIndex : public faiss::Index {
             int64_t* labels,
             const faiss::SearchParameters* params = nullptr) const override;
 
+    /// As faiss: every stored vector within `radius` of each query (L2: squared distance
+    /// < radius; inner product: > radius), with params->sel filtering as in search.
+    /// Host arrays. Two passes over device memory bounded by the temporary budget: one
+    /// counts each query's results, the other writes them. Results of a query are in
+    /// no particular order. An index that cannot (GpuIndexBang) throws.
+    void range_search(
+            int64_t n,
+            const float* x,
+            float radius,
+            faiss::RangeSearchResult* result,
+            const faiss::SearchParameters* params = nullptr) const override;
+
+    /// As faiss: removes the stored vectors whose ids sel selects and returns how many.
+    /// GpuIndexFlat renumbers the rest (ids stay 0 .. ntotal - 1, as faiss::IndexFlat),
+    /// GpuIndexIVFFlat keeps their ids, GpuIndexBang marks tombstones (see its class).
+    size_t remove_ids(const faiss::IDSelector& sel) override;
+
     /// The device-search entry: n queries x (n x d), results distances and labels (n x
     /// k each) all in device memory of resources().device(). Refuses n < 0, k outside
-    /// [1, kMaxSearchK] (an index may allow less), an untrained index, and params with
-    /// an IDSelector; each index takes its knobs from its own SearchParameters subclass
-    /// (or its defaults when params is null or a plain faiss::SearchParameters),
-    /// checked and clamped once per call. Runs on resources().stream() without host
-    /// synchronisation; n = 0 does nothing. Virtual so that a layer over an index (a
+    /// [1, kMaxSearchK] (an index may allow less) and an untrained index. params->sel
+    /// (any faiss::IDSelector) filters the results: only vectors whose ids it selects
+    /// are returned, k of them whenever k exist (IVF: in the probed lists); each index takes its
+    /// knobs from its own SearchParameters subclass (or its defaults when params is null or a plain
+    /// faiss::SearchParameters), checked and clamped once per call. Runs on resources().stream()
+    /// without host synchronisation; n = 0 does nothing. Virtual so that a layer over an index (a
     /// wrapper that routes or shards searches) can take the calls of search() too.
     virtual void searchDevice(
             int64_t n,
@@ -67,9 +94,8 @@ class GpuIndex : public faiss::Index {
     virtual bool supportsAddWithIds_() const {
         return false;
     }
-    /// n > 0 device queries, k in [1, kMaxSearchK], trained, params without an
-    /// IDSelector, device set: resolves the index's knobs from params and writes n x k
-    /// results to device memory.
+    /// n > 0 device queries, k in [1, kMaxSearchK], trained, device set: resolves the index's knobs
+    /// from params and writes n x k results to device memory.
     virtual void searchImpl_(
             int64_t n,
             const float* xDevice,
@@ -77,11 +103,33 @@ class GpuIndex : public faiss::Index {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const = 0;
+    /// n > 0 host queries, finite radius, device set: fills result (see range_search).
+    /// Default: refuses.
+    virtual void rangeSearchImpl_(
+            int64_t n,
+            const float* x,
+            float radius,
+            faiss::RangeSearchResult* result,
+            const faiss::SearchParameters* params) const;
+    /// Device set: removes what sel selects, returns the count; must leave the index
+    /// unchanged if it throws. Default: refuses.
+    virtual size_t removeIdsImpl_(const faiss::IDSelector& sel);
     /// Throws if p points to device (or managed) memory.
     static void checkHostPointer(const void* p, const char* what);
 
+    /// The selector bitmaps of this index's filtered searches (impl/IdFilter.h).
+    IdFilterCache& filterCache() const {
+        return *filterCache_;
+    }
+    /// Every change of the stored vectors or their ids calls this (forgets the cached
+    /// selector bitmap).
+    void contentsChanged();
+
     GpuResources& res_;
     GpuIndexConfig config_;
+
+   private:
+    std::unique_ptr<IdFilterCache> filterCache_;
 };
 
 } // namespace faiss_ext

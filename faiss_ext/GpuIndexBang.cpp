@@ -4,13 +4,19 @@
 #include <climits>
 #include <typeinfo>
 
+#include <faiss/impl/IDSelector.h>
+
 #include <faiss_ext/impl/ArgChecks.h>
 #include <faiss_ext/impl/BangBuild.h>
+#include <faiss_ext/impl/BangFilteredSearch.h>
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangPq.h>
+#include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/utils/DeviceScope.h>
 #include <kernels/BangPq.h>
 #include <kernels/BangSearch.h>
+#include <kernels/Distances.h>
+#include <kernels/IdFilter.h>
 
 namespace faiss_ext {
 
@@ -96,6 +102,7 @@ int GpuIndexBang::searchL_(const faiss::SearchParameters* params, int64_t k) con
 }
 
 void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
+    // The removed nodes are dropped here: the rebuild compacts the ids.
     const int64_t total = ntotal + n;
     FAISS_THROW_IF_NOT_FMT(
             total < INT_MAX, "add: %lld vectors in all; GpuIndexBang holds fewer than 2^31",
@@ -107,8 +114,20 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
             (long long)kBangPqMinVectors, (long long)total);
     // Everything is built aside; the index changes only once nothing can fail.
     std::vector<float> all(size_t(total) * d);
-    if (ntotal > 0) {
-        state_->vectors().copyRowsToHost(0, ntotal, all.data());
+    if (state_->tombstoneCount() == 0) {
+        if (ntotal > 0) {
+            state_->vectors().copyRowsToHost(0, ntotal, all.data());
+        }
+    } else {
+        std::vector<float> nodes(size_t(nodeCount()) * d);
+        state_->vectors().copyRowsToHost(0, nodeCount(), nodes.data());
+        int64_t kept = 0;
+        for (int64_t v = 0; v < nodeCount(); ++v) {
+            if (!state_->isTombstone(v)) {
+                std::copy_n(nodes.data() + size_t(v) * d, d, all.data() + size_t(kept++) * d);
+            }
+        }
+        FAISS_ASSERT(kept == ntotal);
     }
     std::copy_n(x, size_t(n) * d, all.data() + size_t(ntotal) * d);
     BangGraph next(res_, d, bangConfig_.build.graphDegree, bangConfig_.pqSubquantizers);
@@ -193,12 +212,43 @@ void GpuIndexBang::setGraph(
 
     *state_ = std::move(next);
     ntotal = n;
+    contentsChanged();
 }
 
 void GpuIndexBang::reset() {
     DeviceScope scope(res_.device());
     state_->clear();
     ntotal = 0;
+    contentsChanged();
+}
+
+int64_t GpuIndexBang::nodeCount() const {
+    return state_->size();
+}
+
+bool GpuIndexBang::isRemoved(int64_t id) const {
+    FAISS_THROW_IF_NOT_FMT(
+            id >= 0 && id < nodeCount(), "isRemoved: id %lld is outside [0, %lld)", (long long)id,
+            (long long)nodeCount());
+    return state_->isTombstone(id);
+}
+
+size_t GpuIndexBang::removeIdsImpl_(const faiss::IDSelector& sel) {
+    const int64_t nodes = nodeCount();
+    std::vector<uint32_t> words = evaluateIdSelector(sel, nodes, nullptr);
+    const std::vector<uint32_t>& old = state_->tombstoneWords();
+    int64_t added = 0, count = 0;
+    for (size_t w = 0; w < words.size(); ++w) {
+        const uint32_t before = old.empty() ? 0u : old[w];
+        added += __builtin_popcount(words[w] & ~before);
+        words[w] |= before;
+        count += __builtin_popcount(words[w]);
+    }
+    if (added > 0) {
+        state_->setTombstones(words, count);
+        ntotal = nodes - count;
+    }
+    return size_t(added);
 }
 
 void GpuIndexBang::reconstruct(int64_t key, float* recons) const {
@@ -208,9 +258,13 @@ void GpuIndexBang::reconstruct(int64_t key, float* recons) const {
 void GpuIndexBang::reconstruct_n(int64_t i0, int64_t ni, float* recons) const {
     FAISS_THROW_IF_NOT_MSG(recons != nullptr, "reconstruct: null output pointer");
     FAISS_THROW_IF_NOT_FMT(
-            i0 >= 0 && ni >= 1 && i0 <= ntotal - ni,
+            i0 >= 0 && ni >= 1 && i0 <= nodeCount() - ni,
             "reconstruct: keys [%lld, %lld + %lld) are outside [0, %lld)", (long long)i0,
-            (long long)i0, (long long)ni, (long long)ntotal);
+            (long long)i0, (long long)ni, (long long)nodeCount());
+    for (int64_t v = i0; v < i0 + ni && state_->tombstoneCount() > 0; ++v) {
+        FAISS_THROW_IF_NOT_FMT(
+                !state_->isTombstone(v), "reconstruct: id %lld was removed", (long long)v);
+    }
     DeviceScope scope(res_.device());
     checkHostPointer(recons, "reconstruct");
     state_->vectors().copyRowsToHost(i0, ni, recons);
@@ -250,7 +304,42 @@ void GpuIndexBang::searchImpl_(
         float* distancesDevice,
         int64_t* labelsDevice,
         const faiss::SearchParameters* params) const {
-    state_->search(xDevice, n, k, searchL_(params, k), distancesDevice, labelsDevice);
+    const int L = searchL_(params, k);
+    IdSlots slots;
+    slots.nslots = nodeCount();
+    const auto bits = filterCache().resolve(
+            params ? params->sel : nullptr, slots, state_->deviceTombstones());
+    if (!bits || nodeCount() == 0) {
+        state_->search(xDevice, n, k, L, distancesDevice, labelsDevice);
+        return;
+    }
+    const int64_t allowed = filterCache().countAllowed(*bits, nodeCount());
+    if (allowed == 0) {
+        kernels::fillMissingResults(
+                distancesDevice, labelsDevice, n * k, kernels::DistanceFinish::kL2, res_.stream());
+        return;
+    }
+    // The widest worklist whose filtered search fits the device's shared memory.
+    int maxL = kMaxSearchL;
+    while (maxL > L &&
+           kernels::bangPersistentSmemBytes(
+                   maxL, graphDegree(), d, bangConfig_.pqSubquantizers, true) >
+                   res_.maxSharedMemoryPerBlock()) {
+        maxL -= 32;
+    }
+    maxL = std::max(maxL, L);
+    const size_t smem = kernels::bangPersistentSmemBytes(
+            L, graphDegree(), d, bangConfig_.pqSubquantizers, true);
+    const BangFilterPlan plan =
+            planBangFilteredSearch(allowed, nodeCount(), L, graphDegree(), k, maxL);
+    if (plan.exact || smem > res_.maxSharedMemoryPerBlock()) {
+        bangExactAllowed(
+                res_, *state_, xDevice, n, k, bits->words.data(), allowed, distancesDevice,
+                labelsDevice);
+        return;
+    }
+    state_->search(
+            xDevice, n, k, plan.walkL, distancesDevice, labelsDevice, nullptr, bits->words.data());
 }
 
 } // namespace faiss_ext

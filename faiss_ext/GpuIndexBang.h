@@ -31,6 +31,16 @@ struct SearchParametersBang : faiss::SearchParameters {
 /// max(search_L, k)). PQ mode (GpuIndexBangConfig::pqSubquantizers): the worklist is
 /// ranked by ADC distances, and its L nodes are re-ranked exactly before the k best are
 /// returned.
+///
+/// Filtered search (params->sel) and removal: remove_ids marks tombstones; the graph
+/// keeps the removed nodes (searches walk through them but never return them),
+/// ntotal counts the others, and the ids of the others do not change, so ids are node
+/// numbers in [0, nodeCount()). The next add() rebuilds the graph over the vectors
+/// that remain plus the new ones, which then get sequential ids again (0 .. ntotal -
+/// 1, the remaining ones in order, as faiss::IndexFlat after remove_ids). A filtered
+/// search walks the whole graph and keeps the best allowed nodes in a second list
+/// (impl/BangFilteredSearch.h), or, when a host cost model finds it cheaper (few
+/// allowed nodes), searches the allowed nodes exactly.
 class GpuIndexBang : public GpuIndex {
    public:
     /// Largest worklist.
@@ -65,7 +75,12 @@ class GpuIndexBang : public GpuIndex {
     void reconstruct_n(int64_t i0, int64_t ni, float* recons) const override;
     size_t deviceMemoryBytes() const override;
 
-    /// The graph (ntotal x R, -1 padded), copied to the host.
+    /// Nodes of the graph: ntotal plus the removed ones not yet compacted by an add.
+    int64_t nodeCount() const;
+    /// Whether node `id` was removed (remove_ids) since the last build.
+    bool isRemoved(int64_t id) const;
+
+    /// The graph (nodeCount() x R, -1 padded), copied to the host.
     std::vector<int32_t> graph() const;
     int64_t entryPoint() const;
     int graphDegree() const {
@@ -114,6 +129,9 @@ class GpuIndexBang : public GpuIndex {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const override;
+    /// Marks tombstones (see the class comment); returns how many nodes were newly
+    /// removed.
+    size_t removeIdsImpl_(const faiss::IDSelector& sel) override;
 
    private:
     /// The worklist of a search with these params (checked: type, range) and k.

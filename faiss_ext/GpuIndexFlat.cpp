@@ -3,9 +3,13 @@
 #include <vector>
 
 #include <faiss/IndexFlat.h>
+#include <faiss/impl/AuxIndexStructures.h>
+#include <faiss/impl/IDSelector.h>
 
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/impl/IdFilter.h>
+#include <faiss_ext/impl/RangeSearch.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
@@ -55,6 +59,7 @@ void GpuIndexFlat::copyFrom(const faiss::IndexFlat* index) {
     d = index->d;
     metric_type = index->metric_type;
     ntotal = index->ntotal;
+    contentsChanged();
 }
 
 void GpuIndexFlat::copyTo(faiss::IndexFlat* index) const {
@@ -76,6 +81,7 @@ void GpuIndexFlat::reset() {
     DeviceScope scope(res_.device());
     storage_->clear();
     ntotal = 0;
+    contentsChanged();
 }
 
 void GpuIndexFlat::reconstruct(int64_t key, float* recons) const {
@@ -108,7 +114,7 @@ void GpuIndexFlat::searchImpl_(
         int k,
         float* distancesDevice,
         int64_t* labelsDevice,
-        const faiss::SearchParameters*) const {
+        const faiss::SearchParameters* params) const {
     FlatSearchInput in;
     in.queries = xDevice;
     in.nq = n;
@@ -118,7 +124,49 @@ void GpuIndexFlat::searchImpl_(
     in.d = d;
     in.metric = metric_type;
     in.tf32x3 = flatUsesTf32x3(flatConfig_.precision, n);
+    const auto bits = filterOf_(params);
+    in.allow = bits ? bits->words.data() : nullptr;
     flatSearch(res_, in, k, distancesDevice, labelsDevice);
+}
+
+std::shared_ptr<IdFilterBits> GpuIndexFlat::filterOf_(const faiss::SearchParameters* params) const {
+    IdSlots slots;
+    slots.nslots = ntotal;
+    return filterCache().resolve(params ? params->sel : nullptr, slots, nullptr);
+}
+
+void GpuIndexFlat::rangeSearchImpl_(
+        int64_t n,
+        const float* x,
+        float radius,
+        faiss::RangeSearchResult* result,
+        const faiss::SearchParameters* params) const {
+    FlatSearchInput in;
+    in.base = storage_->vectors();
+    in.baseNorms = storage_->norms();
+    in.nb = ntotal;
+    in.d = d;
+    in.metric = metric_type;
+    const auto bits = filterOf_(params);
+    in.allow = bits ? bits->words.data() : nullptr;
+    flatRangeSearch(res_, in, x, n, radius, result);
+}
+
+size_t GpuIndexFlat::removeIdsImpl_(const faiss::IDSelector& sel) {
+    const std::vector<uint32_t> gone = evaluateIdSelector(sel, ntotal, nullptr);
+    std::vector<int64_t> keep;
+    keep.reserve(size_t(ntotal));
+    for (int64_t i = 0; i < ntotal; ++i) {
+        if (!((gone[size_t(i >> 5)] >> (i & 31)) & 1u)) {
+            keep.push_back(i);
+        }
+    }
+    const size_t removed = size_t(ntotal) - keep.size();
+    if (removed > 0) {
+        storage_->keepRows(keep);
+        ntotal = int64_t(keep.size());
+    }
+    return removed;
 }
 
 } // namespace faiss_ext

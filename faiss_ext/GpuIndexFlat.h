@@ -14,6 +14,7 @@ struct IndexFlat;
 namespace faiss_ext {
 
 class FlatStorage;
+struct IdFilterBits;
 
 /// Brute-force k-NN (L2 or inner product) over vectors stored on the GPU: batched
 /// cuBLAS GEMM tiles with precomputed norms and a fused streaming k-selection, so the
@@ -56,8 +57,19 @@ class GpuIndexFlat : public GpuIndex {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const override;
+    void rangeSearchImpl_(
+            int64_t n,
+            const float* x,
+            float radius,
+            faiss::RangeSearchResult* result,
+            const faiss::SearchParameters* params) const override;
+    /// As faiss::IndexFlat: the remaining vectors move down, ids stay 0 .. ntotal - 1.
+    size_t removeIdsImpl_(const faiss::IDSelector& sel) override;
 
    private:
+    /// The bitmap of params->sel over the stored vectors (null: no filter).
+    std::shared_ptr<IdFilterBits> filterOf_(const faiss::SearchParameters* params) const;
+
     /// The coarse search of GpuIndexIVFFlat reads its quantizer's centroids in place.
     friend class GpuIndexIVFFlat;
 

@@ -5,13 +5,17 @@
 
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexIVFFlat.h>
+#include <faiss/impl/AuxIndexStructures.h>
+#include <faiss/impl/IDSelector.h>
 #include <faiss/invlists/InvertedLists.h>
 
 #include <faiss_ext/impl/ArgChecks.h>
 #include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/IvfLists.h>
 #include <faiss_ext/impl/IvfSearch.h>
 #include <faiss_ext/impl/KMeans.h>
+#include <faiss_ext/impl/RangeSearch.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
@@ -210,6 +214,7 @@ void GpuIndexIVFFlat::addPreassigned(
     }
     lists_->append(n, x, listNos, ids, config_.pageBytes);
     ntotal += n;
+    contentsChanged();
 }
 
 void GpuIndexIVFFlat::copyFrom(const faiss::IndexIVFFlat* index) {
@@ -291,6 +296,7 @@ void GpuIndexIVFFlat::copyFrom(const faiss::IndexIVFFlat* index) {
     is_trained = index->is_trained;
     nprobe = index->nprobe;
     cp = index->cp;
+    contentsChanged();
 }
 
 void GpuIndexIVFFlat::copyTo(faiss::IndexIVFFlat* index) const {
@@ -340,6 +346,7 @@ void GpuIndexIVFFlat::reset() {
     DeviceScope scope(res_.device());
     lists_->clear();
     ntotal = 0;
+    contentsChanged();
 }
 
 void GpuIndexIVFFlat::reconstruct(int64_t key, float* recons) const {
@@ -407,13 +414,9 @@ IvfSearchPlan GpuIndexIVFFlat::plan_(int64_t nq, int k, int nprobeClamped) const
     return planIvfSearch(in);
 }
 
-void GpuIndexIVFFlat::searchImpl_(
-        int64_t n,
-        const float* xDevice,
-        int k,
-        float* distancesDevice,
-        int64_t* labelsDevice,
-        const faiss::SearchParameters* params) const {
+IvfSearchInput GpuIndexIVFFlat::searchInput_(
+        const faiss::SearchParameters* params,
+        std::shared_ptr<IdFilterBits>& bits) const {
     const int np = searchNprobe_(params);
     const FlatStorage& centroids = *quantizer_->storage_;
     IvfSearchInput in;
@@ -425,7 +428,45 @@ void GpuIndexIVFFlat::searchImpl_(
     in.lists = lists_.get();
     in.metric = metric_type;
     in.nprobe = np;
-    ivfSearch(res_, in, xDevice, n, k, plan_(n, k, np), distancesDevice, labelsDevice);
+    IdSlots slots;
+    slots.nslots = lists_->slotCount();
+    const IvfLists* lists = lists_.get();
+    slots.ids = [lists]() { return lists->slotIds(); };
+    bits = filterCache().resolve(params ? params->sel : nullptr, slots, nullptr);
+    in.allow = bits ? bits->words.data() : nullptr;
+    return in;
+}
+
+void GpuIndexIVFFlat::searchImpl_(
+        int64_t n,
+        const float* xDevice,
+        int k,
+        float* distancesDevice,
+        int64_t* labelsDevice,
+        const faiss::SearchParameters* params) const {
+    std::shared_ptr<IdFilterBits> bits;
+    const IvfSearchInput in = searchInput_(params, bits);
+    ivfSearch(res_, in, xDevice, n, k, plan_(n, k, in.nprobe), distancesDevice, labelsDevice);
+}
+
+void GpuIndexIVFFlat::rangeSearchImpl_(
+        int64_t n,
+        const float* x,
+        float radius,
+        faiss::RangeSearchResult* result,
+        const faiss::SearchParameters* params) const {
+    std::shared_ptr<IdFilterBits> bits;
+    const IvfSearchInput in = searchInput_(params, bits);
+    ivfRangeSearch(res_, in, x, n, radius, result);
+}
+
+size_t GpuIndexIVFFlat::removeIdsImpl_(const faiss::IDSelector& sel) {
+    const std::vector<int64_t> ids =
+            copyToHostVector(lists_->slotIds().data(), size_t(lists_->slotCount()), res_.stream());
+    const std::vector<uint32_t> gone = evaluateIdSelector(sel, lists_->slotCount(), ids.data());
+    const int64_t removed = lists_->removeSlots(gone);
+    ntotal -= removed;
+    return size_t(removed);
 }
 
 } // namespace faiss_ext

@@ -21,6 +21,8 @@ namespace faiss_ext {
 
 class IvfLists;
 struct IvfSearchPlan;
+struct IvfSearchInput;
+struct IdFilterBits;
 
 /// Inverted file over uncompressed vectors. A GpuIndexFlat holds the nlist centroids
 /// (the coarse quantizer); each list keeps its vectors in a warp-interleaved layout and
@@ -107,8 +109,22 @@ class GpuIndexIVFFlat : public GpuIndex {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const override;
+    /// As faiss::IndexIVF::range_search: the nprobe probed lists (params as search).
+    void rangeSearchImpl_(
+            int64_t n,
+            const float* x,
+            float radius,
+            faiss::RangeSearchResult* result,
+            const faiss::SearchParameters* params) const override;
+    /// As faiss::IndexIVF: the other vectors keep their ids and lists.
+    size_t removeIdsImpl_(const faiss::IDSelector& sel) override;
 
    private:
+    /// The pipeline input of a search with these params (nprobe and filter resolved);
+    /// `bits` receives the filter's bitmap, which must outlive the search.
+    IvfSearchInput searchInput_(
+            const faiss::SearchParameters* params,
+            std::shared_ptr<IdFilterBits>& bits) const;
     /// nprobe of this call, clamped to nlist; throws if 0 or above 2048.
     int effectiveNprobe_(size_t requested) const;
     /// The nprobe of a search with these params (checked: type, unsupported fields,

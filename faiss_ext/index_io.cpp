@@ -1,10 +1,12 @@
 #include <faiss_ext/index_io.h>
 
 #include <faiss/IndexFlat.h>
+#include <faiss/impl/IDSelector.h>
 
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/IndexImage.h>
 
 namespace faiss_ext {
@@ -55,11 +57,17 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
         im.metric = int(bang->metric_type);
         im.config = bang->bangConfig();
         im.searchL = bang->search_L;
-        im.ntotal = bang->ntotal;
+        // Every node, the removed ones too (their ids stay until the next add).
+        im.ntotal = bang->nodeCount();
         im.entry = bang->entryPoint();
         if (im.ntotal > 0) {
             im.vectors.resize(size_t(im.ntotal) * im.d);
-            bang->reconstruct_n(0, im.ntotal, im.vectors.data());
+            bang->deviceState().vectors().copyRowsToHost(0, im.ntotal, im.vectors.data());
+            for (int64_t v = 0; v < im.ntotal; ++v) {
+                if (bang->isRemoved(v)) {
+                    im.tombstones.push_back(v);
+                }
+            }
             im.graph = bang->graph();
             im.pqCentroids = bang->pqCentroids();
             im.pqCodes = bang->pqCodes();
@@ -90,7 +98,7 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
     }
     if (kind == IndexKind::kBang) {
         BangImage im = readBangImage(in, version);
-        readTrailer(in);
+        readTrailer(in, &im);
         auto index =
                 std::make_unique<GpuIndexBang>(res, im.d, faiss::MetricType(im.metric), im.config);
         GpuIndexBang::effectiveL(im.searchL, 1);
@@ -100,6 +108,9 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
                     im.ntotal, im.vectors.data(), im.graph.data(), im.entry,
                     im.config.pqSubquantizers > 0 ? im.pqCentroids.data() : nullptr,
                     im.config.pqSubquantizers > 0 ? im.pqCodes.data() : nullptr);
+        }
+        if (!im.tombstones.empty()) {
+            index->remove_ids(faiss::IDSelectorArray(im.tombstones.size(), im.tombstones.data()));
         }
         return index;
     }

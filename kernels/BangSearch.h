@@ -51,11 +51,16 @@ struct BangSearchArgs {
     /// min(iterations, maxVisited)), or null.
     int32_t* visited = nullptr;
     int maxVisited = 0;
+    /// Filtered search (null: none): one bit per node (kernels/IdFilter.h). The worklist
+    /// still walks every node; a second sorted list of L keeps the best allowed nodes
+    /// seen, and the results (PQ mode: after its exact re-rank) come from it.
+    const uint32_t* allow = nullptr;
 };
 
 /// Dynamic shared memory of one block of the persistent kernel (pqM: sub-quantizers in
-/// PQ mode, whose ADC table takes pqM KiB; 0 in exact mode).
-size_t bangPersistentSmemBytes(int L, int R, int d, int pqM);
+/// PQ mode, whose ADC table takes pqM KiB; 0 in exact mode; filtered: with the result
+/// list of a filtered search, 16 L bytes more).
+size_t bangPersistentSmemBytes(int L, int R, int d, int pqM, bool filtered = false);
 
 /// Persistent variant: one launch; each block loops over its query's iterations
 /// (parent selection, Bloom filter, distances, merge by rank) with the whole state, the

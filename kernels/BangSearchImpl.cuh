@@ -19,6 +19,7 @@
 #include "BangBloom.h"
 #include "BangPq.h"
 #include "BangSearch.h"
+#include "IdFilter.cuh"
 #include "Select.h"
 
 namespace faiss_ext {
@@ -33,11 +34,18 @@ constexpr int kBangMinBlocks = 6;
 
 /// Byte offsets of one block's shared state.
 struct Layout {
-    size_t keysA, keysB, cand, query, table, bloom, candId, scal, visA, visB, total;
+    size_t keysA, keysB, cand, query, table, bloom, candId, scal, visA, visB, resA, resB, total;
 };
 
-/// pqM: sub-quantizers of the ADC table (0: exact mode, no table).
-__host__ __device__ inline Layout layoutFor(int L, int R, int d, bool withBloom, int pqM) {
+/// pqM: sub-quantizers of the ADC table (0: exact mode, no table). filtered: a filtered
+/// search's result list (L keys and its merge target).
+__host__ __device__ inline Layout layoutFor(
+        int L,
+        int R,
+        int d,
+        bool withBloom,
+        int pqM,
+        bool filtered = false) {
     const int P = nextPow2(R);
     Layout l;
     size_t off = 0;
@@ -62,6 +70,11 @@ __host__ __device__ inline Layout layoutFor(int L, int R, int d, bool withBloom,
     off += size_t(L);
     l.visB = off;
     off += size_t(L);
+    off = roundUp<size_t>(off, 8);
+    l.resA = off;
+    off += filtered ? size_t(L) * 8 : 0;
+    l.resB = off;
+    off += filtered ? size_t(L) * 8 : 0;
     l.total = roundUp<size_t>(off, 16);
     return l;
 }
@@ -77,10 +90,23 @@ struct Smem {
     float* table;    ///< PQ mode: the query's ADC table (pqM x 256)
     uint32_t* bloom; ///< shared Bloom filter (persistent kernel only)
     int* scal;
+    /// Filtered search (BangSearchArgs::allow): the nodes that may be results, and the
+    /// result list (sorted, only allowed nodes) beside the worklist, which still walks
+    /// every node. Null otherwise.
+    const uint32_t* allow;
+    uint64_t* res;
+    uint64_t* resNext;
 };
 
-__device__ inline Smem carve(char* base, int L, int R, int d, bool withBloom, int pqM) {
-    const Layout l = layoutFor(L, R, d, withBloom, pqM);
+__device__ inline Smem carve(
+        char* base,
+        int L,
+        int R,
+        int d,
+        bool withBloom,
+        int pqM,
+        const uint32_t* allow = nullptr) {
+    const Layout l = layoutFor(L, R, d, withBloom, pqM, allow != nullptr);
     Smem s;
     s.keys = reinterpret_cast<uint64_t*>(base + l.keysA);
     s.keysNext = reinterpret_cast<uint64_t*>(base + l.keysB);
@@ -92,6 +118,9 @@ __device__ inline Smem carve(char* base, int L, int R, int d, bool withBloom, in
     s.scal = reinterpret_cast<int*>(base + l.scal);
     s.vis = reinterpret_cast<uint8_t*>(base + l.visA);
     s.visNext = reinterpret_cast<uint8_t*>(base + l.visB);
+    s.allow = allow;
+    s.res = allow ? reinterpret_cast<uint64_t*>(base + l.resA) : nullptr;
+    s.resNext = allow ? reinterpret_cast<uint64_t*>(base + l.resB) : nullptr;
     return s;
 }
 
@@ -285,6 +314,9 @@ __device__ inline void clearWorklist(const Smem& s, int L) {
     for (int i = threadIdx.x; i < L; i += kBangThreads) {
         s.keys[i] = kBangEmptyKey;
         s.vis[i] = 0;
+        if (s.res) {
+            s.res[i] = kBangEmptyKey;
+        }
     }
 }
 
@@ -299,6 +331,9 @@ __device__ void seedEntry(const Smem& s, const BangGraphView& g, uint32_t* bloom
         if (threadIdx.x == 0) {
             s.keys[0] = bangKey(dist, g.entry);
             bloomSet(bloom, uint32_t(g.entry));
+            if (s.res && idFilterAllows(s.allow, g.entry)) {
+                s.res[0] = s.keys[0];
+            }
         }
     }
     __syncthreads();
@@ -319,6 +354,44 @@ __device__ inline int selectParent(const Smem& s, int L) {
     const int pos = s.scal[0];
     __syncthreads();
     return pos == INT_MAX ? -1 : pos;
+}
+
+/// Filtered search: merges the allowed candidates into the sorted result list (as
+/// mergeCandidates, without expanded flags). Must follow mergeCandidates (s.cand is
+/// then free to change). Swaps the result buffers. Ends with a barrier.
+__device__ inline void mergeResults(Smem& s, int L, int P) {
+    for (int j = threadIdx.x; j < P; j += kBangThreads) {
+        const uint64_t key = s.cand[j];
+        if (key != kBangEmptyKey && !idFilterAllows(s.allow, bangKeyId(key))) {
+            s.cand[j] = kBangEmptyKey;
+        }
+    }
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
+        s.resNext[i] = kBangEmptyKey;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
+        const uint64_t key = s.res[i];
+        if (key != kBangEmptyKey) {
+            const int pos = i + countBelowUnsorted(s.cand, P, key);
+            if (pos < L) {
+                s.resNext[pos] = key;
+            }
+        }
+    }
+    for (int j = threadIdx.x; j < P; j += kBangThreads) {
+        const uint64_t key = s.cand[j];
+        if (key != kBangEmptyKey) {
+            const int pos = countBelowUnsorted(s.cand, P, key) + countBelow(s.res, L, key);
+            if (pos < L) {
+                s.resNext[pos] = key;
+            }
+        }
+    }
+    __syncthreads();
+    uint64_t* r = s.res;
+    s.res = s.resNext;
+    s.resNext = r;
 }
 
 /// Merges the (unsorted) candidates into the sorted worklist, keeping the best L:
@@ -407,17 +480,25 @@ __device__ void expandParent(
     }
     __syncthreads();
     mergeCandidates(s, L, P);
+    if (s.res) {
+        mergeResults(s, L, P);
+    }
 }
 
-/// PQ mode's end: replaces the worklist's (ADC distance, id) keys by exact (squared L2
+/// PQ mode's end: replaces the L (ADC distance, id) keys of `keys` by exact (squared L2
 /// distance, id) keys of the same nodes, sorted. The query must be loaded and visible;
-/// keysNext is overwritten. Ends with a barrier.
-__device__ inline void rerankExact(const Smem& s, const BangGraphView& g, int L) {
+/// scratch (L keys) is overwritten. Ends with a barrier.
+__device__ inline void rerankExactList(
+        const Smem& s,
+        const BangGraphView& g,
+        int L,
+        uint64_t* keys,
+        uint64_t* scratch) {
     const int grp = threadIdx.x / kGroup, sub = threadIdx.x % kGroup;
     for (int base = 0; base < L; base += 2 * kGroups) {
         const int i0 = base + grp, i1 = base + kGroups + grp;
-        const uint64_t k0 = i0 < L ? s.keys[i0] : kBangEmptyKey;
-        const uint64_t k1 = i1 < L ? s.keys[i1] : kBangEmptyKey;
+        const uint64_t k0 = i0 < L ? keys[i0] : kBangEmptyKey;
+        const uint64_t k1 = i1 < L ? keys[i1] : kBangEmptyKey;
         const int32_t id0 = k0 == kBangEmptyKey ? -1 : bangKeyId(k0);
         const int32_t id1 = k1 == kBangEmptyKey ? -1 : bangKeyId(k1);
         float d0, d1;
@@ -426,27 +507,32 @@ __device__ inline void rerankExact(const Smem& s, const BangGraphView& g, int L)
                 g.vectors + int64_t(id1 < 0 ? 0 : id1) * g.d, g.d, sub, id0 >= 0, id1 >= 0, d0, d1);
         if (sub == 0) {
             if (i0 < L) {
-                s.keysNext[i0] = id0 >= 0 ? bangKey(d0, id0) : kBangEmptyKey;
+                scratch[i0] = id0 >= 0 ? bangKey(d0, id0) : kBangEmptyKey;
             }
             if (i1 < L) {
-                s.keysNext[i1] = id1 >= 0 ? bangKey(d1, id1) : kBangEmptyKey;
+                scratch[i1] = id1 >= 0 ? bangKey(d1, id1) : kBangEmptyKey;
             }
         }
     }
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += kBangThreads) {
-        s.keys[i] = kBangEmptyKey;
+        keys[i] = kBangEmptyKey;
     }
     __syncthreads();
     // Keys are unique (the worklist never holds a node twice): each one's rank is its
     // position.
     for (int i = threadIdx.x; i < L; i += kBangThreads) {
-        const uint64_t key = s.keysNext[i];
+        const uint64_t key = scratch[i];
         if (key != kBangEmptyKey) {
-            s.keys[countBelowUnsorted(s.keysNext, L, key)] = key;
+            keys[countBelowUnsorted(scratch, L, key)] = key;
         }
     }
     __syncthreads();
+}
+
+/// PQ mode's end for the worklist (rerankExactList over keys, keysNext as scratch).
+__device__ inline void rerankExact(const Smem& s, const BangGraphView& g, int L) {
+    rerankExactList(s, g, L, s.keys, s.keysNext);
 }
 
 __device__ inline void writeResults(const uint64_t* keys, int k, float* outD, int64_t* outI) {
@@ -468,7 +554,7 @@ template <bool kPq>
 __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
         persistentKernel(BangGraphView g, BangSearchArgs a) {
     extern __shared__ __align__(16) char smem[];
-    Smem s = carve(smem, a.L, g.R, g.d, true, tableM<kPq>(g));
+    Smem s = carve(smem, a.L, g.R, g.d, true, tableM<kPq>(g), a.allow);
     const int64_t q = blockIdx.x;
     for (int i = threadIdx.x; i < kBangBloomWords; i += kBangThreads) {
         s.bloom[i] = 0;
@@ -495,10 +581,14 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
             expandParent<kPq>(s, g, s.bloom, parent, a.L);
         }
         if constexpr (kPq) {
-            rerankExact(s, g, a.L);
+            if (s.res) {
+                rerankExactList(s, g, a.L, s.res, s.resNext);
+            } else {
+                rerankExact(s, g, a.L);
+            }
         }
     }
-    writeResults(s.keys, a.k, a.outD + q * a.k, a.outI + q * a.k);
+    writeResults(s.res ? s.res : s.keys, a.k, a.outD + q * a.k, a.outI + q * a.k);
     if (a.iterations != nullptr && threadIdx.x == 0) {
         a.iterations[q] = iterations;
     }
@@ -515,7 +605,7 @@ void setSmem(Kernel kernel, size_t bytes) {
 /// The launcher of one mode (arguments checked by the caller in bang_search.cu).
 template <bool kPq>
 void persistentLaunch(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream) {
-    const size_t smem = layoutFor(a.L, g.R, g.d, true, tableM<kPq>(g)).total;
+    const size_t smem = layoutFor(a.L, g.R, g.d, true, tableM<kPq>(g), a.allow != nullptr).total;
     setSmem(persistentKernel<kPq>, smem);
     persistentKernel<kPq><<<unsigned(a.nq), kBangThreads, smem, stream>>>(g, a);
     FAISS_EXT_CUDA_CHECK_LAUNCH();

@@ -44,6 +44,11 @@ struct IvfScanArgs {
     const float* distances = nullptr;
     int64_t ldDistances = 0;
     const int* vectorOffsets = nullptr;
+    /// Filtered search (null: none): a device bitmap over list slots (kernels/IdFilter.h):
+    /// position p of list l is bit listBitBase[l] + p; vectors whose bit is clear are
+    /// never candidates. Applies to both paths (the list-major buffer is read through it).
+    const uint32_t* allow = nullptr;
+    const int64_t* listBitBase = nullptr; ///< nlist entries, multiples of 32
     /// nq x (chunksPerQuery * k): slot c of query q holds the k best keys of its chunk
     /// c, ascending (L2: squared distance; IP: minus the inner product), with the
     /// stored ids; unused slots and missing results are +inf with id -1.

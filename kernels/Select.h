@@ -32,8 +32,9 @@ size_t blockSelectSmemBytes(int k);
 ///   outD[r * ldOut + s * k + j], outI[...]
 /// with id = inIds[r * ldIds + c] when inIds is non-null, else idBase + c.
 /// Missing results (fewer than k finite values) are +inf with id -1. NaN is never
-/// selected. Input and output may alias when nsegments == 1: each row is read
-/// whole before it is written.
+/// selected. With allow (device bitmap, kernels/IdFilter.h; needs inIds null) only the
+/// columns c whose bit idBase + c is set are candidates: the others read as +inf. Input and output
+/// may alias when nsegments == 1: each row is read whole before it is written.
 struct SelectRowsArgs {
     const float* dist = nullptr;
     int64_t ldDist = 0;
@@ -44,6 +45,7 @@ struct SelectRowsArgs {
     const int64_t* inIds = nullptr;
     int64_t ldIds = 0;
     int64_t idBase = 0;
+    const uint32_t* allow = nullptr; ///< null: every column is a candidate
     int k = 0;
     float* outD = nullptr;
     int64_t* outI = nullptr;

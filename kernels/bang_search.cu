@@ -49,8 +49,8 @@ void checkArgs(const BangGraphView& g, const BangSearchArgs& a) {
 
 } // namespace
 
-size_t bangPersistentSmemBytes(int L, int R, int d, int pqM) {
-    return bang::layoutFor(L, R, d, true, pqM).total;
+size_t bangPersistentSmemBytes(int L, int R, int d, int pqM, bool filtered) {
+    return bang::layoutFor(L, R, d, true, pqM, filtered).total;
 }
 
 void bangSearchPersistent(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream) {

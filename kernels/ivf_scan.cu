@@ -9,6 +9,8 @@
 #include <faiss_ext/utils/CudaCheck.h>
 
 #include "BlockSelect.cuh"
+#include "IdFilter.cuh"
+#include "IvfListLoader.cuh"
 #include "IvfScan.h"
 #include "IvfStore.h"
 #include "LastAtMost.cuh"
@@ -63,43 +65,26 @@ __global__ void chunkOffsetsKernel(
     }
 }
 
-template <bool kInnerProduct>
-struct ListLoader {
-    const float4* data;  ///< the list's first float4
-    const float4* query; ///< shared memory, groups float4
-    int64_t start;       ///< first vector of the chunk
-    int groups;
-
-    __device__ float operator()(int64_t pos) const {
-        const int64_t v = start + pos;
-        const float4* p = data + (v >> 5) * (int64_t(32) * groups) + (v & 31);
-        float acc0 = 0.f, acc1 = 0.f;
-#pragma unroll 8
-        for (int g = 0; g < groups; ++g) {
-            const float4 x = p[int64_t(g) * 32];
-            const float4 q = query[g];
-            if (kInnerProduct) {
-                acc0 = fmaf(q.x, x.x, acc0);
-                acc1 = fmaf(q.y, x.y, acc1);
-                acc0 = fmaf(q.z, x.z, acc0);
-                acc1 = fmaf(q.w, x.w, acc1);
-            } else {
-                const float a = q.x - x.x, b = q.y - x.y, c = q.z - x.z, e = q.w - x.w;
-                acc0 = fmaf(a, a, acc0);
-                acc1 = fmaf(b, b, acc1);
-                acc0 = fmaf(c, c, acc0);
-                acc1 = fmaf(e, e, acc1);
-            }
-        }
-        return kInnerProduct ? -(acc0 + acc1) : acc0 + acc1;
-    }
-};
-
 /// Precomputed distances of one chunk (list-major path).
 struct BufferLoader {
     const float* row; ///< the chunk's first distance
     __device__ float operator()(int64_t pos) const {
         return row[pos];
+    }
+};
+
+/// A loader whose positions the id filter may remove (+inf, never selected); with
+/// allow null it is the inner loader (a warp-uniform branch).
+template <typename Inner>
+struct FilteredLoader {
+    Inner inner;
+    const uint32_t* allow;
+    int64_t slot0; ///< the filter bit of position 0
+    __device__ float operator()(int64_t pos) const {
+        if (allow && !idFilterAllows(allow, slot0 + pos)) {
+            return CUDART_INF_F;
+        }
+        return inner(pos);
     }
 };
 
@@ -125,6 +110,12 @@ __device__ ScanSlot resolveSlot(const IvfScanArgs& a, int64_t q, int64_t slot) {
     s.start = (slot - off[lo]) * a.chunkLen;
     s.n = min(a.chunkLen, a.listLen[s.list] - s.start);
     return s;
+}
+
+template <typename Inner>
+__device__ FilteredLoader<Inner> filtered(const IvfScanArgs& a, const ScanSlot& s, Inner inner) {
+    return FilteredLoader<Inner>{
+            inner, a.allow, a.allow ? a.listBitBase[s.list] + s.start : int64_t(0)};
 }
 
 __device__ const float* chunkDistances(const IvfScanArgs& a, int64_t q, const ScanSlot& s) {
@@ -154,7 +145,7 @@ __global__ void __launch_bounds__(kSelectThreads)
     BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
     if (kSource == 2) {
         blockSelectMin<kSelectThreads, kSelectItems>(
-                s, ss.n, BufferLoader{chunkDistances(a, q, ss)});
+                s, ss.n, filtered(a, ss, BufferLoader{chunkDistances(a, q, ss)}));
     } else {
         const int groups = ivfPaddedDim(a.d) / 4;
         float4* query = reinterpret_cast<float4*>(smem + selectBytes);
@@ -164,7 +155,7 @@ __global__ void __launch_bounds__(kSelectThreads)
         }
         ListLoader<kSource == 1> load{
                 reinterpret_cast<const float4*>(a.listData[ss.list]), query, ss.start, groups};
-        blockSelectMin<kSelectThreads, kSelectItems>(s, ss.n, load);
+        blockSelectMin<kSelectThreads, kSelectItems>(s, ss.n, filtered(a, ss, load));
     }
 
     const int64_t* ids = a.listIds[ss.list] + ss.start;
@@ -201,7 +192,7 @@ __global__ void __launch_bounds__(kSelectThreads)
         return;
     }
     WarpSelect sel(warpSmem + warp * warpSelectSlots(a.k), a.k);
-    sel.run(ss.n, BufferLoader{chunkDistances(a, q, ss)});
+    sel.run(ss.n, filtered(a, ss, BufferLoader{chunkDistances(a, q, ss)}));
     const int64_t* ids = a.listIds[ss.list] + ss.start;
     for (int i = lane; i < a.k; i += 32) {
         const int p = sel.position(i);

@@ -4,6 +4,7 @@
 #include <faiss_ext/utils/CudaCheck.h>
 
 #include "BlockSelect.cuh"
+#include "IdFilter.cuh"
 #include "Select.h"
 #include "WarpSelect.cuh"
 
@@ -15,10 +16,24 @@ namespace {
 struct BiasedRowLoader {
     const float* row;
     const float* bias;
+    const uint32_t* allow; ///< null: no filter
+    int64_t slot0;         ///< bit of column 0 of this segment
     __device__ float operator()(int64_t i) const {
+        if (allow && !idFilterAllows(allow, slot0 + i)) {
+            return CUDART_INF_F;
+        }
         return bias ? row[i] + bias[i] : row[i];
     }
 };
+
+__device__ inline BiasedRowLoader rowLoader(
+        const SelectRowsArgs& a,
+        int64_t row,
+        int64_t segStart) {
+    return BiasedRowLoader{
+            a.dist + row * a.ldDist + segStart, a.colBias ? a.colBias + segStart : nullptr, a.allow,
+            a.idBase + segStart};
+}
 
 constexpr int kWarpRowThreads = 256;
 constexpr int kWarpRowWarps = kWarpRowThreads / 32;
@@ -73,9 +88,7 @@ __global__ void __launch_bounds__(kSelectThreads)
     const int64_t segN = min(segLen, a.ncols - segStart);
 
     BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
-    BiasedRowLoader load{
-            a.dist + row * a.ldDist + segStart, a.colBias ? a.colBias + segStart : nullptr};
-    blockSelectMin<kSelectThreads, kSelectItems>(s, segN, load);
+    blockSelectMin<kSelectThreads, kSelectItems>(s, segN, rowLoader(a, row, segStart));
 
     writeSegmentResults<true>(
             a, s, row, int64_t(blockIdx.x), segStart, threadIdx.x, kSelectThreads);
@@ -101,9 +114,7 @@ __global__ void __launch_bounds__(kWarpRowThreads) warpSelectRowsKernel(
     const int64_t segN = min(segLen, a.ncols - segStart);
 
     WarpSelect sel(warpSmem + warp * warpSelectSlots(a.k), a.k);
-    BiasedRowLoader load{
-            a.dist + row * a.ldDist + segStart, a.colBias ? a.colBias + segStart : nullptr};
-    sel.run(segN, load);
+    sel.run(segN, rowLoader(a, row, segStart));
     writeSegmentResults<false>(a, sel, row, seg, segStart, lane, 32);
 }
 
@@ -117,6 +128,7 @@ size_t blockSelectSmemBytes(int k) {
 void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
     FAISS_THROW_IF_NOT_FMT(
             a.k >= 1 && a.k <= kMaxSelectK, "k=%d is outside [1, %d]", a.k, kMaxSelectK);
+    FAISS_ASSERT(a.allow == nullptr || a.inIds == nullptr);
     if (a.nrows == 0 || a.ncols == 0) {
         return;
     }

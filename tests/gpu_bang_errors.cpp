@@ -9,7 +9,6 @@
 
 #include <faiss/IndexIVF.h>
 #include <faiss/impl/FaissAssert.h>
-#include <faiss/impl/IDSelector.h>
 
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/index_io.h>
@@ -79,10 +78,6 @@ TEST(GpuIndexBangErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     params.search_L = 5000;
     expectThrowNaming([&] { index.search(1, q.data(), k, D.data(), I.data(), &params); }, "5000");
     params.search_L = 30;
-    faiss::IDSelectorRange sel(0, 10);
-    params.sel = &sel;
-    EXPECT_THROW(index.search(1, q.data(), k, D.data(), I.data(), &params), faiss::FaissException);
-    params.sel = nullptr;
     faiss::SearchParametersIVF foreign;
     expectThrowNaming(
             [&] { index.search(1, q.data(), k, D.data(), I.data(), &foreign); },

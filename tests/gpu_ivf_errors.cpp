@@ -13,7 +13,6 @@
 #include <faiss/IndexIVFFlat.h>
 #include <faiss/IndexLSH.h>
 #include <faiss/impl/FaissAssert.h>
-#include <faiss/impl/IDSelector.h>
 #include <faiss/index_io.h>
 
 #include <faiss_ext/GpuIndexIVFFlat.h>
@@ -126,10 +125,6 @@ TEST(GpuIndexIVFFlatErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     params.max_codes = 100;
     EXPECT_THROW(gpu.search(1, q.data(), k, D.data(), I.data(), &params), faiss::FaissException);
     params.max_codes = 0;
-    faiss::IDSelectorRange sel(0, 10);
-    params.sel = &sel;
-    EXPECT_THROW(gpu.search(1, q.data(), k, D.data(), I.data(), &params), faiss::FaissException);
-    params.sel = nullptr;
     faiss::SearchParametersIVF inner;
     params.quantizer_params = &inner;
     EXPECT_THROW(gpu.search(1, q.data(), k, D.data(), I.data(), &params), faiss::FaissException);

@@ -8,6 +8,7 @@
 #include <faiss_ext/impl/BangPq.h>
 #include <kernels/BangPq.h>
 #include <kernels/Distances.h>
+#include <kernels/IdFilter.h>
 
 namespace faiss_ext {
 
@@ -22,6 +23,27 @@ void BangGraph::setVectors(int64_t n, const float* x) {
     pqCentroids_ = DeviceBuffer<float>();
     pqCodes_ = DeviceBuffer<uint8_t>();
     entry_ = 0;
+    clearTombstones_();
+}
+
+void BangGraph::clearTombstones_() {
+    tombHost_.clear();
+    tombDev_ = DeviceBuffer<uint32_t>();
+    tombCount_ = 0;
+}
+
+void BangGraph::setTombstones(const std::vector<uint32_t>& words, int64_t count) {
+    FAISS_ASSERT(int64_t(words.size()) == kernels::idFilterWords(size()));
+    if (count == 0) {
+        clearTombstones_();
+        return;
+    }
+    auto dev = res_->alloc<uint32_t>(words.size());
+    copyToDevice(dev.data(), words.data(), words.size(), res_->stream());
+    std::vector<uint32_t> host = words;
+    tombDev_ = std::move(dev);
+    tombHost_ = std::move(host);
+    tombCount_ = count;
 }
 
 void BangGraph::setGraph(const int32_t* graph, int64_t entry) {
@@ -53,6 +75,7 @@ void BangGraph::clear() {
     pqCentroids_ = DeviceBuffer<float>();
     pqCodes_ = DeviceBuffer<uint8_t>();
     entry_ = 0;
+    clearTombstones_();
 }
 
 kernels::BangGraphView BangGraph::exactView() const {
@@ -83,7 +106,8 @@ void BangGraph::search(
         int L,
         float* outD,
         int64_t* outI,
-        int32_t* iterations) const {
+        int32_t* iterations,
+        const uint32_t* allow) const {
     cudaStream_t stream = res_->stream();
     if (size() == 0) {
         kernels::fillMissingResults(outD, outI, nq * k, kernels::DistanceFinish::kL2, stream);
@@ -104,6 +128,7 @@ void BangGraph::search(
         a.outD = outD + size_t(q0) * k;
         a.outI = outI + size_t(q0) * k;
         a.iterations = iterations ? iterations + q0 : nullptr;
+        a.allow = allow;
         kernels::bangSearchPersistent(g, a, stream);
     }
 }
@@ -121,7 +146,8 @@ std::vector<uint8_t> BangGraph::pqCodes() const {
 }
 
 size_t BangGraph::deviceBytes() const {
-    return vectors_.deviceBytes() + graph_.bytes() + pqCentroids_.bytes() + pqCodes_.bytes();
+    return vectors_.deviceBytes() + graph_.bytes() + pqCentroids_.bytes() + pqCodes_.bytes() +
+            tombDev_.bytes();
 }
 
 } // namespace faiss_ext

@@ -32,6 +32,10 @@ class BangGraph {
     void setGraph(const int32_t* graph, int64_t entry);
     /// PQ mode: replaces the codebooks (pqM x 256 x d / pqM) and codes (size() x pqM).
     void setPq(const BangPqTables& tables);
+    /// Replaces the tombstones: bit v of words (idFilterWords(size()) words) marks node v
+    /// removed (searches walk through it but never return it). setVectors and clear
+    /// drop them. Allocates first: a failure leaves the state as it was.
+    void setTombstones(const std::vector<uint32_t>& words, int64_t count);
     void clear();
 
     /// What the search kernels walk (size() >= 1 and a graph set).
@@ -43,6 +47,8 @@ class BangGraph {
     /// k results per query (ascending distance; -1 / +inf where missing) and, when
     /// iterations is not null, the parents each query expanded. An empty state gives
     /// only missing results. On the resources' stream, no host synchronisation.
+    /// allow (device, one bit per node; null: every node): a filtered search, only
+    /// allowed nodes are results (BangSearchArgs::allow).
     void search(
             const float* queries,
             int64_t nq,
@@ -50,7 +56,8 @@ class BangGraph {
             int L,
             float* outD,
             int64_t* outI,
-            int32_t* iterations = nullptr) const;
+            int32_t* iterations = nullptr,
+            const uint32_t* allow = nullptr) const;
 
     int64_t size() const {
         return vectors_.size();
@@ -78,7 +85,24 @@ class BangGraph {
     std::vector<uint8_t> pqCodes() const;
     size_t deviceBytes() const;
 
+    /// Removed nodes (setTombstones): their count, the host words (empty when none),
+    /// the device words (null when none).
+    int64_t tombstoneCount() const {
+        return tombCount_;
+    }
+    const std::vector<uint32_t>& tombstoneWords() const {
+        return tombHost_;
+    }
+    const uint32_t* deviceTombstones() const {
+        return tombCount_ > 0 ? tombDev_.data() : nullptr;
+    }
+    bool isTombstone(int64_t node) const {
+        return tombCount_ > 0 && ((tombHost_[size_t(node >> 5)] >> (node & 31)) & 1u);
+    }
+
    private:
+    void clearTombstones_();
+
     const GpuResources* res_;
     int R_;
     int pqM_;
@@ -87,6 +111,9 @@ class BangGraph {
     DeviceBuffer<float> pqCentroids_; ///< PQ mode: pqM x 256 x d / pqM
     DeviceBuffer<uint8_t> pqCodes_;   ///< PQ mode: size() x pqM
     int64_t entry_ = 0;
+    std::vector<uint32_t> tombHost_;
+    DeviceBuffer<uint32_t> tombDev_;
+    int64_t tombCount_ = 0;
 };
 
 } // namespace faiss_ext

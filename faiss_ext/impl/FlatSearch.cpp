@@ -73,6 +73,32 @@ bool flatUsesTf32x3(GpuFlatPrecision p, int64_t nq) {
     FAISS_THROW_FMT("unknown GpuFlatPrecision %d", int(p));
 }
 
+void flatDistanceTile(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        const float* q,
+        int64_t nq,
+        int64_t b0,
+        int64_t nb,
+        float* baseSplit,
+        float* dist) {
+    const bool split = baseSplit != nullptr;
+    const int K = split ? 3 * in.d : in.d;
+    const float* base = in.base + b0 * in.d;
+    if (split) {
+        kernels::splitTF32(base, nb, in.d, kernels::Tf32SplitRole::kBase, baseSplit, res.stream());
+        base = baseSplit;
+    }
+    // dist = alpha * Q B^T: |b|^2 (and |q|^2) are added later for L2.
+    const float alpha = in.metric == faiss::METRIC_L2 ? -2.f : -1.f;
+    const float beta = 0.f;
+    // Row-major C[nq x nb] = Q B^T is column-major C^T = B^T(op) Q.
+    FAISS_EXT_CUBLAS_CHECK(cublasGemmEx(
+            res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nq), K, &alpha, base, CUDA_R_32F,
+            K, q, CUDA_R_32F, K, &beta, dist, CUDA_R_32F, int(nb),
+            split ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 namespace {
 
 /// Bytes of one query's or one base vector's 3xTF32 split (3d floats).
@@ -121,23 +147,9 @@ void selectOverBase(
         int64_t candLd) {
     cudaStream_t stream = res.stream();
     const bool l2 = in.metric == faiss::METRIC_L2;
-    const bool split = baseSplit != nullptr;
-    const int K = split ? 3 * in.d : in.d;
-    // dist = alpha * Q B^T, plus |b|^2 added during selection for L2.
-    const float alpha = l2 ? -2.f : -1.f;
-    const float beta = 0.f;
     for (int64_t b0 = 0; b0 < in.nb; b0 += t.baseTile) {
         const int64_t nb = std::min(t.baseTile, in.nb - b0);
-        const float* base = in.base + b0 * in.d;
-        if (split) {
-            kernels::splitTF32(base, nb, in.d, kernels::Tf32SplitRole::kBase, baseSplit, stream);
-            base = baseSplit;
-        }
-        // Row-major C[nq x nb] = Q B^T is column-major C^T = B^T(op) Q.
-        FAISS_EXT_CUBLAS_CHECK(cublasGemmEx(
-                res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nq), K, &alpha, base,
-                CUDA_R_32F, K, q, CUDA_R_32F, K, &beta, dist, CUDA_R_32F, int(nb),
-                split ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        flatDistanceTile(res, in, q, nq, b0, nb, baseSplit, dist);
         // Per-segment best k into candidate slots 1.., then merge with slot 0.
         kernels::SelectRowsArgs seg;
         seg.dist = dist;
@@ -147,6 +159,7 @@ void selectOverBase(
         seg.segLen = t.segLen;
         seg.colBias = l2 ? in.baseNorms + b0 : nullptr;
         seg.idBase = b0;
+        seg.allow = in.allow;
         seg.k = k;
         seg.outD = candD + k;
         seg.outI = candI + k;

@@ -50,7 +50,26 @@ struct FlatSearchInput {
     /// one TF32 GEMM over the split operands, K = 3d), whose products carry FP32-level
     /// error; the selection is the same either way.
     bool tf32x3 = false;
+    /// Filtered search (null: none): a device bitmap over base rows (kernels/IdFilter.h);
+    /// only rows whose bit is set are results, and fewer than k allowed rows leave -1 /
+    /// +-inf.
+    const uint32_t* allow = nullptr;
 };
+
+/// dist (nq x nb, row-major) = -2 Q B^T (L2) or -Q B^T (inner product) for the nq
+/// queries against base rows [b0, b0 + nb) of in.base: the keys before the norms.
+/// baseSplit null: q holds the queries (nq x d), FP32 GEMM. Otherwise 3xTF32: q holds
+/// the queries' split (nq x 3d, kernels::splitTF32) and the base rows are split into
+/// baseSplit (nb x 3d) first.
+void flatDistanceTile(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        const float* q,
+        int64_t nq,
+        int64_t b0,
+        int64_t nb,
+        float* baseSplit,
+        float* dist);
 
 /// Writes the k nearest of each query, best first, to outD / outI (device, nq x k),
 /// in FAISS conventions (ids are base row numbers, -1 / +-inf when nb < k).

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <kernels/Distances.h>
+#include <kernels/GatherRows.h>
 
 namespace faiss_ext {
 
@@ -29,6 +30,22 @@ void FlatStorage::append(int64_t n, const float* hostVectors) {
     copyToDevice(dst, hostVectors, size_t(n) * d_, stream);
     kernels::rowSquaredNorms(dst, n, d_, norms_.data() + n_, stream);
     n_ += n;
+}
+
+void FlatStorage::keepRows(const std::vector<int64_t>& rows) {
+    cudaStream_t stream = res_->stream();
+    const int64_t m = int64_t(rows.size());
+    auto v = res_->alloc<float>(size_t(m) * d_);
+    auto nr = res_->alloc<float>(size_t(m));
+    if (m > 0) {
+        auto idx = res_->alloc<int64_t>(size_t(m));
+        copyToDevice(idx.data(), rows.data(), rows.size(), stream);
+        kernels::gatherRows(vectors_.data(), idx.data(), m, d_, v.data(), stream);
+        kernels::rowSquaredNorms(v.data(), m, d_, nr.data(), stream);
+    }
+    vectors_ = std::move(v);
+    norms_ = std::move(nr);
+    n_ = m;
 }
 
 void FlatStorage::clear() {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <faiss_ext/GpuResources.h>
 
@@ -14,6 +15,9 @@ class FlatStorage {
     /// Appends n host vectors. Allocates first, so a failure leaves the storage as it was.
     void append(int64_t n, const float* hostVectors);
     void clear();
+    /// Keeps rows rows[0], rows[1], ... (ascending) in that order and drops the others.
+    /// Builds the new arrays first, so a failure leaves the storage as it was.
+    void keepRows(const std::vector<int64_t>& rows);
     /// Copies rows [i0, i0 + n) to host memory.
     void copyRowsToHost(int64_t i0, int64_t n, float* out) const;
 

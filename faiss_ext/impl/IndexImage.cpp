@@ -11,6 +11,7 @@ namespace {
 
 constexpr char kMagic[8] = {'F', 'X', 'E', 'X', 'T', 'I', 'D', 'X'};
 constexpr char kEnd[8] = {'F', 'X', 'E', 'X', 'T', 'E', 'N', 'D'};
+constexpr char kTombstones[8] = {'F', 'X', 'T', 'O', 'M', 'B', 'S', 'T'};
 constexpr int kMaxDim = 1 << 20;
 
 int getDim(ByteSource& in) {
@@ -156,9 +157,25 @@ void writeTrailer(ByteSink& out) {
     out.write(kEnd, sizeof(kEnd));
 }
 
-void readTrailer(ByteSource& in) {
+void readTrailer(ByteSource& in, BangImage* bang) {
     char end[8];
     in.read(end, sizeof(end));
+    if (bang != nullptr && std::memcmp(end, kTombstones, sizeof(kTombstones)) == 0) {
+        const uint64_t count = get<uint64_t>(in);
+        FAISS_THROW_IF_NOT_FMT(
+                count >= 1 && count <= uint64_t(bang->ntotal),
+                "index file: %llu tombstones for %lld vectors", (unsigned long long)count,
+                (long long)bang->ntotal);
+        bang->tombstones = getArray<int64_t>(in, count, "tombstones");
+        for (size_t i = 0; i < bang->tombstones.size(); ++i) {
+            const int64_t id = bang->tombstones[i];
+            FAISS_THROW_IF_NOT_FMT(
+                    id >= 0 && id < bang->ntotal && (i == 0 || id > bang->tombstones[i - 1]),
+                    "index file: tombstone %lld is out of order or outside [0, %lld)",
+                    (long long)id, (long long)bang->ntotal);
+        }
+        in.read(end, sizeof(end));
+    }
     FAISS_THROW_IF_NOT_MSG(std::memcmp(end, kEnd, sizeof(kEnd)) == 0, "index file: bad end marker");
     FAISS_THROW_IF_NOT_FMT(
             in.remaining() == 0, "index file: %llu unexpected bytes after the end marker",
@@ -265,6 +282,11 @@ void writeBangImage(ByteSink& out, const BangImage& im) {
     putArray(out, im.graph);
     putArray(out, im.pqCentroids);
     putArray(out, im.pqCodes);
+    if (!im.tombstones.empty()) {
+        out.write(kTombstones, sizeof(kTombstones));
+        put<uint64_t>(out, uint64_t(im.tombstones.size()));
+        putArray(out, im.tombstones);
+    }
 }
 
 BangImage readBangImage(ByteSource& in, uint32_t version) {

@@ -28,6 +28,12 @@
 //      metric, IVF-Flat after the trained flag, Bang in place of the build fields (the
 //      same fields inside GpuIndexBangConfig). Files of versions 1 and 2 load with the
 //      defaults for what they do not hold.
+//
+// Optional sections between a payload and the end marker (additive: a file without
+// them is byte for byte what it was, so no version bump; a reader older than a section
+// refuses the file at its end marker):
+//   "FXTOMBST" u64 count, count int64 node ids, ascending: Bang's removed nodes
+//      (GpuIndexBang::remove_ids), written only when there are some.
 #pragma once
 
 #include <cstdint>
@@ -83,15 +89,18 @@ struct BangImage {
     /// M); else empty.
     std::vector<float> pqCentroids;
     std::vector<uint8_t> pqCodes;
+    /// Removed nodes (ascending, in [0, ntotal)): the "FXTOMBST" section.
+    std::vector<int64_t> tombstones;
 };
 
 void writeHeader(ByteSink& out, IndexKind kind);
 /// Reads and checks the magic and version; returns the kind (checked to be known) and,
 /// when version is not null, the file's format version.
 IndexKind readHeader(ByteSource& in, uint32_t* version = nullptr);
-/// Writes / checks the end marker (and that nothing follows it).
+/// Writes / checks the end marker (and that nothing follows it). With bang, the
+/// optional sections of a Bang payload may come first and are read into it.
 void writeTrailer(ByteSink& out);
-void readTrailer(ByteSource& in);
+void readTrailer(ByteSource& in, BangImage* bang = nullptr);
 
 /// The payloads, written in the current version; read in the file's `version`
 /// (readHeader). The readers check sizes, finiteness, ids and enum values, not the

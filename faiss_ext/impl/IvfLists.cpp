@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <faiss_ext/utils/MathUtils.h>
+#include <kernels/IdFilter.h>
 #include <kernels/IvfStore.h>
 
 namespace faiss_ext {
@@ -19,8 +20,101 @@ IvfLists::IvfLists(const GpuResources& res, int d, int64_t nlist)
     dataPtrs_ = res.alloc<float*>(size_t(nlist));
     idPtrs_ = res.alloc<int64_t*>(size_t(nlist));
     lenDev_ = res.alloc<int64_t>(size_t(nlist));
+    slotBaseDev_ = res.alloc<int64_t>(size_t(nlist));
     uploadPointers_();
     copyToDevice(lenDev_.data(), len_.data(), len_.size(), res.stream());
+    updateSlots_();
+}
+
+void IvfLists::updateSlots_() {
+    slotBase_.resize(size_t(nlist_));
+    int64_t base = 0;
+    for (int64_t l = 0; l < nlist_; ++l) {
+        slotBase_[l] = base;
+        base += roundUp<int64_t>(len_[l], 32);
+    }
+    nslots_ = base;
+    copyToDevice(slotBaseDev_.data(), slotBase_.data(), slotBase_.size(), res_->stream());
+}
+
+DeviceBuffer<int64_t> IvfLists::slotIds() const {
+    auto out = res_->alloc<int64_t>(size_t(std::max<int64_t>(nslots_, 1)));
+    kernels::ivfGatherSlotIds(
+            idPtrs_.data(), lenDev_.data(), slotBaseDev_.data(), nlist_, nslots_, out.data(),
+            res_->stream());
+    return out;
+}
+
+int64_t IvfLists::removeSlots(const std::vector<uint32_t>& removeSlots) {
+    FAISS_THROW_IF_NOT_FMT(
+            int64_t(removeSlots.size()) == kernels::idFilterWords(nslots_),
+            "removeSlots: %zu words for %lld slots", removeSlots.size(), (long long)nslots_);
+    auto removed = [&](int64_t slot) {
+        return (removeSlots[size_t(slot >> 5)] >> (slot & 31)) & 1u;
+    };
+    cudaStream_t stream = res_->stream();
+    // The changed lists, rebuilt on the host in the interleaved layout, then uploaded
+    // into new buffers: nothing of the lists changes before every buffer exists.
+    std::vector<int64_t> changed, newLen;
+    std::vector<DeviceBuffer<float>> newData;
+    std::vector<DeviceBuffer<int64_t>> newIds;
+    int64_t count = 0;
+    for (int64_t l = 0; l < nlist_; ++l) {
+        const int64_t len = len_[l];
+        int64_t gone = 0;
+        for (int64_t p = 0; p < len; ++p) {
+            gone += removed(slotBase_[l] + p);
+        }
+        if (gone == 0) {
+            continue;
+        }
+        const int64_t keep = len - gone;
+        std::vector<float> raw(size_t(roundUp<int64_t>(len, 32)) * dp_);
+        copyToHost(raw.data(), data_[l].data(), raw.size(), stream);
+        std::vector<int64_t> ids = copyToHostVector(ids_[l].data(), size_t(len), stream);
+        std::vector<float> outRaw(size_t(roundUp<int64_t>(keep, 32)) * dp_, 0.f);
+        std::vector<int64_t> outIds;
+        outIds.reserve(size_t(keep));
+        for (int64_t p = 0; p < len; ++p) {
+            if (removed(slotBase_[l] + p)) {
+                continue;
+            }
+            const int64_t v = int64_t(outIds.size());
+            for (int j = 0; j < dp_; ++j) {
+                outRaw[kernels::ivfLayoutIndex(v, j, dp_)] =
+                        raw[kernels::ivfLayoutIndex(p, j, dp_)];
+            }
+            outIds.push_back(ids[p]);
+        }
+        DeviceBuffer<float> data;
+        DeviceBuffer<int64_t> idBuf;
+        if (keep > 0) {
+            data = res_->alloc<float>(outRaw.size());
+            idBuf = res_->alloc<int64_t>(outIds.size());
+            copyToDevice(data.data(), outRaw.data(), outRaw.size(), stream);
+            copyToDevice(idBuf.data(), outIds.data(), outIds.size(), stream);
+        }
+        changed.push_back(l);
+        newLen.push_back(keep);
+        newData.push_back(std::move(data));
+        newIds.push_back(std::move(idBuf));
+        count += gone;
+    }
+    if (changed.empty()) {
+        return 0;
+    }
+    for (size_t c = 0; c < changed.size(); ++c) {
+        const int64_t l = changed[c];
+        data_[l] = std::move(newData[c]);
+        ids_[l] = std::move(newIds[c]);
+        len_[l] = newLen[c];
+        cap_[l] = roundUp<int64_t>(newLen[c], 32);
+    }
+    total_ -= count;
+    uploadPointers_();
+    copyToDevice(lenDev_.data(), len_.data(), len_.size(), stream);
+    updateSlots_();
+    return count;
 }
 
 void IvfLists::uploadPointers_() {
@@ -111,6 +205,7 @@ void IvfLists::append(
     copyToDevice(lenDev_.data(), newLen.data(), newLen.size(), stream);
     len_ = std::move(newLen);
     total_ += n;
+    updateSlots_();
 }
 
 void IvfLists::clear() {
@@ -123,6 +218,7 @@ void IvfLists::clear() {
     total_ = 0;
     uploadPointers_();
     copyToDevice(lenDev_.data(), len_.data(), len_.size(), res_->stream());
+    updateSlots_();
 }
 
 std::vector<float> IvfLists::listVectors(int64_t list) const {

@@ -52,6 +52,25 @@ class IvfLists {
         return lenDev_.data();
     }
 
+    /// Slots of the id filter (kernels/IdFilter.h): list l's vectors are slots
+    /// slotBase()[l] + position, each list starting on a multiple of 32.
+    int64_t slotCount() const {
+        return nslots_;
+    }
+    const std::vector<int64_t>& slotBase() const {
+        return slotBase_;
+    }
+    const int64_t* deviceSlotBase() const {
+        return slotBaseDev_.data();
+    }
+    /// The id of every slot (-1 for the padding after each list), in device memory.
+    DeviceBuffer<int64_t> slotIds() const;
+
+    /// Removes the vectors whose slot bit is set in `removeSlots` (slotCount() bits);
+    /// the others keep their ids and order. Returns how many were removed. Builds the
+    /// changed lists aside first, so a failure leaves the lists as they were.
+    int64_t removeSlots(const std::vector<uint32_t>& removeSlots);
+
     /// List `list`'s vectors (row-major, length x d) and ids, copied to the host.
     std::vector<float> listVectors(int64_t list) const;
     std::vector<int64_t> listIds(int64_t list) const;
@@ -66,6 +85,8 @@ class IvfLists {
 
    private:
     void uploadPointers_();
+    /// Recomputes the slot bases from the lengths.
+    void updateSlots_();
 
     const GpuResources* res_;
     int d_;
@@ -79,6 +100,9 @@ class IvfLists {
     DeviceBuffer<float*> dataPtrs_;
     DeviceBuffer<int64_t*> idPtrs_;
     DeviceBuffer<int64_t> lenDev_;
+    std::vector<int64_t> slotBase_;
+    DeviceBuffer<int64_t> slotBaseDev_;
+    int64_t nslots_ = 0;
 };
 
 } // namespace faiss_ext

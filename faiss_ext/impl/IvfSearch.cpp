@@ -255,6 +255,8 @@ void ivfSearch(
         scan.chunksPerQuery = plan.chunksPerQuery;
         scan.k = k;
         scan.innerProduct = ip;
+        scan.allow = in.allow;
+        scan.listBitBase = in.lists->deviceSlotBase();
         scan.candD = candD.data();
         scan.candI = candI.data();
         if (plan.listMajor) {

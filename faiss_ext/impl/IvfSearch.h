@@ -58,6 +58,9 @@ struct IvfSearchInput {
     const IvfLists* lists = nullptr;
     faiss::MetricType metric = faiss::METRIC_L2;
     int nprobe = 0;
+    /// Filtered search (null: none): a device bitmap over the lists' slots
+    /// (IvfLists::slotBase); vectors whose bit is clear are skipped by the scan.
+    const uint32_t* allow = nullptr;
 };
 
 /// Runs the pipeline for nq device queries, writing n x k FAISS results to device

@@ -10,8 +10,9 @@ namespace python {
 
 namespace py = pybind11;
 
-void bindResources(py::module_& m);      // GpuResources, get_num_gpus
-void bindIndex(py::module_& m);          // GpuIndex base, SearchParameters
+void bindResources(py::module_& m); // GpuResources, get_num_gpus
+void bindIndex(py::module_& m);     // GpuIndex base, SearchParameters
+// bindSelectors (selectors.h): IDSelector and its subclasses
 void bindFlat(py::module_& m);           // GpuIndexFlat
 void bindIvf(py::module_& m);            // GpuIndexIVFFlat, SearchParametersIVF
 void bindBang(py::module_& m);           // GpuIndexBang, SearchParametersBang

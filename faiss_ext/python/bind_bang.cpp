@@ -5,6 +5,7 @@
 #include "bind.h"
 #include "numpy_util.h"
 #include "resources.h"
+#include "selectors.h"
 
 namespace faiss_ext {
 namespace python {
@@ -14,12 +15,14 @@ void bindBang(py::module_& m) {
             m, "SearchParametersBang",
             "Per-call parameters of GpuIndexBang.search: search_L (worklist size; "
             "raised to k when smaller).")
-            .def(py::init([](int searchL) {
+            .def(py::init([](int searchL, faiss::IDSelector* sel) {
                      auto params = std::make_unique<SearchParametersBang>();
                      params->search_L = searchL;
+                     params->sel = sel;
                      return params;
                  }),
-                 py::arg("search_L") = SearchParametersBang().search_L)
+                 py::arg("search_L") = SearchParametersBang().search_L, py::arg("sel") = nullptr,
+                 py::keep_alive<1, 3>())
             .def_readwrite("search_L", &SearchParametersBang::search_L);
 
     py::class_<GpuIndexBang, GpuIndex>(

@@ -2,10 +2,12 @@
 #include <string>
 
 #include <faiss/Index.h>
+#include <faiss/impl/AuxIndexStructures.h>
 
 #include "bind.h"
 #include "numpy_util.h"
 #include "resources.h"
+#include "selectors.h"
 
 namespace faiss_ext {
 namespace python {
@@ -55,13 +57,11 @@ void addWithIds(GpuIndex& index, py::handle x, py::handle ids) {
     index.add_with_ids(n, data, idData);
 }
 
-py::tuple search(
-        const GpuIndex& index,
-        py::handle x,
-        int64_t k,
-        const faiss::SearchParameters* params) {
+py::tuple search(const GpuIndex& index, py::handle x, int64_t k, py::handle paramsObj) {
     checkK(k);
     FloatMatrix q = checkVectors(x, index.d, "search");
+    const CallSelection call0 = searchParamsFrom(index, paramsObj);
+    const faiss::SearchParameters* params = call0.params;
     const int64_t n = q.shape(0);
     py::array_t<float> distances({n, k});
     py::array_t<int64_t> labels({n, k});
@@ -73,6 +73,32 @@ py::tuple search(
         index.search(n, queries, k, dOut, iOut, params);
     }
     return py::make_tuple(distances, labels);
+}
+
+py::tuple rangeSearch(const GpuIndex& index, py::handle x, float radius, py::handle paramsObj) {
+    FloatMatrix q = checkVectors(x, index.d, "range_search");
+    const int64_t n = q.shape(0);
+    const CallSelection sel = searchParamsFrom(index, paramsObj);
+    faiss::RangeSearchResult result(static_cast<faiss::RangeSearchResult::idx_t>(n));
+    const float* queries = q.data();
+    {
+        DeviceCall call(index);
+        index.range_search(n, queries, radius, &result, sel.params);
+    }
+    const int64_t total = int64_t(result.lims[n]);
+    py::array_t<int64_t> lims(n + 1);
+    py::array_t<float> distances(total);
+    py::array_t<int64_t> labels(total);
+    std::copy_n(result.lims, n + 1, lims.mutable_data());
+    std::copy_n(result.distances, total, distances.mutable_data());
+    std::copy_n(result.labels, total, labels.mutable_data());
+    return py::make_tuple(lims, distances, labels);
+}
+
+size_t removeIds(GpuIndex& index, py::handle selObj) {
+    const CallSelection sel = selectorFrom(index, selObj);
+    DeviceCall call(index);
+    return index.remove_ids(*sel.sel);
 }
 
 py::array_t<float> reconstructN(const GpuIndex& index, int64_t i0, int64_t n) {
@@ -100,11 +126,18 @@ py::array_t<float> reconstruct(const GpuIndex& index, int64_t key) {
 } // namespace
 
 void bindIndex(py::module_& m) {
-    py::class_<faiss::SearchParameters>(
+    py::class_<faiss::SearchParameters> params(
             m, "SearchParameters",
-            "Per-call search parameters with no knobs set (indexes with knobs have "
-            "their own subclass). IDSelectors are not supported.")
-            .def(py::init<>());
+            "Per-call search parameters: sel (an IDSelector filtering the results) and no "
+            "knobs (indexes with knobs have their own subclass).");
+    params.def(
+            py::init([](faiss::IDSelector* sel) {
+                auto p = std::make_unique<faiss::SearchParameters>();
+                p->sel = sel;
+                return p;
+            }),
+            py::arg("sel") = nullptr, py::keep_alive<1, 2>());
+    addSelProperty(params);
 
     py::class_<GpuIndex>(
             m, "GpuIndex",
@@ -124,9 +157,19 @@ void bindIndex(py::module_& m) {
             .def("add_with_ids", &addWithIds, py::arg("x"), py::arg("ids"),
                  "Adds (n, d) vectors with the given (n,) int64 ids, where the index "
                  "supports it.")
-            .def("search", &search, py::arg("x"), py::arg("k"), py::arg("params") = nullptr,
-                 "D, I = search(x, k): (n, k) float32 distances and int64 ids, best "
-                 "first; missing results are id -1.")
+            .def("search", &search, py::arg("x"), py::arg("k"), py::arg("params") = py::none(),
+                 "D, I = search(x, k, params=None): (n, k) float32 distances and int64 ids, "
+                 "best first; missing results are id -1. params: the index's "
+                 "SearchParameters (sel filters the results), or faiss's own "
+                 "SearchParameters / SearchParametersIVF with a faiss selector.")
+            .def("range_search", &rangeSearch, py::arg("x"), py::arg("radius"),
+                 py::arg("params") = py::none(),
+                 "lims, D, I = range_search(x, radius, params=None), as faiss: the results "
+                 "of query i are D[lims[i]:lims[i+1]], I[...] (L2: squared distance < "
+                 "radius; inner product: > radius).")
+            .def("remove_ids", &removeIds, py::arg("sel"),
+                 "Removes the vectors an IDSelector (faiss_ext's or faiss's) or an array of "
+                 "ids selects; returns how many.")
             .def(
                     "reset",
                     [](GpuIndex& index) {

@@ -8,6 +8,7 @@
 #include "bind.h"
 #include "faiss_bytes.h"
 #include "numpy_util.h"
+#include "selectors.h"
 
 namespace faiss_ext {
 namespace python {
@@ -34,12 +35,13 @@ void bindIvf(py::module_& m) {
     py::class_<faiss::SearchParametersIVF, faiss::SearchParameters>(
             m, "SearchParametersIVF",
             "Per-call parameters of GpuIndexIVFFlat.search: nprobe (lists probed).")
-            .def(py::init([](size_t nprobe) {
+            .def(py::init([](size_t nprobe, faiss::IDSelector* sel) {
                      auto params = std::make_unique<faiss::SearchParametersIVF>();
                      params->nprobe = nprobe;
+                     params->sel = sel;
                      return params;
                  }),
-                 py::arg("nprobe") = 1)
+                 py::arg("nprobe") = 1, py::arg("sel") = nullptr, py::keep_alive<1, 3>())
             .def_readwrite("nprobe", &faiss::SearchParametersIVF::nprobe);
 
     py::class_<GpuIndexIVFFlat, GpuIndex>(

@@ -7,6 +7,7 @@
 #include <faiss_ext/impl/ArgChecks.h>
 
 #include "bind.h"
+#include "selectors.h"
 
 PYBIND11_MODULE(faiss_ext, m) {
     using namespace faiss_ext::python;
@@ -23,6 +24,7 @@ PYBIND11_MODULE(faiss_ext, m) {
     m.attr("MAX_SEARCH_K") = faiss_ext::kMaxSearchK;
 
     bindResources(m);
+    bindSelectors(m);
     bindIndex(m);
     bindFlat(m);
     bindIvf(m);

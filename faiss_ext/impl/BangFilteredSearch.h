@@ -1,0 +1,56 @@
+// GpuIndexBang's filtered search (a selector, tombstones, or both): the host cost model
+// that chooses between the filtered graph walk and an exact search over the allowed
+// nodes, and that exact search.
+#pragma once
+
+#include <cstdint>
+
+#include <faiss_ext/GpuResources.h>
+
+namespace faiss_ext {
+
+class BangGraph;
+
+/// What one filtered search does.
+struct BangFilterPlan {
+    /// true: exact search over the allowed nodes (gathered in chunks, GEMM + select).
+    bool exact = false;
+    /// Graph walk: its worklist (>= L). The walk visits every node, but only a fraction
+    /// f = allowed / nodes of what it sees can be a result, so the worklist is widened
+    /// with 1 / sqrt(f) (at most 4x, at most maxL).
+    int walkL = 0;
+};
+
+/// The cost model. Graph: about 1.5 walkL x R gathered distances per query. Exact:
+/// `allowed` distances per query, computed as a GEMM about kBangExactSpeedup times
+/// cheaper per distance than the walk's gathered ones. The exact search also wins
+/// whenever the widened worklist is expected to hold fewer than k allowed nodes (f x
+/// walkL < k): then the walk cannot return k good results. The constants are first
+/// estimates, not yet measured on a GPU (the filtered-search benchmark of issue 19).
+BangFilterPlan planBangFilteredSearch(
+        int64_t allowed,
+        int64_t nodes,
+        int L,
+        int R,
+        int k,
+        int maxL);
+
+/// Per-distance cost ratio of the walk's gathered reads to the exact search's GEMM.
+constexpr double kBangExactSpeedup = 8.0;
+
+/// Exact k-NN (squared L2) of nq device queries over the nodes whose bit is set in
+/// allowHost (host words over g.size() nodes, `allowed` bits set): the allowed vectors
+/// are gathered in chunks that fit the temporary budget, searched, and merged. Results
+/// as BangGraph::search.
+void bangExactAllowed(
+        const GpuResources& res,
+        const BangGraph& g,
+        const float* queries,
+        int64_t nq,
+        int k,
+        const uint32_t* allowDevice,
+        int64_t allowed,
+        float* outD,
+        int64_t* outI);
+
+} // namespace faiss_ext
