@@ -1,6 +1,8 @@
-// The faiss_ext index file format: round trips and refusal of truncated, corrupted and
-// foreign data, on the host images (no device needed).
+// The faiss_ext index file format: round trips, older versions, and refusal of
+// truncated, corrupted (every flipped byte) and foreign data, on the host images (no
+// device needed).
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -11,6 +13,7 @@
 
 #include <faiss_ext/impl/IndexImage.h>
 
+#include "FlippedBytes.h"
 #include "LegacyIndexFiles.h"
 #include "TestUtil.h"
 
@@ -48,6 +51,14 @@ IvfFlatImage sampleIvf(uint64_t seed) {
     }
     im.listIds[3][2] = 1; // keep -1 out (random ids could in theory be -1)
     return im;
+}
+
+std::vector<uint8_t> encodeFlat(const FlatImage& im) {
+    VectorSink s;
+    writeHeader(s, IndexKind::kFlat);
+    writeFlatImage(s, im);
+    writeTrailer(s);
+    return s.bytes;
 }
 
 std::vector<uint8_t> encode(const IvfFlatImage& im) {
@@ -122,11 +133,7 @@ TEST(IndexFormat, FlatRoundTrip) {
     for (GpuFlatPrecision p :
          {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32}) {
         im.config.precision = p;
-        VectorSink s;
-        writeHeader(s, IndexKind::kFlat);
-        writeFlatImage(s, im);
-        writeTrailer(s);
-        FlatImage back = decodeFlat(s.bytes);
+        FlatImage back = decodeFlat(encodeFlat(im));
         EXPECT_EQ(back.vectors, im.vectors);
         EXPECT_EQ(back.ntotal, 2);
         EXPECT_EQ(back.config.pageBytes, im.config.pageBytes);
@@ -164,6 +171,29 @@ TEST(IndexFormat, Versions1And2LoadWithTheDefaultConfig) {
     }
 }
 
+TEST(IndexFormat, Version3LoadsWithItsConfig) {
+    const IvfFlatImage im = sampleIvf(test::testSeed() + 4);
+    const std::vector<uint8_t> v3 = test::version3File(encode(im));
+    EXPECT_EQ(v3.size() + 4 + 3 * 12, encode(im).size()); // no checksums, no frames
+    IvfFlatImage back = decode(v3, v3.size());
+    EXPECT_EQ(back.nprobe, im.nprobe);
+    EXPECT_EQ(back.centroids, im.centroids);
+    EXPECT_EQ(back.listIds, im.listIds);
+    EXPECT_EQ(back.listVectors, im.listVectors);
+    expectSameConfig(back.config, im.config);
+
+    FlatImage flat;
+    flat.d = 2;
+    flat.ntotal = 2;
+    flat.vectors = {1, 2, 3, 4};
+    flat.config.pageBytes = size_t(7) << 20;
+    flat.config.precision = GpuFlatPrecision::kTF32;
+    FlatImage f = decodeFlat(test::version3File(encodeFlat(flat)));
+    EXPECT_EQ(f.vectors, flat.vectors);
+    EXPECT_EQ(f.config.pageBytes, flat.config.pageBytes);
+    EXPECT_EQ(f.config.precision, GpuFlatPrecision::kTF32);
+}
+
 TEST(IndexFormat, EveryTruncationThrows) {
     std::vector<uint8_t> b = encode(sampleIvf(test::testSeed() + 1));
     for (size_t cut = 0; cut < b.size(); ++cut) {
@@ -175,7 +205,9 @@ TEST(IndexFormat, EveryTruncationThrows) {
 }
 
 TEST(IndexFormat, ForeignAndCorruptedDataThrow) {
-    std::vector<uint8_t> b = encode(sampleIvf(test::testSeed() + 2));
+    // The checks of the fields themselves, on the layout without checksums (version 3),
+    // where they are the only defence.
+    std::vector<uint8_t> b = test::version3File(encode(sampleIvf(test::testSeed() + 2)));
     // A FAISS index file starts with a fourcc such as "IwFl".
     std::vector<uint8_t> faiss = {'I', 'w', 'F', 'l', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     EXPECT_THROW(decode(faiss, faiss.size()), faiss::FaissException);
@@ -225,4 +257,89 @@ TEST(IndexFormat, ForeignAndCorruptedDataThrow) {
 TEST(IndexFormat, MissingFileThrows) {
     EXPECT_THROW(FileSource("/nonexistent/dir/index.fx"), faiss::FaissException);
     EXPECT_THROW(FileSink("/nonexistent/dir/index.fx"), faiss::FaissException);
+}
+
+TEST(IndexFormat, EveryFlippedByteIsRefusedNamingTheSection) {
+    const uint64_t seed = test::testSeed();
+    FlatImage flat;
+    flat.d = 3;
+    flat.ntotal = 4;
+    flat.vectors = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    test::expectEveryFlippedByteRefused(
+            encodeFlat(flat), {"fields", "vectors"}, seed,
+            [](const std::vector<uint8_t>& b) { decodeFlat(b); });
+    flat.ntotal = 0; // an empty section too
+    flat.vectors.clear();
+    test::expectEveryFlippedByteRefused(
+            encodeFlat(flat), {"fields", "vectors"}, seed + 1,
+            [](const std::vector<uint8_t>& b) { decodeFlat(b); });
+
+    IvfFlatImage ivf = sampleIvf(seed + 2);
+    const std::vector<std::string> ivfSections = {"fields", "centroids", "inverted lists"};
+    auto loadIvf = [](const std::vector<uint8_t>& b) { decode(b, b.size()); };
+    test::expectEveryFlippedByteRefused(encode(ivf), ivfSections, seed + 3, loadIvf);
+    IvfFlatImage untrained;
+    untrained.d = 4;
+    untrained.nlist = 3;
+    untrained.listIds.resize(3);
+    untrained.listVectors.resize(3);
+    test::expectEveryFlippedByteRefused(encode(untrained), ivfSections, seed + 4, loadIvf);
+}
+
+TEST(IndexFormat, EveryFlippedByteOfABangFileIsRefused) {
+    BangImage im;
+    im.d = 4;
+    im.config.build.graphDegree = 2;
+    im.ntotal = 3;
+    im.entry = 2;
+    im.vectors = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    im.graph = {1, -1, 0, 2, 1, -1};
+    auto encodeBang = [](const BangImage& image) {
+        VectorSink s;
+        writeHeader(s, IndexKind::kBang);
+        writeBangImage(s, image);
+        writeTrailer(s);
+        return s.bytes;
+    };
+    auto load = [](const std::vector<uint8_t>& b) {
+        MemorySource in(b.data(), b.size());
+        uint32_t version = 0;
+        EXPECT_EQ(readHeader(in, &version), IndexKind::kBang);
+        readBangImage(in, version);
+        readTrailer(in);
+    };
+    const std::vector<std::string> sections = {
+            "fields", "vectors", "graph", "PQ codebooks and codes"};
+    test::expectEveryFlippedByteRefused(encodeBang(im), sections, test::testSeed() + 5, load);
+    // PQ mode: the codebooks (256 x d floats) and codes.
+    im.config.pqSubquantizers = 2;
+    im.pqCentroids.assign(256 * 4, 0.25f);
+    im.pqCodes = {0, 255, 7, 8, 128, 1};
+    test::expectEveryFlippedByteRefused(encodeBang(im), sections, test::testSeed() + 6, load);
+}
+
+TEST(IndexFormat, ChecksumsAreCheckedInFilesToo) {
+    FlatImage flat;
+    flat.d = 2;
+    flat.ntotal = 3;
+    flat.vectors = {1, 2, 3, 4, 5, 6};
+    std::vector<uint8_t> b = encodeFlat(flat);
+    b[b.size() - 8 - 5] ^= 0x10; // a byte of the last vector
+    const std::string path = std::string(::testing::TempDir()) + "faiss_ext_flipped.fx";
+    {
+        FileSink out(path.c_str());
+        out.write(b.data(), b.size());
+        out.close();
+    }
+    FileSource in(path.c_str());
+    uint32_t version = 0;
+    ASSERT_EQ(readHeader(in, &version), IndexKind::kFlat);
+    try {
+        readFlatImage(in, version);
+        ADD_FAILURE() << "a flipped byte in a file was accepted";
+    } catch (const faiss::FaissException& e) {
+        EXPECT_NE(std::string(e.what()).find("section 'vectors' is corrupted"), std::string::npos)
+                << e.what();
+    }
+    std::remove(path.c_str());
 }

@@ -4,6 +4,7 @@
 // answers as search, empty indexes and NaN queries give missing results; a save / load
 // round trip keeps the data, the configuration and the answers. What only one index
 // does stays in its own suite (gpu_flat*, gpu_ivf*, gpu_bang*).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include <faiss_ext/GpuIndexIVFFlat.h>
 #include <faiss_ext/index_io.h>
 
+#include "FlippedBytes.h"
 #include "IvfTestUtil.h"
 #include "Synthetic.h"
 #include "TestUtil.h"
@@ -41,6 +43,10 @@ template <>
 struct IndexTraits<GpuIndexFlat> {
     /// Whether the index takes ids of its own (else they are sequential).
     static constexpr bool kAddWithIds = false;
+    /// The sections of its files (impl/IndexImage.h).
+    static std::vector<std::string> sections() {
+        return {"fields", "vectors"};
+    }
     static std::vector<faiss::MetricType> metrics() {
         return {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT};
     }
@@ -67,6 +73,9 @@ template <>
 struct IndexTraits<GpuIndexIVFFlat> {
     static constexpr bool kAddWithIds = true;
     static constexpr int64_t kNlist = 16;
+    static std::vector<std::string> sections() {
+        return {"fields", "centroids", "inverted lists"};
+    }
     static std::vector<faiss::MetricType> metrics() {
         return {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT};
     }
@@ -107,6 +116,9 @@ struct IndexTraits<GpuIndexIVFFlat> {
 template <>
 struct IndexTraits<GpuIndexBang> {
     static constexpr bool kAddWithIds = false;
+    static std::vector<std::string> sections() {
+        return {"fields", "vectors", "graph", "PQ codebooks and codes"};
+    }
     static std::vector<faiss::MetricType> metrics() {
         return {faiss::METRIC_L2};
     }
@@ -389,6 +401,13 @@ TYPED_TEST(GpuIndexContract, SaveLoadRoundTrip) {
         auto again = faiss_ext::deserialize_index(bytes.data(), bytes.size(), res);
         ASSERT_NE(dynamic_cast<TypeParam*>(again.get()), nullptr);
         EXPECT_EQ(again->ntotal, n);
+        // The same index in format version 3 (no checksums) loads and answers the same.
+        const std::vector<uint8_t> v3 = version3File(bytes);
+        auto old = faiss_ext::deserialize_index(v3.data(), v3.size(), res);
+        auto oldBack = dynamic_cast<TypeParam*>(old.get());
+        ASSERT_NE(oldBack, nullptr);
+        TestFixture::Traits::expectSameSetup(*index, *oldBack);
+        expectSame(snapshot(*index, q, k), snapshot(*oldBack, q, k));
         for (size_t cut = 0; cut < bytes.size(); cut += 1 + bytes.size() / 300) {
             EXPECT_THROW(
                     faiss_ext::deserialize_index(bytes.data(), cut, res), faiss::FaissException)
@@ -409,4 +428,22 @@ TYPED_TEST(GpuIndexContract, SaveLoadRoundTrip) {
         EXPECT_EQ(eb->is_trained, empty->is_trained);
         TestFixture::Traits::expectSameSetup(*empty, *eb);
     }
+}
+
+TYPED_TEST(GpuIndexContract, EveryFlippedByteOfASavedIndexIsRefused) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    auto index = this->filled(res, 4, 64, 31);
+    const std::vector<uint8_t> bytes = faiss_ext::serialize_index(index.get());
+    expectEveryFlippedByteRefused(
+            bytes, TestFixture::Traits::sections(), testSeed(), [&](const std::vector<uint8_t>& b) {
+                faiss_ext::deserialize_index(b.data(), b.size(), res);
+            });
+    // An index that holds nothing (untrained where it trains) too.
+    auto empty = TestFixture::Traits::make(res, 4);
+    expectEveryFlippedByteRefused(
+            faiss_ext::serialize_index(empty.get()), TestFixture::Traits::sections(),
+            testSeed() + 1, [&](const std::vector<uint8_t>& b) {
+                faiss_ext::deserialize_index(b.data(), b.size(), res);
+            });
 }
