@@ -362,6 +362,68 @@ TYPED_TEST(GpuIndexContract, EmptyIndexAndNanQueriesGiveMissingResults) {
     }
 }
 
+TYPED_TEST(GpuIndexContract, NonFiniteQueriesGetOnlyMissingResults) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16, k = 7;
+    const int64_t nq = 8;
+    const float inf = std::numeric_limits<float>::infinity();
+    for (faiss::MetricType m : TestFixture::Traits::metrics()) {
+        SCOPED_TRACE("metric " + std::to_string(int(m)));
+        auto index = this->filled(res, d, 1500, 21, m);
+        const float missing = m == faiss::METRIC_L2 ? inf : -inf;
+        std::vector<float> xq = datasets::uniform(nq, d, 22);
+        // Rows 1, 3, 4, 6 get a NaN, +inf, -inf, and every component +inf.
+        xq[1 * d + 5] = std::nanf("");
+        xq[3 * d + 0] = inf;
+        xq[4 * d + d - 1] = -inf;
+        std::fill(xq.begin() + 6 * d, xq.begin() + 7 * d, inf);
+        const std::vector<int64_t> bad = {1, 3, 4, 6}, good = {0, 2, 5, 7};
+        std::vector<float> goodQ;
+        for (int64_t q : good) {
+            goodQ.insert(goodQ.end(), xq.begin() + q * d, xq.begin() + (q + 1) * d);
+        }
+        std::vector<float> refD(good.size() * k);
+        std::vector<int64_t> refI(good.size() * k);
+        index->search(int64_t(good.size()), goodQ.data(), k, refD.data(), refI.data());
+
+        // Host queries (paged through searchDevice) and device queries alike.
+        auto qDev = res.alloc<float>(xq.size());
+        auto dDev = res.alloc<float>(nq * k);
+        auto iDev = res.alloc<int64_t>(nq * k);
+        copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
+        for (bool onDevice : {false, true}) {
+            SCOPED_TRACE(onDevice ? "searchDevice" : "search");
+            std::vector<float> D(nq * k, 0.5f);
+            std::vector<int64_t> I(nq * k, 12345);
+            if (onDevice) {
+                index->searchDevice(nq, qDev.data(), k, dDev.data(), iDev.data());
+                copyToHost(D.data(), dDev.data(), D.size(), res.stream());
+                copyToHost(I.data(), iDev.data(), I.size(), res.stream());
+            } else {
+                index->search(nq, xq.data(), k, D.data(), I.data());
+            }
+            for (int64_t q : bad) {
+                for (int j = 0; j < k; ++j) {
+                    EXPECT_EQ(I[q * k + j], -1) << "query " << q;
+                    EXPECT_EQ(D[q * k + j], missing) << "query " << q;
+                }
+            }
+            std::vector<float> goodD;
+            std::vector<int64_t> goodI;
+            for (int64_t q : good) {
+                goodD.insert(goodD.end(), D.begin() + q * k, D.begin() + (q + 1) * k);
+                goodI.insert(goodI.end(), I.begin() + q * k, I.begin() + (q + 1) * k);
+            }
+            EXPECT_EQ(
+                    compareKnn(refD, refI, goodD, goodI, int64_t(good.size()), k, 1e-5f, 1e-5f), 0);
+            for (int64_t id : goodI) {
+                EXPECT_GE(id, 0);
+            }
+        }
+    }
+}
+
 TYPED_TEST(GpuIndexContract, SaveLoadRoundTrip) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
