@@ -1,8 +1,9 @@
 // Index files in the layouts of format versions 1 to 3 (impl/IndexImage.h), which the
 // library reads but no longer writes: versions 1 and 2 written here field by field,
 // apart from the library's writer, version 3 as a version 4 file without its
-// checksums; and where the sections of a version 4 file lie. For the tests that old
-// files still load and that every flipped byte is refused.
+// checksums; where the sections of a version 4 file lie; whole files of the current
+// version in and out. For the tests that old files still load and that every flipped
+// byte is refused.
 #pragma once
 
 #include <cstdint>
@@ -89,6 +90,34 @@ inline std::vector<uint8_t> legacyBangFile(const BangImage& im, uint32_t version
         putArray(s, im.pqCodes);
     }
     return legacy::trailer(s);
+}
+
+/// A whole file of the current version: header, the image's payload, end marker.
+template <typename Image>
+std::vector<uint8_t> encodeFile(
+        IndexKind kind,
+        void (*write)(ByteSink&, const Image&),
+        const Image& image) {
+    VectorSink s;
+    writeHeader(s, kind);
+    write(s, image);
+    writeTrailer(s);
+    return s.bytes;
+}
+
+/// Reads a whole file of `kind` from the first `size` bytes of b, in its version.
+template <typename Image>
+Image decodeFile(
+        IndexKind kind,
+        Image (*read)(ByteSource&, uint32_t),
+        const std::vector<uint8_t>& b,
+        size_t size) {
+    MemorySource in(b.data(), size);
+    uint32_t version = 0;
+    EXPECT_EQ(readHeader(in, &version), kind);
+    Image image = read(in, version);
+    readTrailer(in);
+    return image;
 }
 
 /// Where one section of a version 4 file lies: [begin, end) from its length field to

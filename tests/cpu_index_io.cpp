@@ -54,37 +54,32 @@ IvfFlatImage sampleIvf(uint64_t seed) {
 }
 
 std::vector<uint8_t> encodeFlat(const FlatImage& im) {
-    VectorSink s;
-    writeHeader(s, IndexKind::kFlat);
-    writeFlatImage(s, im);
-    writeTrailer(s);
-    return s.bytes;
+    return test::encodeFile(IndexKind::kFlat, writeFlatImage, im);
 }
 
 std::vector<uint8_t> encode(const IvfFlatImage& im) {
-    VectorSink s;
-    writeHeader(s, IndexKind::kIvfFlat);
-    writeIvfFlatImage(s, im);
-    writeTrailer(s);
-    return s.bytes;
+    return test::encodeFile(IndexKind::kIvfFlat, writeIvfFlatImage, im);
 }
 
 IvfFlatImage decode(const std::vector<uint8_t>& b, size_t size) {
-    MemorySource in(b.data(), size);
-    uint32_t version = 0;
-    EXPECT_EQ(readHeader(in, &version), IndexKind::kIvfFlat);
-    IvfFlatImage im = readIvfFlatImage(in, version);
-    readTrailer(in);
-    return im;
+    return test::decodeFile(IndexKind::kIvfFlat, readIvfFlatImage, b, size);
 }
 
 FlatImage decodeFlat(const std::vector<uint8_t>& b) {
-    MemorySource in(b.data(), b.size());
-    uint32_t version = 0;
-    EXPECT_EQ(readHeader(in, &version), IndexKind::kFlat);
-    FlatImage im = readFlatImage(in, version);
-    readTrailer(in);
-    return im;
+    return test::decodeFile(IndexKind::kFlat, readFlatImage, b, b.size());
+}
+
+/// Every field of an IVF-Flat image but its configuration.
+void expectSameIvfData(const IvfFlatImage& a, const IvfFlatImage& b) {
+    EXPECT_EQ(a.d, b.d);
+    EXPECT_EQ(a.metric, b.metric);
+    EXPECT_EQ(a.quantizerMetric, b.quantizerMetric);
+    EXPECT_EQ(a.nlist, b.nlist);
+    EXPECT_EQ(a.nprobe, b.nprobe);
+    EXPECT_EQ(a.trained, b.trained);
+    EXPECT_EQ(a.centroids, b.centroids);
+    EXPECT_EQ(a.listIds, b.listIds);
+    EXPECT_EQ(a.listVectors, b.listVectors);
 }
 
 /// Every field of IVF-Flat's configuration.
@@ -101,15 +96,7 @@ TEST(IndexFormat, IvfFlatRoundTrip) {
     IvfFlatImage im = sampleIvf(test::testSeed());
     std::vector<uint8_t> b = encode(im);
     IvfFlatImage back = decode(b, b.size());
-    EXPECT_EQ(back.d, im.d);
-    EXPECT_EQ(back.metric, im.metric);
-    EXPECT_EQ(back.quantizerMetric, im.quantizerMetric);
-    EXPECT_EQ(back.nlist, im.nlist);
-    EXPECT_EQ(back.nprobe, im.nprobe);
-    EXPECT_EQ(back.trained, im.trained);
-    EXPECT_EQ(back.centroids, im.centroids);
-    EXPECT_EQ(back.listIds, im.listIds);
-    EXPECT_EQ(back.listVectors, im.listVectors);
+    expectSameIvfData(back, im);
     expectSameConfig(back.config, im.config);
     // Each enumerator of the paths round-trips too.
     for (IvfMergePath m : {IvfMergePath::kAuto, IvfMergePath::kFast, IvfMergePath::kHeap}) {
@@ -159,11 +146,7 @@ TEST(IndexFormat, Versions1And2LoadWithTheDefaultConfig) {
 
         const std::vector<uint8_t> b = test::legacyIvfFlatFile(ivf, version);
         IvfFlatImage v = decode(b, b.size());
-        EXPECT_EQ(v.nlist, ivf.nlist);
-        EXPECT_EQ(v.nprobe, ivf.nprobe);
-        EXPECT_EQ(v.centroids, ivf.centroids);
-        EXPECT_EQ(v.listIds, ivf.listIds);
-        EXPECT_EQ(v.listVectors, ivf.listVectors);
+        expectSameIvfData(v, ivf);
         expectSameConfig(v.config, GpuIndexIVFFlatConfig());
         for (size_t cut = 0; cut < b.size(); cut += 13) {
             EXPECT_THROW(decode(b, cut), faiss::FaissException) << "cut at " << cut;
@@ -175,12 +158,8 @@ TEST(IndexFormat, Version3LoadsWithItsConfig) {
     const IvfFlatImage im = sampleIvf(test::testSeed() + 4);
     const std::vector<uint8_t> v3 = test::version3File(encode(im));
     EXPECT_EQ(v3.size() + 4 + 3 * 12, encode(im).size()); // no checksums, no frames
-    IvfFlatImage back = decode(v3, v3.size());
-    EXPECT_EQ(back.nprobe, im.nprobe);
-    EXPECT_EQ(back.centroids, im.centroids);
-    EXPECT_EQ(back.listIds, im.listIds);
-    EXPECT_EQ(back.listVectors, im.listVectors);
-    expectSameConfig(back.config, im.config);
+    expectSameIvfData(decode(v3, v3.size()), im);
+    expectSameConfig(decode(v3, v3.size()).config, im.config);
 
     FlatImage flat;
     flat.d = 2;
@@ -284,38 +263,6 @@ TEST(IndexFormat, EveryFlippedByteIsRefusedNamingTheSection) {
     untrained.listIds.resize(3);
     untrained.listVectors.resize(3);
     test::expectEveryFlippedByteRefused(encode(untrained), ivfSections, seed + 4, loadIvf);
-}
-
-TEST(IndexFormat, EveryFlippedByteOfABangFileIsRefused) {
-    BangImage im;
-    im.d = 4;
-    im.config.build.graphDegree = 2;
-    im.ntotal = 3;
-    im.entry = 2;
-    im.vectors = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-    im.graph = {1, -1, 0, 2, 1, -1};
-    auto encodeBang = [](const BangImage& image) {
-        VectorSink s;
-        writeHeader(s, IndexKind::kBang);
-        writeBangImage(s, image);
-        writeTrailer(s);
-        return s.bytes;
-    };
-    auto load = [](const std::vector<uint8_t>& b) {
-        MemorySource in(b.data(), b.size());
-        uint32_t version = 0;
-        EXPECT_EQ(readHeader(in, &version), IndexKind::kBang);
-        readBangImage(in, version);
-        readTrailer(in);
-    };
-    const std::vector<std::string> sections = {
-            "fields", "vectors", "graph", "PQ codebooks and codes"};
-    test::expectEveryFlippedByteRefused(encodeBang(im), sections, test::testSeed() + 5, load);
-    // PQ mode: the codebooks (256 x d floats) and codes.
-    im.config.pqSubquantizers = 2;
-    im.pqCentroids.assign(256 * 4, 0.25f);
-    im.pqCodes = {0, 255, 7, 8, 128, 1};
-    test::expectEveryFlippedByteRefused(encodeBang(im), sections, test::testSeed() + 6, load);
 }
 
 TEST(IndexFormat, ChecksumsAreCheckedInFilesToo) {
