@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <faiss_ext/impl/IndexImage.h>
+#include <faiss_ext/index_io.h>
 
 #include "FlippedBytes.h"
 #include "LegacyIndexFiles.h"
@@ -266,27 +267,78 @@ TEST(IndexFormat, EveryFlippedByteIsRefusedNamingTheSection) {
 }
 
 TEST(IndexFormat, ChecksumsAreCheckedInFilesToo) {
+    // Vectors of more than the 1 MiB pieces a file's checksum is computed in.
     FlatImage flat;
-    flat.d = 2;
-    flat.ntotal = 3;
-    flat.vectors = {1, 2, 3, 4, 5, 6};
-    std::vector<uint8_t> b = encodeFlat(flat);
-    b[b.size() - 8 - 5] ^= 0x10; // a byte of the last vector
-    const std::string path = std::string(::testing::TempDir()) + "faiss_ext_flipped.fx";
-    {
-        FileSink out(path.c_str());
-        out.write(b.data(), b.size());
-        out.close();
+    flat.d = 3;
+    flat.ntotal = 100000;
+    std::mt19937_64 rng(test::testSeed());
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (int64_t i = 0; i < flat.ntotal * flat.d; ++i) {
+        flat.vectors.push_back(u(rng));
     }
-    FileSource in(path.c_str());
-    uint32_t version = 0;
-    ASSERT_EQ(readHeader(in, &version), IndexKind::kFlat);
+    const std::string path = std::string(::testing::TempDir()) + "faiss_ext_checksums.fx";
+    auto readFile = [&](const std::vector<uint8_t>& bytes) {
+        {
+            FileSink out(path.c_str());
+            out.write(bytes.data(), bytes.size());
+            out.close();
+        }
+        FileSource in(path.c_str());
+        uint32_t version = 0;
+        EXPECT_EQ(readHeader(in, &version), IndexKind::kFlat);
+        FlatImage im = readFlatImage(in, version);
+        readTrailer(in);
+        return im;
+    };
+    std::vector<uint8_t> b = encodeFlat(flat);
+    EXPECT_EQ(readFile(b).vectors, flat.vectors); // read ahead, then back
+    b[b.size() - 8 - 5] ^= 0x10;                  // a byte of the last vector
     try {
-        readFlatImage(in, version);
+        readFile(b);
         ADD_FAILURE() << "a flipped byte in a file was accepted";
     } catch (const faiss::FaissException& e) {
         EXPECT_NE(std::string(e.what()).find("section 'vectors' is corrupted"), std::string::npos)
                 << e.what();
     }
     std::remove(path.c_str());
+}
+
+TEST(IndexFormat, InspectIndexReadsEveryKindWithoutADevice) {
+    const IvfFlatImage ivf = sampleIvf(test::testSeed() + 7);
+    std::vector<uint8_t> b = encode(ivf);
+    IndexFileInfo info = inspect_index(b.data(), b.size());
+    EXPECT_EQ(info.kind, "GpuIndexIVFFlat");
+    EXPECT_EQ(info.version, kIndexFormatVersion);
+    EXPECT_EQ(info.d, ivf.d);
+    EXPECT_EQ(int(info.metric), ivf.metric);
+    EXPECT_EQ(info.ntotal, 3 + 0 + 1 + 7); // the lists' lengths
+    const std::vector<uint8_t> v3 = test::version3File(b);
+    EXPECT_EQ(inspect_index(v3.data(), v3.size()).version, 3u);
+
+    FlatImage flat;
+    flat.d = 2;
+    flat.metric = 0;
+    flat.ntotal = 2;
+    flat.vectors = {1, 2, 3, 4};
+    b = encodeFlat(flat);
+    info = inspect_index(b.data(), b.size());
+    EXPECT_EQ(info.kind, "GpuIndexFlat");
+    EXPECT_EQ(info.metric, faiss::METRIC_INNER_PRODUCT);
+    EXPECT_EQ(info.ntotal, 2);
+
+    BangImage bang;
+    bang.d = 2;
+    bang.config.build.graphDegree = 1;
+    bang.ntotal = 2;
+    bang.vectors = {1, 2, 3, 4};
+    bang.graph = {1, 0};
+    b = test::encodeFile(IndexKind::kBang, writeBangImage, bang);
+    info = inspect_index(b.data(), b.size());
+    EXPECT_EQ(info.kind, "GpuIndexBang");
+    EXPECT_EQ(info.ntotal, 2);
+
+    b[b.size() / 2] ^= 1;
+    EXPECT_THROW(inspect_index(b.data(), b.size()), faiss::FaissException);
+    EXPECT_THROW(inspect_index(nullptr, 4), faiss::FaissException);
+    EXPECT_THROW(inspect_index(b.data(), 0), faiss::FaissException);
 }
