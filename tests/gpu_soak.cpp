@@ -334,7 +334,7 @@ TEST(GpuSoak, ThreadsMixingEveryOperationGetCorrectAnswers) {
         std::mt19937_64 rng(seed);
         Failures warm;
         for (auto& s : slots) {
-            for (int i = 0; i < 12; ++i) {
+            for (int i = 0; i < shapeCount(12, 4); ++i) {
                 operate(*s, rng, warm);
             }
         }
