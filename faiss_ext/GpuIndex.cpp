@@ -7,6 +7,7 @@
 #include <faiss_ext/impl/ArgChecks.h>
 #include <faiss_ext/impl/HostPaging.h>
 #include <faiss_ext/impl/IdFilter.h>
+#include <faiss_ext/impl/NonFiniteQueries.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
@@ -117,6 +118,8 @@ void GpuIndex::searchDevice(
             "searchDevice: null query or output pointer");
     DeviceScope scope(res_.device());
     searchImpl_(n, x, int(k), distances, labels, params);
+    // The same answer for a query with a NaN or an infinity, whatever the index did.
+    clearNonFiniteQueryResults(res_, metric_type, n, d, int(k), x, distances, labels);
 }
 
 void GpuIndex::range_search(

@@ -32,7 +32,7 @@ class GpuIndex : public faiss::Index {
     void add(int64_t n, const float* x) override;
     void add_with_ids(int64_t n, const float* x, const int64_t* ids) override;
     /// Host arrays: copied through device pages of at most config().pageBytes, each
-    /// page searched by searchDevice.
+    /// page searched by searchDevice (whose rule for non-finite queries applies).
     void search(
             int64_t n,
             const float* x,
@@ -62,9 +62,12 @@ class GpuIndex : public faiss::Index {
     /// k each) all in device memory of resources().device(). Refuses n < 0, k outside
     /// [1, kMaxSearchK] (an index may allow less) and an untrained index. params->sel
     /// (any faiss::IDSelector) filters the results: only vectors whose ids it selects
-    /// are returned, k of them whenever k exist (IVF: in the probed lists); each index takes its
-    /// knobs from its own SearchParameters subclass (or its defaults when params is null or a plain
-    /// faiss::SearchParameters), checked and clamped once per call. Runs on resources().stream()
+    /// are returned, k of them whenever k exist (IVF: in the probed lists); each index
+    /// takes its knobs from its own SearchParameters subclass (or its defaults when
+    /// params is null or a plain faiss::SearchParameters), checked and clamped once per
+    /// call. A query with a NaN or infinite component gets only missing results (ids
+    /// -1, distances +inf for L2, -inf for inner product); the other queries are
+    /// unaffected. Runs on resources().stream()
     /// without host synchronisation; n = 0 does nothing. Virtual so that a layer over an index (a
     /// wrapper that routes or shards searches) can take the calls of search() too.
     virtual void searchDevice(

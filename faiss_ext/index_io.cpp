@@ -82,40 +82,30 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
     writeTrailer(out);
 }
 
-std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
-    // The whole file is parsed and checked on the host before anything is built.
+/// A whole file, parsed and checked on the host: one of the images, by kind.
+struct ParsedFile {
+    IndexKind kind;
     uint32_t version = 0;
-    const IndexKind kind = readHeader(in, &version);
-    if (kind == IndexKind::kFlat) {
-        FlatImage im = readFlatImage(in, version);
-        readTrailer(in);
-        auto index =
-                std::make_unique<GpuIndexFlat>(res, im.d, faiss::MetricType(im.metric), im.config);
-        if (im.ntotal > 0) {
-            index->add(im.ntotal, im.vectors.data());
-        }
-        return index;
+    FlatImage flat;
+    IvfFlatImage ivf;
+    BangImage bang;
+};
+
+ParsedFile parseAny(ByteSource& in) {
+    ParsedFile f;
+    f.kind = readHeader(in, &f.version);
+    if (f.kind == IndexKind::kFlat) {
+        f.flat = readFlatImage(in, f.version);
+    } else if (f.kind == IndexKind::kBang) {
+        f.bang = readBangImage(in, f.version);
+    } else {
+        f.ivf = readIvfFlatImage(in, f.version);
     }
-    if (kind == IndexKind::kBang) {
-        BangImage im = readBangImage(in, version);
-        readTrailer(in, &im);
-        auto index =
-                std::make_unique<GpuIndexBang>(res, im.d, faiss::MetricType(im.metric), im.config);
-        GpuIndexBang::effectiveL(im.searchL, 1);
-        index->search_L = im.searchL;
-        if (im.ntotal > 0) {
-            index->setGraph(
-                    im.ntotal, im.vectors.data(), im.graph.data(), im.entry,
-                    im.config.pqSubquantizers > 0 ? im.pqCentroids.data() : nullptr,
-                    im.config.pqSubquantizers > 0 ? im.pqCodes.data() : nullptr);
-        }
-        if (!im.tombstones.empty()) {
-            index->remove_ids(faiss::IDSelectorArray(im.tombstones.size(), im.tombstones.data()));
-        }
-        return index;
-    }
-    IvfFlatImage im = readIvfFlatImage(in, version);
     readTrailer(in);
+    return f;
+}
+
+std::unique_ptr<GpuIndex> buildIvf(IvfFlatImage& im, GpuResources& res) {
     auto index = std::make_unique<GpuIndexIVFFlat>(
             res, im.d, im.nlist, faiss::MetricType(im.metric), im.config);
     index->nprobe = size_t(im.nprobe);
@@ -147,6 +137,38 @@ std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
     return index;
 }
 
+std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
+    // The whole file is parsed and checked on the host before anything is built.
+    ParsedFile f = parseAny(in);
+    if (f.kind == IndexKind::kFlat) {
+        const FlatImage& im = f.flat;
+        auto index =
+                std::make_unique<GpuIndexFlat>(res, im.d, faiss::MetricType(im.metric), im.config);
+        if (im.ntotal > 0) {
+            index->add(im.ntotal, im.vectors.data());
+        }
+        return index;
+    }
+    if (f.kind == IndexKind::kBang) {
+        const BangImage& im = f.bang;
+        auto index =
+                std::make_unique<GpuIndexBang>(res, im.d, faiss::MetricType(im.metric), im.config);
+        GpuIndexBang::effectiveL(im.searchL, 1);
+        index->search_L = im.searchL;
+        if (im.ntotal > 0) {
+            index->setGraph(
+                    im.ntotal, im.vectors.data(), im.graph.data(), im.entry,
+                    im.config.pqSubquantizers > 0 ? im.pqCentroids.data() : nullptr,
+                    im.config.pqSubquantizers > 0 ? im.pqCodes.data() : nullptr);
+        }
+        if (!im.tombstones.empty()) {
+            index->remove_ids(faiss::IDSelectorArray(im.tombstones.size(), im.tombstones.data()));
+        }
+        return index;
+    }
+    return buildIvf(f.ivf, res);
+}
+
 } // namespace
 
 void write_index(const faiss::Index* index, const char* path) {
@@ -167,6 +189,33 @@ std::vector<uint8_t> serialize_index(const faiss::Index* index) {
 std::unique_ptr<GpuIndex> read_index(const char* path, GpuResources& resources) {
     FileSource in(path);
     return readAny(in, resources);
+}
+
+IndexFileInfo inspect_index(const uint8_t* data, size_t size) {
+    FAISS_THROW_IF_NOT_MSG(data != nullptr || size == 0, "inspect_index: null data");
+    MemorySource in(data, size);
+    const ParsedFile f = parseAny(in);
+    IndexFileInfo info;
+    info.version = f.version;
+    if (f.kind == IndexKind::kFlat) {
+        info.kind = "GpuIndexFlat";
+        info.d = f.flat.d;
+        info.metric = faiss::MetricType(f.flat.metric);
+        info.ntotal = f.flat.ntotal;
+    } else if (f.kind == IndexKind::kBang) {
+        info.kind = "GpuIndexBang";
+        info.d = f.bang.d;
+        info.metric = faiss::MetricType(f.bang.metric);
+        info.ntotal = f.bang.ntotal - int64_t(f.bang.tombstones.size());
+    } else {
+        info.kind = "GpuIndexIVFFlat";
+        info.d = f.ivf.d;
+        info.metric = faiss::MetricType(f.ivf.metric);
+        for (const std::vector<int64_t>& ids : f.ivf.listIds) {
+            info.ntotal += int64_t(ids.size());
+        }
+    }
+    return info;
 }
 
 std::unique_ptr<GpuIndex> deserialize_index(

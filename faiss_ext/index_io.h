@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <faiss/Index.h>
@@ -22,8 +23,23 @@ void write_index(const faiss::Index* index, const char* path);
 std::vector<uint8_t> serialize_index(const faiss::Index* index);
 
 /// Reads an index written by write_index onto the device of `resources` (which must
-/// outlive it). A truncated, corrupted or foreign file gives a faiss::FaissException.
+/// outlive it). A truncated, corrupted (each section carries a checksum) or foreign
+/// file gives a faiss::FaissException; files of every earlier format version load.
 std::unique_ptr<GpuIndex> read_index(const char* path, GpuResources& resources);
+
+/// What an index file holds, as read_index would find it.
+struct IndexFileInfo {
+    std::string kind;     ///< "GpuIndexFlat", "GpuIndexIVFFlat" or "GpuIndexBang"
+    uint32_t version = 0; ///< the file's format version
+    int d = 0;            ///< dimension
+    faiss::MetricType metric = faiss::METRIC_L2;
+    int64_t ntotal = 0; ///< vectors stored
+};
+
+/// Reads and checks serialize_index bytes on the host, every check read_index makes
+/// (checksums included) but without building the index: no device needed. Throws
+/// faiss::FaissException as deserialize_index would.
+IndexFileInfo inspect_index(const uint8_t* data, size_t size);
 
 /// Reads an index from serialize_index bytes.
 std::unique_ptr<GpuIndex> deserialize_index(

@@ -1,10 +1,17 @@
-// Index files in the layouts of format versions 1 and 2 (impl/IndexImage.h), which the
-// library reads but no longer writes: written here field by field, apart from the
-// library's writer, for the tests that old files still load.
+// Index files in the layouts of format versions 1 to 3 (impl/IndexImage.h), which the
+// library reads but no longer writes: versions 1 and 2 written here field by field,
+// apart from the library's writer, version 3 as a version 4 file without its
+// checksums; where the sections of a version 4 file lie; whole files of the current
+// version in and out. For the tests that old files still load and that every flipped
+// byte is refused.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include <faiss_ext/impl/IndexImage.h>
 
@@ -83,6 +90,69 @@ inline std::vector<uint8_t> legacyBangFile(const BangImage& im, uint32_t version
         putArray(s, im.pqCodes);
     }
     return legacy::trailer(s);
+}
+
+/// A whole file of the current version: header, the image's payload, end marker.
+template <typename Image>
+std::vector<uint8_t> encodeFile(
+        IndexKind kind,
+        void (*write)(ByteSink&, const Image&),
+        const Image& image) {
+    VectorSink s;
+    writeHeader(s, kind);
+    write(s, image);
+    writeTrailer(s);
+    return s.bytes;
+}
+
+/// Reads a whole file of `kind` from the first `size` bytes of b, in its version.
+template <typename Image>
+Image decodeFile(
+        IndexKind kind,
+        Image (*read)(ByteSource&, uint32_t),
+        const std::vector<uint8_t>& b,
+        size_t size) {
+    MemorySource in(b.data(), size);
+    uint32_t version = 0;
+    EXPECT_EQ(readHeader(in, &version), kind);
+    Image image = read(in, version);
+    readTrailer(in);
+    return image;
+}
+
+/// Where one section of a version 4 file lies: [begin, end) from its length field to
+/// its last byte.
+struct SectionSpan {
+    size_t begin;
+    size_t end;
+};
+
+/// The sections of a version 4 file, in order, after the 20-byte header and before the
+/// 8-byte end marker. The file must be well formed.
+inline std::vector<SectionSpan> sectionSpans(const std::vector<uint8_t>& file) {
+    std::vector<SectionSpan> spans;
+    size_t pos = 20;
+    while (pos + 8 < file.size()) {
+        uint64_t length = 0;
+        std::memcpy(&length, file.data() + pos, 8);
+        spans.push_back({pos, pos + 12 + size_t(length)});
+        pos = spans.back().end;
+    }
+    EXPECT_EQ(pos + 8, file.size()) << "sections do not end at the end marker";
+    return spans;
+}
+
+/// The version 3 file of the same index as `file` (version 4): the same fields in the
+/// same order, without the header's checksum and the sections' lengths and checksums.
+inline std::vector<uint8_t> version3File(const std::vector<uint8_t>& file) {
+    std::vector<uint8_t> v3(file.begin(), file.begin() + 16);
+    const uint32_t version = 3;
+    std::memcpy(v3.data() + 8, &version, 4);
+    for (const SectionSpan& s : sectionSpans(file)) {
+        v3.insert(v3.end(), file.begin() + s.begin + 12, file.begin() + s.end);
+    }
+    v3.insert(v3.end(), file.end() - 8, file.end());
+    return v3;
 }
 
 } // namespace test

@@ -1,9 +1,11 @@
 // Shared helpers for the test suites: device detection, seeds, result comparison.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <unordered_set>
@@ -41,6 +43,19 @@ inline uint64_t testSeed() {
         return s;
     }();
     return seed;
+}
+
+/// Whether the suite runs under compute-sanitizer (`scripts/gpu-check.sh --sanitize`
+/// sets FAISS_EXT_SANITIZE=1), which slows kernels down tenfold or more.
+inline bool underSanitizer() {
+    const char* env = std::getenv("FAISS_EXT_SANITIZE");
+    return env != nullptr && env[0] != '\0' && env[0] != '0';
+}
+
+/// How many random shapes a test loops over: `n`, or the first `small` of them under
+/// compute-sanitizer.
+inline int shapeCount(int n, int small = 2) {
+    return underSanitizer() ? std::min(n, small) : n;
 }
 
 /// Compares k-NN results against a reference, row by row.

@@ -17,6 +17,7 @@
 #include <kernels/BangBloom.h>
 #include <kernels/BangPq.h>
 
+#include "FlippedBytes.h"
 #include "LegacyIndexFiles.h"
 #include "TestUtil.h"
 
@@ -35,6 +36,18 @@ std::vector<BangCandidate> candidatesOf(
     }
     std::sort(c.begin(), c.end());
     return c;
+}
+
+/// Three vectors of d = 4 and their degree-2 graph, exact mode.
+BangImage smallImage() {
+    BangImage im;
+    im.d = 4;
+    im.config.build.graphDegree = 2;
+    im.ntotal = 3;
+    im.entry = 2;
+    im.vectors = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    im.graph = {1, -1, 0, 2, 1, -1};
+    return im;
 }
 
 } // namespace
@@ -329,13 +342,7 @@ TEST(BangPq, EncodingNamesTheNearestCentroid) {
 }
 
 TEST(BangImage, PqStateRoundTripsAndVersions1And2AreRead) {
-    BangImage im;
-    im.d = 4;
-    im.config.build.graphDegree = 2;
-    im.ntotal = 3;
-    im.entry = 2;
-    im.vectors = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-    im.graph = {1, -1, 0, 2, 1, -1};
+    BangImage im = smallImage();
     im.config.pqSubquantizers = 2;
     im.pqCentroids.resize(256 * 4);
     for (size_t i = 0; i < im.pqCentroids.size(); ++i) {
@@ -432,4 +439,23 @@ TEST(BangImage, PqStateRoundTripsAndVersions1And2AreRead) {
                     << e.what();
         }
     }
+}
+
+TEST(BangImage, EveryFlippedByteIsRefusedNamingTheSection) {
+    BangImage im = smallImage();
+    auto load = [](const std::vector<uint8_t>& b) {
+        test::decodeFile(IndexKind::kBang, readBangImage, b, b.size());
+    };
+    const std::vector<std::string> sections = {
+            "fields", "vectors", "graph", "PQ codebooks and codes", "removed vectors"};
+    test::expectEveryFlippedByteRefused(
+            test::encodeFile(IndexKind::kBang, writeBangImage, im), sections, test::testSeed(),
+            load);
+    // PQ mode: the codebooks (256 x d floats) and codes.
+    im.config.pqSubquantizers = 2;
+    im.pqCentroids.assign(256 * 4, 0.25f);
+    im.pqCodes = {0, 255, 7, 8, 128, 1};
+    test::expectEveryFlippedByteRefused(
+            test::encodeFile(IndexKind::kBang, writeBangImage, im), sections, test::testSeed() + 1,
+            load);
 }

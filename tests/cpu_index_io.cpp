@@ -1,6 +1,8 @@
-// The faiss_ext index file format: round trips and refusal of truncated, corrupted and
-// foreign data, on the host images (no device needed).
+// The faiss_ext index file format: round trips, older versions, and refusal of
+// truncated, corrupted (every flipped byte) and foreign data, on the host images (no
+// device needed).
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -10,7 +12,9 @@
 #include <gtest/gtest.h>
 
 #include <faiss_ext/impl/IndexImage.h>
+#include <faiss_ext/index_io.h>
 
+#include "FlippedBytes.h"
 #include "LegacyIndexFiles.h"
 #include "TestUtil.h"
 
@@ -50,30 +54,33 @@ IvfFlatImage sampleIvf(uint64_t seed) {
     return im;
 }
 
+std::vector<uint8_t> encodeFlat(const FlatImage& im) {
+    return test::encodeFile(IndexKind::kFlat, writeFlatImage, im);
+}
+
 std::vector<uint8_t> encode(const IvfFlatImage& im) {
-    VectorSink s;
-    writeHeader(s, IndexKind::kIvfFlat);
-    writeIvfFlatImage(s, im);
-    writeTrailer(s);
-    return s.bytes;
+    return test::encodeFile(IndexKind::kIvfFlat, writeIvfFlatImage, im);
 }
 
 IvfFlatImage decode(const std::vector<uint8_t>& b, size_t size) {
-    MemorySource in(b.data(), size);
-    uint32_t version = 0;
-    EXPECT_EQ(readHeader(in, &version), IndexKind::kIvfFlat);
-    IvfFlatImage im = readIvfFlatImage(in, version);
-    readTrailer(in);
-    return im;
+    return test::decodeFile(IndexKind::kIvfFlat, readIvfFlatImage, b, size);
 }
 
 FlatImage decodeFlat(const std::vector<uint8_t>& b) {
-    MemorySource in(b.data(), b.size());
-    uint32_t version = 0;
-    EXPECT_EQ(readHeader(in, &version), IndexKind::kFlat);
-    FlatImage im = readFlatImage(in, version);
-    readTrailer(in);
-    return im;
+    return test::decodeFile(IndexKind::kFlat, readFlatImage, b, b.size());
+}
+
+/// Every field of an IVF-Flat image but its configuration.
+void expectSameIvfData(const IvfFlatImage& a, const IvfFlatImage& b) {
+    EXPECT_EQ(a.d, b.d);
+    EXPECT_EQ(a.metric, b.metric);
+    EXPECT_EQ(a.quantizerMetric, b.quantizerMetric);
+    EXPECT_EQ(a.nlist, b.nlist);
+    EXPECT_EQ(a.nprobe, b.nprobe);
+    EXPECT_EQ(a.trained, b.trained);
+    EXPECT_EQ(a.centroids, b.centroids);
+    EXPECT_EQ(a.listIds, b.listIds);
+    EXPECT_EQ(a.listVectors, b.listVectors);
 }
 
 /// Every field of IVF-Flat's configuration.
@@ -90,15 +97,7 @@ TEST(IndexFormat, IvfFlatRoundTrip) {
     IvfFlatImage im = sampleIvf(test::testSeed());
     std::vector<uint8_t> b = encode(im);
     IvfFlatImage back = decode(b, b.size());
-    EXPECT_EQ(back.d, im.d);
-    EXPECT_EQ(back.metric, im.metric);
-    EXPECT_EQ(back.quantizerMetric, im.quantizerMetric);
-    EXPECT_EQ(back.nlist, im.nlist);
-    EXPECT_EQ(back.nprobe, im.nprobe);
-    EXPECT_EQ(back.trained, im.trained);
-    EXPECT_EQ(back.centroids, im.centroids);
-    EXPECT_EQ(back.listIds, im.listIds);
-    EXPECT_EQ(back.listVectors, im.listVectors);
+    expectSameIvfData(back, im);
     expectSameConfig(back.config, im.config);
     // Each enumerator of the paths round-trips too.
     for (IvfMergePath m : {IvfMergePath::kAuto, IvfMergePath::kFast, IvfMergePath::kHeap}) {
@@ -122,11 +121,7 @@ TEST(IndexFormat, FlatRoundTrip) {
     for (GpuFlatPrecision p :
          {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
         im.config.precision = p;
-        VectorSink s;
-        writeHeader(s, IndexKind::kFlat);
-        writeFlatImage(s, im);
-        writeTrailer(s);
-        FlatImage back = decodeFlat(s.bytes);
+        FlatImage back = decodeFlat(encodeFlat(im));
         EXPECT_EQ(back.vectors, im.vectors);
         EXPECT_EQ(back.ntotal, 2);
         EXPECT_EQ(back.config.pageBytes, im.config.pageBytes);
@@ -152,16 +147,31 @@ TEST(IndexFormat, Versions1And2LoadWithTheDefaultConfig) {
 
         const std::vector<uint8_t> b = test::legacyIvfFlatFile(ivf, version);
         IvfFlatImage v = decode(b, b.size());
-        EXPECT_EQ(v.nlist, ivf.nlist);
-        EXPECT_EQ(v.nprobe, ivf.nprobe);
-        EXPECT_EQ(v.centroids, ivf.centroids);
-        EXPECT_EQ(v.listIds, ivf.listIds);
-        EXPECT_EQ(v.listVectors, ivf.listVectors);
+        expectSameIvfData(v, ivf);
         expectSameConfig(v.config, GpuIndexIVFFlatConfig());
         for (size_t cut = 0; cut < b.size(); cut += 13) {
             EXPECT_THROW(decode(b, cut), faiss::FaissException) << "cut at " << cut;
         }
     }
+}
+
+TEST(IndexFormat, Version3LoadsWithItsConfig) {
+    const IvfFlatImage im = sampleIvf(test::testSeed() + 4);
+    const std::vector<uint8_t> v3 = test::version3File(encode(im));
+    EXPECT_EQ(v3.size() + 4 + 3 * 12, encode(im).size()); // no checksums, no frames
+    expectSameIvfData(decode(v3, v3.size()), im);
+    expectSameConfig(decode(v3, v3.size()).config, im.config);
+
+    FlatImage flat;
+    flat.d = 2;
+    flat.ntotal = 2;
+    flat.vectors = {1, 2, 3, 4};
+    flat.config.pageBytes = size_t(7) << 20;
+    flat.config.precision = GpuFlatPrecision::kTF32x3;
+    FlatImage f = decodeFlat(test::version3File(encodeFlat(flat)));
+    EXPECT_EQ(f.vectors, flat.vectors);
+    EXPECT_EQ(f.config.pageBytes, flat.config.pageBytes);
+    EXPECT_EQ(f.config.precision, GpuFlatPrecision::kTF32x3);
 }
 
 TEST(IndexFormat, EveryTruncationThrows) {
@@ -175,7 +185,9 @@ TEST(IndexFormat, EveryTruncationThrows) {
 }
 
 TEST(IndexFormat, ForeignAndCorruptedDataThrow) {
-    std::vector<uint8_t> b = encode(sampleIvf(test::testSeed() + 2));
+    // The checks of the fields themselves, on the layout without checksums (version 3),
+    // where they are the only defence.
+    std::vector<uint8_t> b = test::version3File(encode(sampleIvf(test::testSeed() + 2)));
     // A FAISS index file starts with a fourcc such as "IwFl".
     std::vector<uint8_t> faiss = {'I', 'w', 'F', 'l', 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     EXPECT_THROW(decode(faiss, faiss.size()), faiss::FaissException);
@@ -225,4 +237,108 @@ TEST(IndexFormat, ForeignAndCorruptedDataThrow) {
 TEST(IndexFormat, MissingFileThrows) {
     EXPECT_THROW(FileSource("/nonexistent/dir/index.fx"), faiss::FaissException);
     EXPECT_THROW(FileSink("/nonexistent/dir/index.fx"), faiss::FaissException);
+}
+
+TEST(IndexFormat, EveryFlippedByteIsRefusedNamingTheSection) {
+    const uint64_t seed = test::testSeed();
+    FlatImage flat;
+    flat.d = 3;
+    flat.ntotal = 4;
+    flat.vectors = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    test::expectEveryFlippedByteRefused(
+            encodeFlat(flat), {"fields", "vectors"}, seed,
+            [](const std::vector<uint8_t>& b) { decodeFlat(b); });
+    flat.ntotal = 0; // an empty section too
+    flat.vectors.clear();
+    test::expectEveryFlippedByteRefused(
+            encodeFlat(flat), {"fields", "vectors"}, seed + 1,
+            [](const std::vector<uint8_t>& b) { decodeFlat(b); });
+
+    IvfFlatImage ivf = sampleIvf(seed + 2);
+    const std::vector<std::string> ivfSections = {"fields", "centroids", "inverted lists"};
+    auto loadIvf = [](const std::vector<uint8_t>& b) { decode(b, b.size()); };
+    test::expectEveryFlippedByteRefused(encode(ivf), ivfSections, seed + 3, loadIvf);
+    IvfFlatImage untrained;
+    untrained.d = 4;
+    untrained.nlist = 3;
+    untrained.listIds.resize(3);
+    untrained.listVectors.resize(3);
+    test::expectEveryFlippedByteRefused(encode(untrained), ivfSections, seed + 4, loadIvf);
+}
+
+TEST(IndexFormat, ChecksumsAreCheckedInFilesToo) {
+    // Vectors of more than the 1 MiB pieces a file's checksum is computed in.
+    FlatImage flat;
+    flat.d = 3;
+    flat.ntotal = 100000;
+    std::mt19937_64 rng(test::testSeed());
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (int64_t i = 0; i < flat.ntotal * flat.d; ++i) {
+        flat.vectors.push_back(u(rng));
+    }
+    const std::string path = std::string(::testing::TempDir()) + "faiss_ext_checksums.fx";
+    auto readFile = [&](const std::vector<uint8_t>& bytes) {
+        {
+            FileSink out(path.c_str());
+            out.write(bytes.data(), bytes.size());
+            out.close();
+        }
+        FileSource in(path.c_str());
+        uint32_t version = 0;
+        EXPECT_EQ(readHeader(in, &version), IndexKind::kFlat);
+        FlatImage im = readFlatImage(in, version);
+        readTrailer(in);
+        return im;
+    };
+    std::vector<uint8_t> b = encodeFlat(flat);
+    EXPECT_EQ(readFile(b).vectors, flat.vectors); // read ahead, then back
+    b[b.size() - 8 - 5] ^= 0x10;                  // a byte of the last vector
+    try {
+        readFile(b);
+        ADD_FAILURE() << "a flipped byte in a file was accepted";
+    } catch (const faiss::FaissException& e) {
+        EXPECT_NE(std::string(e.what()).find("section 'vectors' is corrupted"), std::string::npos)
+                << e.what();
+    }
+    std::remove(path.c_str());
+}
+
+TEST(IndexFormat, InspectIndexReadsEveryKindWithoutADevice) {
+    const IvfFlatImage ivf = sampleIvf(test::testSeed() + 7);
+    std::vector<uint8_t> b = encode(ivf);
+    IndexFileInfo info = inspect_index(b.data(), b.size());
+    EXPECT_EQ(info.kind, "GpuIndexIVFFlat");
+    EXPECT_EQ(info.version, kIndexFormatVersion);
+    EXPECT_EQ(info.d, ivf.d);
+    EXPECT_EQ(int(info.metric), ivf.metric);
+    EXPECT_EQ(info.ntotal, 3 + 0 + 1 + 7); // the lists' lengths
+    const std::vector<uint8_t> v3 = test::version3File(b);
+    EXPECT_EQ(inspect_index(v3.data(), v3.size()).version, 3u);
+
+    FlatImage flat;
+    flat.d = 2;
+    flat.metric = 0;
+    flat.ntotal = 2;
+    flat.vectors = {1, 2, 3, 4};
+    b = encodeFlat(flat);
+    info = inspect_index(b.data(), b.size());
+    EXPECT_EQ(info.kind, "GpuIndexFlat");
+    EXPECT_EQ(info.metric, faiss::METRIC_INNER_PRODUCT);
+    EXPECT_EQ(info.ntotal, 2);
+
+    BangImage bang;
+    bang.d = 2;
+    bang.config.build.graphDegree = 1;
+    bang.ntotal = 2;
+    bang.vectors = {1, 2, 3, 4};
+    bang.graph = {1, 0};
+    b = test::encodeFile(IndexKind::kBang, writeBangImage, bang);
+    info = inspect_index(b.data(), b.size());
+    EXPECT_EQ(info.kind, "GpuIndexBang");
+    EXPECT_EQ(info.ntotal, 2);
+
+    b[b.size() / 2] ^= 1;
+    EXPECT_THROW(inspect_index(b.data(), b.size()), faiss::FaissException);
+    EXPECT_THROW(inspect_index(nullptr, 4), faiss::FaissException);
+    EXPECT_THROW(inspect_index(b.data(), 0), faiss::FaissException);
 }

@@ -13,6 +13,7 @@
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/index_io.h>
 
+#include "LegacyIndexFiles.h"
 #include "Synthetic.h"
 #include "TestUtil.h"
 
@@ -175,8 +176,9 @@ TEST(GpuIndexBangErrors, FileWithAGraphIdOutOfRangeIsRefused) {
     GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
     auto xb = datasets::uniform(3000, d, 11);
     index.add(3000, xb.data());
-    std::vector<uint8_t> broken = faiss_ext::serialize_index(&index);
-    // The graph is the last array before the end marker (exact mode).
+    // A file whose checksums hold (version 3 has none), so that the graph check itself
+    // answers: the graph is the last array before the end marker (exact mode).
+    std::vector<uint8_t> broken = version3File(faiss_ext::serialize_index(&index));
     const size_t graphStart = broken.size() - 8 - size_t(3000) * 20 * 4;
     int32_t first = -2;
     std::memcpy(&first, broken.data() + graphStart, 4);

@@ -112,7 +112,7 @@ TEST(GpuIndexFlat, MatchesCpuOnRandomShapes) {
     std::mt19937_64 rng(test::testSeed());
     const int dims[] = {32, 64, 96, 128, 256, 960};
     const int ks[] = {1, 10, 100, 1024, 2048};
-    for (int iter = 0; iter < 12; ++iter) {
+    for (int iter = 0; iter < test::shapeCount(12); ++iter) {
         FlatCase c;
         c.d = dims[rng() % 6];
         c.k = ks[rng() % 5];

@@ -4,6 +4,7 @@
 // answers as search, empty indexes and NaN queries give missing results; a save / load
 // round trip keeps the data, the configuration and the answers. What only one index
 // does stays in its own suite (gpu_flat*, gpu_ivf*, gpu_bang*).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include <faiss_ext/GpuIndexIVFFlat.h>
 #include <faiss_ext/index_io.h>
 
+#include "FlippedBytes.h"
 #include "IvfTestUtil.h"
 #include "Synthetic.h"
 #include "TestUtil.h"
@@ -41,6 +43,10 @@ template <>
 struct IndexTraits<GpuIndexFlat> {
     /// Whether the index takes ids of its own (else they are sequential).
     static constexpr bool kAddWithIds = false;
+    /// The sections of its files (impl/IndexImage.h).
+    static std::vector<std::string> sections() {
+        return {"fields", "vectors"};
+    }
     static std::vector<faiss::MetricType> metrics() {
         return {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT};
     }
@@ -67,6 +73,9 @@ template <>
 struct IndexTraits<GpuIndexIVFFlat> {
     static constexpr bool kAddWithIds = true;
     static constexpr int64_t kNlist = 16;
+    static std::vector<std::string> sections() {
+        return {"fields", "centroids", "inverted lists"};
+    }
     static std::vector<faiss::MetricType> metrics() {
         return {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT};
     }
@@ -107,6 +116,9 @@ struct IndexTraits<GpuIndexIVFFlat> {
 template <>
 struct IndexTraits<GpuIndexBang> {
     static constexpr bool kAddWithIds = false;
+    static std::vector<std::string> sections() {
+        return {"fields", "vectors", "graph", "PQ codebooks and codes", "removed vectors"};
+    }
     static std::vector<faiss::MetricType> metrics() {
         return {faiss::METRIC_L2};
     }
@@ -350,6 +362,68 @@ TYPED_TEST(GpuIndexContract, EmptyIndexAndNanQueriesGiveMissingResults) {
     }
 }
 
+TYPED_TEST(GpuIndexContract, NonFiniteQueriesGetOnlyMissingResults) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16, k = 7;
+    const int64_t nq = 8;
+    const float inf = std::numeric_limits<float>::infinity();
+    for (faiss::MetricType m : TestFixture::Traits::metrics()) {
+        SCOPED_TRACE("metric " + std::to_string(int(m)));
+        auto index = this->filled(res, d, 1500, 21, m);
+        const float missing = m == faiss::METRIC_L2 ? inf : -inf;
+        std::vector<float> xq = datasets::uniform(nq, d, 22);
+        // Rows 1, 3, 4, 6 get a NaN, +inf, -inf, and every component +inf.
+        xq[1 * d + 5] = std::nanf("");
+        xq[3 * d + 0] = inf;
+        xq[4 * d + d - 1] = -inf;
+        std::fill(xq.begin() + 6 * d, xq.begin() + 7 * d, inf);
+        const std::vector<int64_t> bad = {1, 3, 4, 6}, good = {0, 2, 5, 7};
+        std::vector<float> goodQ;
+        for (int64_t q : good) {
+            goodQ.insert(goodQ.end(), xq.begin() + q * d, xq.begin() + (q + 1) * d);
+        }
+        std::vector<float> refD(good.size() * k);
+        std::vector<int64_t> refI(good.size() * k);
+        index->search(int64_t(good.size()), goodQ.data(), k, refD.data(), refI.data());
+
+        // Host queries (paged through searchDevice) and device queries alike.
+        auto qDev = res.alloc<float>(xq.size());
+        auto dDev = res.alloc<float>(nq * k);
+        auto iDev = res.alloc<int64_t>(nq * k);
+        copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
+        for (bool onDevice : {false, true}) {
+            SCOPED_TRACE(onDevice ? "searchDevice" : "search");
+            std::vector<float> D(nq * k, 0.5f);
+            std::vector<int64_t> I(nq * k, 12345);
+            if (onDevice) {
+                index->searchDevice(nq, qDev.data(), k, dDev.data(), iDev.data());
+                copyToHost(D.data(), dDev.data(), D.size(), res.stream());
+                copyToHost(I.data(), iDev.data(), I.size(), res.stream());
+            } else {
+                index->search(nq, xq.data(), k, D.data(), I.data());
+            }
+            for (int64_t q : bad) {
+                for (int j = 0; j < k; ++j) {
+                    EXPECT_EQ(I[q * k + j], -1) << "query " << q;
+                    EXPECT_EQ(D[q * k + j], missing) << "query " << q;
+                }
+            }
+            std::vector<float> goodD;
+            std::vector<int64_t> goodI;
+            for (int64_t q : good) {
+                goodD.insert(goodD.end(), D.begin() + q * k, D.begin() + (q + 1) * k);
+                goodI.insert(goodI.end(), I.begin() + q * k, I.begin() + (q + 1) * k);
+            }
+            EXPECT_EQ(
+                    compareKnn(refD, refI, goodD, goodI, int64_t(good.size()), k, 1e-5f, 1e-5f), 0);
+            for (int64_t id : goodI) {
+                EXPECT_GE(id, 0);
+            }
+        }
+    }
+}
+
 TYPED_TEST(GpuIndexContract, SaveLoadRoundTrip) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
@@ -389,6 +463,13 @@ TYPED_TEST(GpuIndexContract, SaveLoadRoundTrip) {
         auto again = faiss_ext::deserialize_index(bytes.data(), bytes.size(), res);
         ASSERT_NE(dynamic_cast<TypeParam*>(again.get()), nullptr);
         EXPECT_EQ(again->ntotal, n);
+        // The same index in format version 3 (no checksums) loads and answers the same.
+        const std::vector<uint8_t> v3 = version3File(bytes);
+        auto old = faiss_ext::deserialize_index(v3.data(), v3.size(), res);
+        auto oldBack = dynamic_cast<TypeParam*>(old.get());
+        ASSERT_NE(oldBack, nullptr);
+        TestFixture::Traits::expectSameSetup(*index, *oldBack);
+        expectSame(snapshot(*index, q, k), snapshot(*oldBack, q, k));
         for (size_t cut = 0; cut < bytes.size(); cut += 1 + bytes.size() / 300) {
             EXPECT_THROW(
                     faiss_ext::deserialize_index(bytes.data(), cut, res), faiss::FaissException)
@@ -409,4 +490,22 @@ TYPED_TEST(GpuIndexContract, SaveLoadRoundTrip) {
         EXPECT_EQ(eb->is_trained, empty->is_trained);
         TestFixture::Traits::expectSameSetup(*empty, *eb);
     }
+}
+
+TYPED_TEST(GpuIndexContract, EveryFlippedByteOfASavedIndexIsRefused) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    auto index = this->filled(res, 4, 64, 31);
+    const std::vector<uint8_t> bytes = faiss_ext::serialize_index(index.get());
+    expectEveryFlippedByteRefused(
+            bytes, TestFixture::Traits::sections(), testSeed(), [&](const std::vector<uint8_t>& b) {
+                faiss_ext::deserialize_index(b.data(), b.size(), res);
+            });
+    // An index that holds nothing (untrained where it trains) too.
+    auto empty = TestFixture::Traits::make(res, 4);
+    expectEveryFlippedByteRefused(
+            faiss_ext::serialize_index(empty.get()), TestFixture::Traits::sections(),
+            testSeed() + 1, [&](const std::vector<uint8_t>& b) {
+                faiss_ext::deserialize_index(b.data(), b.size(), res);
+            });
 }

@@ -110,7 +110,7 @@ TEST(GpuIndexIVFFlat, MatchesCpuOnRandomShapes) {
     std::mt19937_64 rng(testSeed());
     const int dims[] = {4, 7, 16, 33, 64, 128};
     const int ks[] = {1, 10, 100, 1000, 2048};
-    for (int iter = 0; iter < 12; ++iter) {
+    for (int iter = 0; iter < shapeCount(12); ++iter) {
         IvfCase c;
         c.d = dims[rng() % 6];
         c.k = iter == 0 ? 10 : ks[rng() % 5]; // iteration 0: 10000 queries
@@ -166,7 +166,7 @@ TEST(GpuIndexIVFFlat, FastAndHeapMergePathsAgree) {
     GpuResources res;
     std::mt19937_64 rng(testSeed());
     const int ks[] = {1, 7, 10, 64, 100, 250, 1000, 2048};
-    for (int iter = 0; iter < 10; ++iter) {
+    for (int iter = 0; iter < shapeCount(10); ++iter) {
         const int d = 8 + int(rng() % 60);
         const int64_t nb = 1000 + int64_t(rng() % 40000), nlist = 1 + int64_t(rng() % 200);
         const int64_t nq = 1 + int64_t(rng() % 300);
@@ -279,7 +279,7 @@ TEST(GpuIndexIVFFlat, ScanPathsGiveIdenticalResults) {
     std::mt19937_64 rng(testSeed());
     const int dims[] = {1, 5, 32, 128, 768, 2048};
     const int ks[] = {1, 10, 100, 256, 257, 1000, 2048};
-    for (int iter = 0; iter < 14; ++iter) {
+    for (int iter = 0; iter < shapeCount(14); ++iter) {
         const int d = dims[iter % 6];
         const int k = ks[rng() % 7];
         const int64_t nlist = 1 + int64_t(rng() % 300);

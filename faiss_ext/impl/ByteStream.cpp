@@ -1,13 +1,21 @@
 #include <faiss_ext/impl/ByteStream.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include <faiss_ext/impl/Crc32c.h>
 
 namespace faiss_ext {
 
 void VectorSink::write(const void* p, size_t n) {
     const uint8_t* b = static_cast<const uint8_t*>(p);
     bytes.insert(bytes.end(), b, b + n);
+}
+
+void ChecksumSink::write(const void* p, size_t n) {
+    crc = crc32c(p, n, crc);
+    bytes += n;
 }
 
 FileSink::FileSink(const char* path) : path_(path ? path : "") {
@@ -46,6 +54,13 @@ void MemorySource::read(void* p, size_t n) {
     pos_ += n;
 }
 
+uint32_t MemorySource::crc32cOfNext(uint64_t n, uint32_t crc) {
+    FAISS_THROW_IF_NOT_FMT(
+            n <= size_ - pos_, "index data truncated: %llu bytes wanted at offset %zu of %zu",
+            (unsigned long long)n, pos_, size_);
+    return crc32c(data_ + pos_, size_t(n), crc);
+}
+
 FileSource::FileSource(const char* path) : path_(path ? path : "") {
     FAISS_THROW_IF_NOT_MSG(path != nullptr, "read_index: null path");
     f_ = std::fopen(path, "rb");
@@ -77,6 +92,22 @@ void FileSource::read(void* p, size_t n) {
     FAISS_THROW_IF_NOT_FMT(
             std::fread(p, 1, n, f_) == n, "read_index: reading %s failed", path_.c_str());
     pos_ += n;
+}
+
+uint32_t FileSource::crc32cOfNext(uint64_t n, uint32_t crc) {
+    const uint64_t start = pos_;
+    std::vector<uint8_t> piece(size_t(std::min<uint64_t>(n, uint64_t(1) << 20)));
+    for (uint64_t done = 0; done < n;) {
+        const size_t m = size_t(std::min<uint64_t>(n - done, piece.size()));
+        read(piece.data(), m);
+        crc = crc32c(piece.data(), m, crc);
+        done += m;
+    }
+    FAISS_THROW_IF_NOT_FMT(
+            std::fseek(f_, long(start), SEEK_SET) == 0, "read_index: seeking in %s failed",
+            path_.c_str());
+    pos_ = start;
+    return crc;
 }
 
 } // namespace faiss_ext

@@ -27,12 +27,23 @@ class ByteSource {
     virtual ~ByteSource() = default;
     virtual void read(void* p, size_t bytes) = 0;
     virtual uint64_t remaining() const = 0;
+    /// The CRC32C (Crc32c.h) of the next `bytes` bytes continuing `crc`, without
+    /// consuming them; throws if fewer are left.
+    virtual uint32_t crc32cOfNext(uint64_t bytes, uint32_t crc) = 0;
 };
 
 class VectorSink : public ByteSink {
    public:
     void write(const void* p, size_t bytes) override;
     std::vector<uint8_t> bytes;
+};
+
+/// Keeps only the count and the CRC32C of the bytes written to it.
+class ChecksumSink : public ByteSink {
+   public:
+    void write(const void* p, size_t bytes) override;
+    uint64_t bytes = 0;
+    uint32_t crc = 0;
 };
 
 class FileSink : public ByteSink {
@@ -55,6 +66,7 @@ class MemorySource : public ByteSource {
     uint64_t remaining() const override {
         return size_ - pos_;
     }
+    uint32_t crc32cOfNext(uint64_t bytes, uint32_t crc) override;
 
    private:
     const uint8_t* data_;
@@ -70,6 +82,8 @@ class FileSource : public ByteSource {
     uint64_t remaining() const override {
         return size_ - pos_;
     }
+    /// Reads ahead in pieces, then seeks back.
+    uint32_t crc32cOfNext(uint64_t bytes, uint32_t crc) override;
 
    private:
     std::string path_;

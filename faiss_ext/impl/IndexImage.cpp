@@ -5,14 +5,62 @@
 
 #include <faiss/impl/FaissAssert.h>
 
+#include <faiss_ext/impl/Crc32c.h>
+
 namespace faiss_ext {
 
 namespace {
 
 constexpr char kMagic[8] = {'F', 'X', 'E', 'X', 'T', 'I', 'D', 'X'};
 constexpr char kEnd[8] = {'F', 'X', 'E', 'X', 'T', 'E', 'N', 'D'};
-constexpr char kTombstones[8] = {'F', 'X', 'T', 'O', 'M', 'B', 'S', 'T'};
 constexpr int kMaxDim = 1 << 20;
+/// The first version whose header and sections carry checksums.
+constexpr uint32_t kChecksumVersion = 4;
+
+// Sections (version 4 on): u64 length, u32 CRC32C of the section's bytes followed by
+// the length's 8 bytes, then the bytes. The checksum is checked before anything in the
+// section is parsed, so a flipped byte is reported as such, naming the section.
+
+/// Writes one section whose bytes `body(sink)` writes. body runs twice: into a
+/// ChecksumSink (length and CRC, nothing kept), then into `out`.
+template <typename Body>
+void writeSection(ByteSink& out, Body&& body) {
+    ChecksumSink measure;
+    body(measure);
+    const uint64_t length = measure.bytes;
+    put<uint64_t>(out, length);
+    put<uint32_t>(out, crc32c(&length, sizeof(length), measure.crc));
+    body(out);
+}
+
+/// Reads one section named `name` (for the messages) whose fields `body()` reads from
+/// `in`. Versions before kChecksumVersion have no sections: body reads in place.
+template <typename Body>
+void readSection(ByteSource& in, uint32_t version, const char* name, Body&& body) {
+    if (version < kChecksumVersion) {
+        body();
+        return;
+    }
+    FAISS_THROW_IF_NOT_FMT(
+            in.remaining() >= 12, "index file: section '%s' is missing (file truncated)", name);
+    const uint64_t length = get<uint64_t>(in);
+    const uint32_t stored = get<uint32_t>(in);
+    FAISS_THROW_IF_NOT_FMT(
+            length <= in.remaining(),
+            "index file: section '%s' is corrupted or truncated (length %llu, %llu bytes left)",
+            name, (unsigned long long)length, (unsigned long long)in.remaining());
+    const uint32_t computed = crc32c(&length, sizeof(length), in.crc32cOfNext(length, 0));
+    FAISS_THROW_IF_NOT_FMT(
+            computed == stored,
+            "index file: section '%s' is corrupted (CRC32C 0x%08x stored, 0x%08x computed)", name,
+            stored, computed);
+    const uint64_t before = in.remaining();
+    body();
+    FAISS_THROW_IF_NOT_FMT(
+            before - in.remaining() == length,
+            "index file: section '%s' holds %llu bytes but its fields take %llu", name,
+            (unsigned long long)length, (unsigned long long)(before - in.remaining()));
+}
 
 int getDim(ByteSource& in) {
     const int32_t d = get<int32_t>(in);
@@ -121,9 +169,13 @@ void getConfig(ByteSource& in, GpuIndexBangConfig& c, int d) {
 } // namespace
 
 void writeHeader(ByteSink& out, IndexKind kind) {
-    out.write(kMagic, sizeof(kMagic));
-    put<uint32_t>(out, kIndexFormatVersion);
-    put<uint32_t>(out, uint32_t(kind));
+    ChecksumSink crc;
+    for (ByteSink* sink : {static_cast<ByteSink*>(&crc), &out}) {
+        sink->write(kMagic, sizeof(kMagic));
+        put<uint32_t>(*sink, kIndexFormatVersion);
+        put<uint32_t>(*sink, uint32_t(kind));
+    }
+    put<uint32_t>(out, crc.crc);
 }
 
 IndexKind readHeader(ByteSource& in, uint32_t* versionOut) {
@@ -143,6 +195,18 @@ IndexKind readHeader(ByteSource& in, uint32_t* versionOut) {
             "faiss_ext index format version %u is not supported (this build reads %u to %u)",
             version, kIndexFormatOldestVersion, kIndexFormatVersion);
     const uint32_t kind = get<uint32_t>(in);
+    if (version >= kChecksumVersion) {
+        uint32_t computed = crc32c(magic, sizeof(magic));
+        computed = crc32c(&version, sizeof(version), computed);
+        computed = crc32c(&kind, sizeof(kind), computed);
+        FAISS_THROW_IF_NOT_MSG(
+                in.remaining() >= 4, "index file: header checksum missing (file truncated)");
+        const uint32_t stored = get<uint32_t>(in);
+        FAISS_THROW_IF_NOT_FMT(
+                computed == stored,
+                "index file: header is corrupted (CRC32C 0x%08x stored, 0x%08x computed)", stored,
+                computed);
+    }
     FAISS_THROW_IF_NOT_FMT(
             kind == uint32_t(IndexKind::kFlat) || kind == uint32_t(IndexKind::kIvfFlat) ||
                     kind == uint32_t(IndexKind::kBang),
@@ -157,179 +221,212 @@ void writeTrailer(ByteSink& out) {
     out.write(kEnd, sizeof(kEnd));
 }
 
-void readTrailer(ByteSource& in, BangImage* bang) {
+void readTrailer(ByteSource& in) {
+    FAISS_THROW_IF_NOT_MSG(
+            in.remaining() >= sizeof(kEnd), "index file: end marker missing (file truncated)");
     char end[8];
     in.read(end, sizeof(end));
-    if (bang != nullptr && std::memcmp(end, kTombstones, sizeof(kTombstones)) == 0) {
-        const uint64_t count = get<uint64_t>(in);
-        FAISS_THROW_IF_NOT_FMT(
-                count >= 1 && count <= uint64_t(bang->ntotal),
-                "index file: %llu tombstones for %lld vectors", (unsigned long long)count,
-                (long long)bang->ntotal);
-        bang->tombstones = getArray<int64_t>(in, count, "tombstones");
-        for (size_t i = 0; i < bang->tombstones.size(); ++i) {
-            const int64_t id = bang->tombstones[i];
-            FAISS_THROW_IF_NOT_FMT(
-                    id >= 0 && id < bang->ntotal && (i == 0 || id > bang->tombstones[i - 1]),
-                    "index file: tombstone %lld is out of order or outside [0, %lld)",
-                    (long long)id, (long long)bang->ntotal);
-        }
-        in.read(end, sizeof(end));
-    }
-    FAISS_THROW_IF_NOT_MSG(std::memcmp(end, kEnd, sizeof(kEnd)) == 0, "index file: bad end marker");
+    FAISS_THROW_IF_NOT_MSG(
+            std::memcmp(end, kEnd, sizeof(kEnd)) == 0, "index file: end marker is corrupted");
     FAISS_THROW_IF_NOT_FMT(
             in.remaining() == 0, "index file: %llu unexpected bytes after the end marker",
             (unsigned long long)in.remaining());
 }
 
 void writeFlatImage(ByteSink& out, const FlatImage& im) {
-    put<int32_t>(out, im.d);
-    put<int32_t>(out, im.metric);
-    putConfig(out, im.config);
-    put<int64_t>(out, im.ntotal);
-    putArray(out, im.vectors);
+    writeSection(out, [&](ByteSink& s) {
+        put<int32_t>(s, im.d);
+        put<int32_t>(s, im.metric);
+        putConfig(s, im.config);
+        put<int64_t>(s, im.ntotal);
+    });
+    writeSection(out, [&](ByteSink& s) { putArray(s, im.vectors); });
 }
 
 FlatImage readFlatImage(ByteSource& in, uint32_t version) {
     FlatImage im;
-    im.d = getDim(in);
-    im.metric = getMetric(in, "index");
-    if (version >= 3) {
-        getConfig(in, im.config);
-    }
-    im.ntotal = get<int64_t>(in);
-    FAISS_THROW_IF_NOT_FMT(
-            im.ntotal >= 0 && uint64_t(im.ntotal) <= in.remaining() / (uint64_t(im.d) * 4),
-            "index file: ntotal=%lld vectors of d=%d do not fit the %llu bytes left",
-            (long long)im.ntotal, im.d, (unsigned long long)in.remaining());
-    im.vectors = getArray<float>(in, uint64_t(im.ntotal) * im.d, "vectors");
-    checkFiniteArray(im.vectors, "vectors");
+    readSection(in, version, "fields", [&] {
+        im.d = getDim(in);
+        im.metric = getMetric(in, "index");
+        if (version >= 3) {
+            getConfig(in, im.config);
+        }
+        im.ntotal = get<int64_t>(in);
+        FAISS_THROW_IF_NOT_FMT(
+                im.ntotal >= 0 && uint64_t(im.ntotal) <= in.remaining() / (uint64_t(im.d) * 4),
+                "index file: ntotal=%lld vectors of d=%d do not fit the %llu bytes left",
+                (long long)im.ntotal, im.d, (unsigned long long)in.remaining());
+    });
+    readSection(in, version, "vectors", [&] {
+        im.vectors = getArray<float>(in, uint64_t(im.ntotal) * im.d, "vectors");
+        checkFiniteArray(im.vectors, "vectors");
+    });
     return im;
 }
 
 void writeIvfFlatImage(ByteSink& out, const IvfFlatImage& im) {
-    put<int32_t>(out, im.d);
-    put<int32_t>(out, im.metric);
-    put<int32_t>(out, im.quantizerMetric);
-    put<int64_t>(out, im.nlist);
-    put<uint64_t>(out, im.nprobe);
-    put<uint8_t>(out, im.trained ? 1 : 0);
-    putConfig(out, im.config);
-    putArray(out, im.centroids);
-    for (int64_t l = 0; l < im.nlist; ++l) {
-        put<int64_t>(out, int64_t(im.listIds[l].size()));
-        putArray(out, im.listIds[l]);
-        putArray(out, im.listVectors[l]);
-    }
+    writeSection(out, [&](ByteSink& s) {
+        put<int32_t>(s, im.d);
+        put<int32_t>(s, im.metric);
+        put<int32_t>(s, im.quantizerMetric);
+        put<int64_t>(s, im.nlist);
+        put<uint64_t>(s, im.nprobe);
+        put<uint8_t>(s, im.trained ? 1 : 0);
+        putConfig(s, im.config);
+    });
+    writeSection(out, [&](ByteSink& s) { putArray(s, im.centroids); });
+    writeSection(out, [&](ByteSink& s) {
+        for (int64_t l = 0; l < im.nlist; ++l) {
+            put<int64_t>(s, int64_t(im.listIds[l].size()));
+            putArray(s, im.listIds[l]);
+            putArray(s, im.listVectors[l]);
+        }
+    });
 }
 
 IvfFlatImage readIvfFlatImage(ByteSource& in, uint32_t version) {
     IvfFlatImage im;
-    im.d = getDim(in);
-    im.metric = getMetric(in, "index");
-    im.quantizerMetric = getMetric(in, "quantizer");
-    im.nlist = get<int64_t>(in);
-    // Every list takes at least its 8-byte length.
-    FAISS_THROW_IF_NOT_FMT(
-            im.nlist >= 1 && im.nlist < (int64_t(1) << 31) &&
-                    uint64_t(im.nlist) <= in.remaining() / 8,
-            "index file: nlist=%lld with %llu bytes left", (long long)im.nlist,
-            (unsigned long long)in.remaining());
-    im.nprobe = get<uint64_t>(in);
-    FAISS_THROW_IF_NOT_FMT(
-            im.nprobe >= 1, "index file: nprobe=%llu", (unsigned long long)im.nprobe);
-    const uint8_t trained = get<uint8_t>(in);
-    FAISS_THROW_IF_NOT_FMT(trained <= 1, "index file: trained flag %u", unsigned(trained));
-    im.trained = trained == 1;
-    if (version >= 3) {
-        getConfig(in, im.config);
-    }
-    if (im.trained) {
-        im.centroids = getArray<float>(in, uint64_t(im.nlist) * im.d, "centroids");
-        checkFiniteArray(im.centroids, "centroids");
-    }
-    im.listIds.resize(size_t(im.nlist));
-    im.listVectors.resize(size_t(im.nlist));
-    const uint64_t entryBytes = 8 + uint64_t(im.d) * 4;
-    for (int64_t l = 0; l < im.nlist; ++l) {
-        const int64_t len = get<int64_t>(in);
+    readSection(in, version, "fields", [&] {
+        im.d = getDim(in);
+        im.metric = getMetric(in, "index");
+        im.quantizerMetric = getMetric(in, "quantizer");
+        im.nlist = get<int64_t>(in);
+        // Every list takes at least its 8-byte length.
         FAISS_THROW_IF_NOT_FMT(
-                len >= 0 && uint64_t(len) <= in.remaining() / entryBytes,
-                "index file: list %lld of length %lld does not fit the %llu bytes left",
-                (long long)l, (long long)len, (unsigned long long)in.remaining());
+                im.nlist >= 1 && im.nlist < (int64_t(1) << 31) &&
+                        uint64_t(im.nlist) <= in.remaining() / 8,
+                "index file: nlist=%lld with %llu bytes left", (long long)im.nlist,
+                (unsigned long long)in.remaining());
+        im.nprobe = get<uint64_t>(in);
         FAISS_THROW_IF_NOT_FMT(
-                len == 0 || im.trained,
-                "index file: untrained index with %lld vectors in list %lld", (long long)len,
-                (long long)l);
-        im.listIds[l] = getArray<int64_t>(in, uint64_t(len), "list ids");
-        for (int64_t id : im.listIds[l]) {
-            FAISS_THROW_IF_NOT_FMT(id != -1, "index file: id -1 stored in list %lld", (long long)l);
+                im.nprobe >= 1, "index file: nprobe=%llu", (unsigned long long)im.nprobe);
+        const uint8_t trained = get<uint8_t>(in);
+        FAISS_THROW_IF_NOT_FMT(trained <= 1, "index file: trained flag %u", unsigned(trained));
+        im.trained = trained == 1;
+        if (version >= 3) {
+            getConfig(in, im.config);
         }
-        im.listVectors[l] = getArray<float>(in, uint64_t(len) * im.d, "list vectors");
-        checkFiniteArray(im.listVectors[l], "list vectors");
-    }
+    });
+    readSection(in, version, "centroids", [&] {
+        if (im.trained) {
+            im.centroids = getArray<float>(in, uint64_t(im.nlist) * im.d, "centroids");
+            checkFiniteArray(im.centroids, "centroids");
+        }
+    });
+    readSection(in, version, "inverted lists", [&] {
+        im.listIds.resize(size_t(im.nlist));
+        im.listVectors.resize(size_t(im.nlist));
+        const uint64_t entryBytes = 8 + uint64_t(im.d) * 4;
+        for (int64_t l = 0; l < im.nlist; ++l) {
+            const int64_t len = get<int64_t>(in);
+            FAISS_THROW_IF_NOT_FMT(
+                    len >= 0 && uint64_t(len) <= in.remaining() / entryBytes,
+                    "index file: list %lld of length %lld does not fit the %llu bytes left",
+                    (long long)l, (long long)len, (unsigned long long)in.remaining());
+            FAISS_THROW_IF_NOT_FMT(
+                    len == 0 || im.trained,
+                    "index file: untrained index with %lld vectors in list %lld", (long long)len,
+                    (long long)l);
+            im.listIds[l] = getArray<int64_t>(in, uint64_t(len), "list ids");
+            for (int64_t id : im.listIds[l]) {
+                FAISS_THROW_IF_NOT_FMT(
+                        id != -1, "index file: id -1 stored in list %lld", (long long)l);
+            }
+            im.listVectors[l] = getArray<float>(in, uint64_t(len) * im.d, "list vectors");
+            checkFiniteArray(im.listVectors[l], "list vectors");
+        }
+    });
     return im;
 }
 
 void writeBangImage(ByteSink& out, const BangImage& im) {
-    put<int32_t>(out, im.d);
-    put<int32_t>(out, im.metric);
-    putConfig(out, im.config);
-    put<int32_t>(out, im.searchL);
-    put<int64_t>(out, im.ntotal);
-    put<int64_t>(out, im.entry);
-    putArray(out, im.vectors);
-    putArray(out, im.graph);
-    putArray(out, im.pqCentroids);
-    putArray(out, im.pqCodes);
-    if (!im.tombstones.empty()) {
-        out.write(kTombstones, sizeof(kTombstones));
-        put<uint64_t>(out, uint64_t(im.tombstones.size()));
-        putArray(out, im.tombstones);
-    }
+    writeSection(out, [&](ByteSink& s) {
+        put<int32_t>(s, im.d);
+        put<int32_t>(s, im.metric);
+        putConfig(s, im.config);
+        put<int32_t>(s, im.searchL);
+        put<int64_t>(s, im.ntotal);
+        put<int64_t>(s, im.entry);
+    });
+    writeSection(out, [&](ByteSink& s) { putArray(s, im.vectors); });
+    writeSection(out, [&](ByteSink& s) { putArray(s, im.graph); });
+    writeSection(out, [&](ByteSink& s) {
+        putArray(s, im.pqCentroids);
+        putArray(s, im.pqCodes);
+    });
+    writeSection(out, [&](ByteSink& s) {
+        put<uint64_t>(s, uint64_t(im.tombstones.size()));
+        putArray(s, im.tombstones);
+    });
 }
 
 BangImage readBangImage(ByteSource& in, uint32_t version) {
     BangImage im;
-    im.d = getDim(in);
-    im.metric = getMetric(in, "index");
-    if (version >= 3) {
-        getConfig(in, im.config, im.d);
-    } else {
-        getConfig(in, im.config.build); // versions 1 and 2: the build fields only
-    }
-    im.searchL = get<int32_t>(in);
-    im.ntotal = get<int64_t>(in);
-    im.entry = get<int64_t>(in);
-    if (version == 2) {
-        im.config.pqSubquantizers = getPqSubquantizers(in, im.d);
-    }
-    const BangBuildConfig& b = im.config.build;
-    const int M = im.config.pqSubquantizers;
-    const uint64_t rowBytes = uint64_t(im.d) * 4 + uint64_t(b.graphDegree) * 4 + uint64_t(M);
-    FAISS_THROW_IF_NOT_FMT(
-            im.ntotal >= 0 && im.ntotal < (int64_t(1) << 31) &&
-                    uint64_t(im.ntotal) <= in.remaining() / rowBytes,
-            "index file: ntotal=%lld vectors of d=%d and degree %d do not fit the %llu bytes "
-            "left",
-            (long long)im.ntotal, im.d, b.graphDegree, (unsigned long long)in.remaining());
-    FAISS_THROW_IF_NOT_FMT(
-            im.ntotal == 0 ? im.entry == 0 : (im.entry >= 0 && im.entry < im.ntotal),
-            "index file: entry point %lld for %lld vectors", (long long)im.entry,
-            (long long)im.ntotal);
-    im.vectors = getArray<float>(in, uint64_t(im.ntotal) * im.d, "vectors");
-    checkFiniteArray(im.vectors, "vectors");
-    im.graph = getArray<int32_t>(in, uint64_t(im.ntotal) * b.graphDegree, "graph");
-    for (int32_t id : im.graph) {
+    readSection(in, version, "fields", [&] {
+        im.d = getDim(in);
+        im.metric = getMetric(in, "index");
+        if (version >= 3) {
+            getConfig(in, im.config, im.d);
+        } else {
+            getConfig(in, im.config.build); // versions 1 and 2: the build fields only
+        }
+        im.searchL = get<int32_t>(in);
+        im.ntotal = get<int64_t>(in);
+        im.entry = get<int64_t>(in);
+        if (version == 2) {
+            im.config.pqSubquantizers = getPqSubquantizers(in, im.d);
+        }
+        const BangBuildConfig& b = im.config.build;
+        const uint64_t rowBytes = uint64_t(im.d) * 4 + uint64_t(b.graphDegree) * 4 +
+                uint64_t(im.config.pqSubquantizers);
         FAISS_THROW_IF_NOT_FMT(
-                id >= -1 && id < im.ntotal, "index file: graph id %d for %lld vectors", id,
+                im.ntotal >= 0 && im.ntotal < (int64_t(1) << 31) &&
+                        uint64_t(im.ntotal) <= in.remaining() / rowBytes,
+                "index file: ntotal=%lld vectors of d=%d and degree %d do not fit the %llu "
+                "bytes left",
+                (long long)im.ntotal, im.d, b.graphDegree, (unsigned long long)in.remaining());
+        FAISS_THROW_IF_NOT_FMT(
+                im.ntotal == 0 ? im.entry == 0 : (im.entry >= 0 && im.entry < im.ntotal),
+                "index file: entry point %lld for %lld vectors", (long long)im.entry,
                 (long long)im.ntotal);
-    }
-    if (M > 0 && im.ntotal > 0) {
-        // M x 256 x d / M floats
-        im.pqCentroids = getArray<float>(in, uint64_t(im.d) * 256, "PQ centroids");
-        checkFiniteArray(im.pqCentroids, "PQ centroids");
-        im.pqCodes = getArray<uint8_t>(in, uint64_t(im.ntotal) * uint64_t(M), "PQ codes");
+    });
+    readSection(in, version, "vectors", [&] {
+        im.vectors = getArray<float>(in, uint64_t(im.ntotal) * im.d, "vectors");
+        checkFiniteArray(im.vectors, "vectors");
+    });
+    readSection(in, version, "graph", [&] {
+        im.graph =
+                getArray<int32_t>(in, uint64_t(im.ntotal) * im.config.build.graphDegree, "graph");
+        for (int32_t id : im.graph) {
+            FAISS_THROW_IF_NOT_FMT(
+                    id >= -1 && id < im.ntotal, "index file: graph id %d for %lld vectors", id,
+                    (long long)im.ntotal);
+        }
+    });
+    readSection(in, version, "PQ codebooks and codes", [&] {
+        const int M = im.config.pqSubquantizers;
+        if (M > 0 && im.ntotal > 0) {
+            // M x 256 x d / M floats
+            im.pqCentroids = getArray<float>(in, uint64_t(im.d) * 256, "PQ centroids");
+            checkFiniteArray(im.pqCentroids, "PQ centroids");
+            im.pqCodes = getArray<uint8_t>(in, uint64_t(im.ntotal) * uint64_t(M), "PQ codes");
+        }
+    });
+    if (version >= kChecksumVersion) {
+        readSection(in, version, "removed vectors", [&] {
+            const uint64_t count = get<uint64_t>(in);
+            FAISS_THROW_IF_NOT_FMT(
+                    count <= uint64_t(im.ntotal), "index file: %llu removed of %lld vectors",
+                    (unsigned long long)count, (long long)im.ntotal);
+            im.tombstones = getArray<int64_t>(in, count, "removed vectors");
+            for (size_t i = 0; i < im.tombstones.size(); ++i) {
+                const int64_t id = im.tombstones[i];
+                FAISS_THROW_IF_NOT_FMT(
+                        id >= 0 && id < im.ntotal && (i == 0 || id > im.tombstones[i - 1]),
+                        "index file: removed vector %lld is out of order or outside [0, %lld)",
+                        (long long)id, (long long)im.ntotal);
+            }
+        });
     }
     return im;
 }

@@ -3,12 +3,19 @@
 // same notes with the history of the versions.
 //
 // File layout (little-endian, no padding):
-//   "FXEXTIDX" (8 bytes)  u32 version  u32 kind (IndexKind)
-//   payload of the kind
+//   "FXEXTIDX" (8 bytes)  u32 version  u32 kind (IndexKind)  u32 CRC32C of those 16
+//   payload of the kind: its sections, each  u64 length  u32 CRC32C  bytes
 //   "FXEXTEND" (8 bytes), then end of file
-// Every size read is checked against the bytes left before anything is allocated (see
-// ByteStream.h). A new index type adds a kind, an image and its two functions; a
-// payload change bumps the version, and every older version stays readable.
+// The CRC32C (Crc32c.h) of a section covers its bytes followed by its length, and is
+// checked before anything in the section is parsed: a flipped byte anywhere is refused
+// with a faiss::FaissException naming the header, the section or the end marker.
+// Sections: Flat "fields" (d .. ntotal), "vectors"; IVF-Flat "fields" (d .. config),
+// "centroids", "inverted lists"; Bang "fields" (d .. entry), "vectors", "graph", "PQ
+// codebooks and codes". Every size read is also checked against the bytes left before
+// anything is allocated (see ByteStream.h), so files of the versions without checksums
+// are refused safely too. A new index type adds a kind, an image and its two
+// functions; a payload change bumps the version, and every older version stays
+// readable.
 //
 // What a saved index keeps: its data, its default search knob (IVF nprobe, Bang
 // search_L) and its whole configuration struct (IndexConfig.h: GpuIndexConfig's
@@ -24,16 +31,15 @@
 //      ntotal, entry, vectors, graph.
 //   2  Bang adds pqSubquantizers after the entry point and the PQ codebooks and codes
 //      after the graph.
-//   3  (written) every payload carries its configuration struct: Flat after the
+//   3  every payload carries its configuration struct: Flat after the
 //      metric, IVF-Flat after the trained flag, Bang in place of the build fields (the
 //      same fields inside GpuIndexBangConfig). Files of versions 1 and 2 load with the
 //      defaults for what they do not hold.
-//
-// Optional sections between a payload and the end marker (additive: a file without
-// them is byte for byte what it was, so no version bump; a reader older than a section
-// refuses the file at its end marker):
-//   "FXTOMBST" u64 count, count int64 node ids, ascending: Bang's removed nodes
-//      (GpuIndexBang::remove_ids), written only when there are some.
+//   4  (written) the header and every payload section carry a CRC32C; the fields
+//      are those of version 3, in the same order. Files of versions 1 to 3 load
+//      without checksums to check.
+//      Bang images gain a fifth section: the removed vectors (u64 count, count int64
+//      node ids, ascending; GpuIndexBang::remove_ids).
 #pragma once
 
 #include <cstdint>
@@ -45,7 +51,7 @@
 namespace faiss_ext {
 
 /// The version written; every version from kIndexFormatOldestVersion up is read.
-constexpr uint32_t kIndexFormatVersion = 3;
+constexpr uint32_t kIndexFormatVersion = 4;
 constexpr uint32_t kIndexFormatOldestVersion = 1;
 
 enum class IndexKind : uint32_t {
@@ -93,18 +99,21 @@ struct BangImage {
     std::vector<int64_t> tombstones;
 };
 
+/// Writes the header of the current version, its checksum included.
 void writeHeader(ByteSink& out, IndexKind kind);
-/// Reads and checks the magic and version; returns the kind (checked to be known) and,
-/// when version is not null, the file's format version.
+/// Reads and checks the magic, the version and (version 4 on) the header's checksum;
+/// returns the kind (checked to be known) and, when version is not null, the file's
+/// format version.
 IndexKind readHeader(ByteSource& in, uint32_t* version = nullptr);
 /// Writes / checks the end marker (and that nothing follows it). With bang, the
 /// optional sections of a Bang payload may come first and are read into it.
 void writeTrailer(ByteSink& out);
-void readTrailer(ByteSource& in, BangImage* bang = nullptr);
+void readTrailer(ByteSource& in);
 
 /// The payloads, written in the current version; read in the file's `version`
-/// (readHeader). The readers check sizes, finiteness, ids and enum values, not the
-/// ranges the index constructors check again when read_index builds the index.
+/// (readHeader). The readers check each section's checksum (version 4 on), then
+/// sizes, finiteness, ids and enum values, not the ranges the index constructors check
+/// again when read_index builds the index.
 void writeFlatImage(ByteSink& out, const FlatImage& image);
 FlatImage readFlatImage(ByteSource& in, uint32_t version = kIndexFormatVersion);
 void writeIvfFlatImage(ByteSink& out, const IvfFlatImage& image);

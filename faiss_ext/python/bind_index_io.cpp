@@ -50,6 +50,23 @@ void bindIndexIo(py::module_& m) {
             },
             py::arg("data"), py::arg("res"), py::keep_alive<0, 2>(),
             "Loads an index from serialize_index's bytes onto the device of `res`.");
+    m.def(
+            "inspect_index",
+            [](py::handle data) {
+                const std::vector<uint8_t> bytes = serializedBytes(data);
+                const IndexFileInfo info = inspect_index(bytes.data(), bytes.size());
+                py::dict out;
+                out["kind"] = info.kind;
+                out["version"] = info.version;
+                out["d"] = info.d;
+                out["metric"] = int(info.metric);
+                out["ntotal"] = info.ntotal;
+                return out;
+            },
+            py::arg("data"),
+            "Reads and checks serialize_index's bytes on the host (no device): a dict "
+            "of kind, version, d, metric and ntotal, or FaissException as "
+            "deserialize_index would raise.");
 }
 
 } // namespace python
