@@ -11,8 +11,9 @@ class FlatStorage {
    public:
     FlatStorage(const GpuResources& res, int d) : res_(&res), d_(d) {}
 
-    /// Appends n host vectors. Allocates first, so a failure leaves the storage as it was.
-    void append(int64_t n, const float* hostVectors);
+    /// Appends n vectors (host or device memory). Allocates first, so a failure leaves
+    /// the storage as it was.
+    void append(int64_t n, const float* x);
     void clear();
     /// Copies rows [i0, i0 + n) to host memory.
     void copyRowsToHost(int64_t i0, int64_t n, float* out) const;
