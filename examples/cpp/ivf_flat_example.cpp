@@ -1,6 +1,7 @@
 // FAISS's IVFFlat tutorial with faiss_ext::GpuIndexIVFFlat in place of
 // faiss::IndexIVFFlat: the same train / add / search calls, results in the same
 // layout. Exits 2 without a CUDA device, 1 if the search finds the wrong neighbours.
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -44,7 +45,7 @@ int main() {
     index.add(nb, xb.data());
 
     std::vector<float> D(size_t(nq) * k);
-    std::vector<faiss::idx_t> I(size_t(nq) * k);
+    std::vector<int64_t> I(size_t(nq) * k);
     index.nprobe = 10;
     index.search(nq, xq.data(), k, D.data(), I.data());
 
