@@ -220,7 +220,18 @@ bool isDeviceArray(py::handle x) {
 }
 
 DeviceArray readDeviceArray(py::handle x, cudaStream_t stream) {
-    return dlpackOnCuda(x) ? readDlpack(x, stream) : readCudaArrayInterface(x, stream);
+    // The interface where it names the producer's stream (version 3: CuPy), as it also
+    // gives numpy's exact dtype; else DLPack, whose producer orders its work before
+    // `stream` (PyTorch's interface names no stream); else the interface alone.
+    bool caiNamesStream = false;
+    if (py::hasattr(x, "__cuda_array_interface__")) {
+        py::dict cai = x.attr("__cuda_array_interface__");
+        caiNamesStream = cai.contains("stream");
+    }
+    if (!caiNamesStream && dlpackOnCuda(x)) {
+        return readDlpack(x, stream);
+    }
+    return readCudaArrayInterface(x, stream);
 }
 
 DeviceArray deviceVectors(py::handle x, int64_t d, cudaStream_t stream, const char* what) {

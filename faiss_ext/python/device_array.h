@@ -31,9 +31,10 @@ struct DeviceArray {
 /// it has __cuda_array_interface__.
 bool isDeviceArray(py::handle x);
 
-/// Reads x (isDeviceArray) through DLPack where it offers it (the producer then orders
-/// its pending work before `stream`), else through __cuda_array_interface__ (`stream`
-/// waits for the producer's stream it names).
+/// Reads x (isDeviceArray) through __cuda_array_interface__ where it names the
+/// producer's stream (`stream` then waits for it), else through DLPack where x offers
+/// it (the producer orders its pending work before `stream`), else through the
+/// interface alone.
 DeviceArray readDeviceArray(py::handle x, cudaStream_t stream);
 
 /// x as C-contiguous float32 (n, d) vectors under the numpy rules (checkVectorsDesc);
