@@ -3,8 +3,10 @@
 #include <cmath>
 
 #include <faiss/impl/AuxIndexStructures.h>
+#include <vector>
 
 #include <faiss_ext/impl/ArgChecks.h>
+#include <faiss_ext/impl/DeviceFinite.h>
 #include <faiss_ext/impl/HostPaging.h>
 #include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/NonFiniteQueries.h>
@@ -32,15 +34,23 @@ void GpuIndex::contentsChanged() {
     filterCache_->invalidate();
 }
 
-void GpuIndex::checkHostPointer(const void* p, const char* what) {
-    cudaPointerAttributes attr;
-    if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-        (void)cudaGetLastError(); // plain host memory on old drivers
-        return;
-    }
+MemorySpace GpuIndex::memorySpace(const void* p, const char* what) const {
+    return memorySpaceOf(p, res_.device(), what);
+}
+
+void GpuIndex::checkHostPointer(const void* p, const char* what) const {
     FAISS_THROW_IF_NOT_FMT(
-            attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged,
+            memorySpace(p, what) == MemorySpace::kHost,
             "%s: expected host memory, got a device pointer", what);
+}
+
+void GpuIndex::checkVectorsFinite_(int64_t n, const float* x, bool onDevice, const char* what)
+        const {
+    if (onDevice) {
+        checkFiniteOnDevice(res_, n, d, x, what);
+    } else {
+        checkFinite(n, d, x, what);
+    }
 }
 
 void GpuIndex::trainImpl_(int64_t, const float*) {}
@@ -48,7 +58,13 @@ void GpuIndex::trainImpl_(int64_t, const float*) {}
 void GpuIndex::train(int64_t n, const float* x) {
     checkVectorsArg(n, x, "train");
     DeviceScope scope(res_.device());
-    checkHostPointer(x, "train");
+    // Training runs on the host (faiss::Clustering, as FAISS's GPU indexes do): device
+    // vectors are copied there first.
+    std::vector<float> host;
+    if (memorySpace(x, "train") == MemorySpace::kDevice) {
+        host = copyToHostVector(x, size_t(n) * d, res_.stream());
+        x = host.data();
+    }
     checkFinite(n, d, x, "train");
     trainImpl_(n, x);
 }
@@ -57,8 +73,7 @@ void GpuIndex::add(int64_t n, const float* x) {
     checkVectorsArg(n, x, "add");
     FAISS_THROW_IF_NOT_MSG(is_trained, "add: the index is not trained");
     DeviceScope scope(res_.device());
-    checkHostPointer(x, "add");
-    checkFinite(n, d, x, "add");
+    checkVectorsFinite_(n, x, memorySpace(x, "add") == MemorySpace::kDevice, "add");
     addImpl_(n, x, nullptr);
     contentsChanged();
 }
@@ -71,9 +86,15 @@ void GpuIndex::add_with_ids(int64_t n, const float* x, const int64_t* ids) {
     FAISS_THROW_IF_NOT_MSG(ids != nullptr, "add_with_ids: null ids pointer");
     FAISS_THROW_IF_NOT_MSG(is_trained, "add_with_ids: the index is not trained");
     DeviceScope scope(res_.device());
-    checkHostPointer(x, "add_with_ids");
-    checkHostPointer(ids, "add_with_ids ids");
-    checkFinite(n, d, x, "add_with_ids");
+    checkVectorsFinite_(
+            n, x, memorySpace(x, "add_with_ids") == MemorySpace::kDevice, "add_with_ids");
+    // The ids are checked and bookkept on the host: device ids are copied there (8
+    // bytes a vector; the vectors stay on the device).
+    std::vector<int64_t> hostIds;
+    if (memorySpace(ids, "add_with_ids ids") == MemorySpace::kDevice) {
+        hostIds = copyToHostVector(ids, size_t(n), res_.stream());
+        ids = hostIds.data();
+    }
     addImpl_(n, x, ids);
     contentsChanged();
 }
@@ -88,14 +109,23 @@ void GpuIndex::search(
     checkSearchArgs(n, x, k, distances, labels);
     FAISS_THROW_IF_NOT_MSG(is_trained, "search: the index is not trained");
     DeviceScope scope(res_.device());
-    checkHostPointer(x, "search queries");
-    checkHostPointer(distances, "search distances");
-    checkHostPointer(labels, "search labels");
-    searchHostInPages(
-            res_, n, d, k, config_.pageBytes, x, distances, labels,
+    SearchArrays a;
+    a.x = x;
+    a.distances = distances;
+    a.labels = labels;
+    a.xOnDevice = memorySpace(x, "search queries") == MemorySpace::kDevice;
+    a.distancesOnDevice = memorySpace(distances, "search distances") == MemorySpace::kDevice;
+    a.labelsOnDevice = memorySpace(labels, "search labels") == MemorySpace::kDevice;
+    searchInPages(
+            res_, n, d, k, config_.pageBytes, a,
             [&](int64_t m, const float* xDev, float* dDev, int64_t* iDev) {
                 searchDevice(m, xDev, k, dDev, iDev, params);
             });
+    // Results written in place on the device are complete when search returns, as
+    // those copied to the host are.
+    if (a.distancesOnDevice || a.labelsOnDevice) {
+        res_.synchronize();
+    }
 }
 
 void GpuIndex::searchDevice(

@@ -10,6 +10,7 @@
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/IndexConfig.h>
+#include <faiss_ext/utils/MemorySpace.h>
 
 namespace faiss {
 struct IDSelector;
@@ -20,9 +21,15 @@ namespace faiss_ext {
 
 class IdFilterCache;
 
-/// A faiss::Index whose data lives on one GPU. The faiss::Index methods take host
-/// memory (a device pointer is refused with an exception); searchDevice takes device
-/// memory.
+/// A faiss::Index whose data lives on one GPU. train, add, add_with_ids and search
+/// take host or device memory, as FAISS's GPU indexes do: each array is located with
+/// cudaPointerGetAttributes; device arrays (of the index's device, or managed memory)
+/// are read and written in place, host arrays go through device pages. Device inputs
+/// are read on resources().stream(): the work that wrote them must be complete (or
+/// ordered before that stream). searchDevice takes device memory only and does not wait.
+///
+/// `verbose` (faiss::Index's) prints the phases of train and add (the Bang graph
+/// build) with the fraction done and the elapsed time.
 class GpuIndex : public faiss::Index {
    public:
     GpuIndex(GpuResources& resources, int d, faiss::MetricType metric, GpuIndexConfig config);
@@ -31,8 +38,11 @@ class GpuIndex : public faiss::Index {
     void train(int64_t n, const float* x) override;
     void add(int64_t n, const float* x) override;
     void add_with_ids(int64_t n, const float* x, const int64_t* ids) override;
-    /// Host arrays: copied through device pages of at most config().pageBytes, each
-    /// page searched by searchDevice (whose rule for non-finite queries applies).
+    /// Each of x, distances and labels in host or device memory: host arrays are
+    /// copied through device pages of at most config().pageBytes, each page searched by
+    /// searchDevice (whose rule for non-finite queries applies); device arrays are read
+    /// and written in place (all three on the device: one searchDevice call). Returns
+    /// once the results are written.
     void search(
             int64_t n,
             const float* x,
@@ -88,10 +98,12 @@ class GpuIndex : public faiss::Index {
     virtual size_t deviceMemoryBytes() const = 0;
 
    protected:
-    /// n > 0 finite host vectors, index trained. Default: nothing to learn.
+    /// n > 0 finite host vectors (train copies device vectors to the host first).
+    /// Default: nothing to learn.
     virtual void trainImpl_(int64_t n, const float* x);
-    /// n > 0 finite host vectors; ids is null for sequential ids. Must leave the index
-    /// unchanged if it throws.
+    /// n > 0 finite vectors in host or device memory (copies use cudaMemcpyDefault;
+    /// searches of them go through search()); host ids, null for sequential ids. Must
+    /// leave the index unchanged if it throws.
     virtual void addImpl_(int64_t n, const float* x, const int64_t* ids) = 0;
     /// Whether add_with_ids is meaningful (faiss::IndexFlat refuses it too).
     virtual bool supportsAddWithIds_() const {
@@ -117,8 +129,10 @@ class GpuIndex : public faiss::Index {
     /// Device set: removes what sel selects, returns the count; must leave the index
     /// unchanged if it throws. Default: refuses.
     virtual size_t removeIdsImpl_(const faiss::IDSelector& sel);
+    /// Where p lives (throws for memory of another device; `what` names it).
+    MemorySpace memorySpace(const void* p, const char* what) const;
     /// Throws if p points to device (or managed) memory.
-    static void checkHostPointer(const void* p, const char* what);
+    void checkHostPointer(const void* p, const char* what) const;
 
     /// The selector bitmaps of this index's filtered searches (impl/IdFilter.h).
     IdFilterCache& filterCache() const {
@@ -133,6 +147,8 @@ class GpuIndex : public faiss::Index {
 
    private:
     std::unique_ptr<IdFilterCache> filterCache_;
+    /// checkFinite of n vectors, on the device for device memory.
+    void checkVectorsFinite_(int64_t n, const float* x, bool onDevice, const char* what) const;
 };
 
 } // namespace faiss_ext

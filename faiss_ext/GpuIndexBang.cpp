@@ -12,6 +12,7 @@
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/IdFilter.h>
+#include <faiss_ext/impl/Progress.h>
 #include <faiss_ext/utils/DeviceScope.h>
 #include <kernels/BangPq.h>
 #include <kernels/BangSearch.h>
@@ -112,7 +113,9 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
             "add: PQ mode needs at least %lld vectors in all to train its 256-centroid "
             "codebooks (would hold %lld)",
             (long long)kBangPqMinVectors, (long long)total);
-    // Everything is built aside; the index changes only once nothing can fail.
+    const Progress progress(verbose, "GpuIndexBang::add");
+    // Everything is built aside; the index changes only once nothing can fail. The
+    // build prunes on the host, so it needs every vector there (x: host or device).
     std::vector<float> all(size_t(total) * d);
     if (state_->tombstoneCount() == 0) {
         if (ntotal > 0) {
@@ -129,14 +132,16 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
         }
         FAISS_ASSERT(kept == ntotal);
     }
-    std::copy_n(x, size_t(n) * d, all.data() + size_t(ntotal) * d);
+    copyToHost(all.data() + size_t(ntotal) * d, x, size_t(n) * d, res_.stream());
     BangGraph next(res_, d, bangConfig_.build.graphDegree, bangConfig_.pqSubquantizers);
     next.setVectors(total, all.data());
-    const BangBuildTimes t =
-            buildBangGraph(res_, next, all.data(), bangConfig_.build, config_.pageBytes);
+    const BangBuildTimes t = buildBangGraph(
+            res_, next, all.data(), bangConfig_.build, config_.pageBytes,
+            progress.part(0, pqMode() ? 0.8 : 1.0));
     if (pqMode()) {
         next.setPq(trainBangPq(
-                res_, total, d, bangConfig_.pqSubquantizers, all.data(), config_.pageBytes));
+                res_, total, d, bangConfig_.pqSubquantizers, all.data(), config_.pageBytes,
+                progress.part(0.8, 1.0)));
     }
 
     *state_ = std::move(next);
@@ -207,7 +212,8 @@ void GpuIndexBang::setGraph(
         t.codes.assign(pqCodes, pqCodes + size_t(n) * M);
         next.setPq(t);
     } else if (pqMode()) {
-        next.setPq(trainBangPq(res_, n, d, M, x, config_.pageBytes));
+        next.setPq(trainBangPq(
+                res_, n, d, M, x, config_.pageBytes, Progress(verbose, "GpuIndexBang::setGraph")));
     }
 
     *state_ = std::move(next);

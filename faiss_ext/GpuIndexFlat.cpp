@@ -9,6 +9,7 @@
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/impl/IdFilter.h>
+#include <faiss_ext/impl/Progress.h>
 #include <faiss_ext/impl/RangeSearch.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
@@ -106,6 +107,7 @@ size_t GpuIndexFlat::deviceMemoryBytes() const {
 void GpuIndexFlat::addImpl_(int64_t n, const float* x, const int64_t*) {
     storage_->append(n, x);
     ntotal += n;
+    Progress(verbose, "GpuIndexFlat::add").step("vectors stored", n, n);
 }
 
 void GpuIndexFlat::searchImpl_(

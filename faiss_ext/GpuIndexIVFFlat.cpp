@@ -15,6 +15,7 @@
 #include <faiss_ext/impl/IvfLists.h>
 #include <faiss_ext/impl/IvfSearch.h>
 #include <faiss_ext/impl/KMeans.h>
+#include <faiss_ext/impl/Progress.h>
 #include <faiss_ext/impl/RangeSearch.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
@@ -143,12 +144,14 @@ void GpuIndexIVFFlat::trainImpl_(int64_t n, const float* x) {
     FAISS_THROW_IF_NOT_FMT(
             n >= nlist_, "train: %lld training vectors for nlist=%lld (need at least nlist)",
             (long long)n, (long long)nlist_);
-    const std::vector<float> centroids =
-            gpuKMeans(res_, d, nlist_, n, x, cp, metric_type, config_.pageBytes);
+    const Progress progress(verbose, "GpuIndexIVFFlat::train");
+    const std::vector<float> centroids = gpuKMeans(
+            res_, d, nlist_, n, x, cp, metric_type, config_.pageBytes, progress.part(0, 0.99));
     auto q = std::make_unique<GpuIndexFlat>(res_, d, metric_type, quantizerConfig(config_));
     q->add(nlist_, centroids.data());
     quantizer_ = std::move(q);
     is_trained = true;
+    progress.report("centroids stored", 1.0);
 }
 
 void GpuIndexIVFFlat::setQuantizer(const faiss::IndexFlat* quantizer) {
@@ -171,12 +174,14 @@ void GpuIndexIVFFlat::addImpl_(int64_t n, const float* x, const int64_t* ids) {
     if (ids) {
         checkIds_(n, ids, "add_with_ids");
     }
-    // Coarse assignment: the nearest centroid of each vector.
+    const Progress progress(verbose, "GpuIndexIVFFlat::add");
+    // Coarse assignment: the nearest centroid of each vector (x: host or device).
     std::vector<int64_t> listNos(static_cast<size_t>(n));
     {
         std::vector<float> unused(static_cast<size_t>(n));
         quantizer_->search(n, x, 1, unused.data(), listNos.data());
     }
+    progress.report("assigned to lists", 0.3);
     std::vector<int64_t> seq;
     if (!ids) {
         seq.resize(size_t(n));
@@ -185,7 +190,7 @@ void GpuIndexIVFFlat::addImpl_(int64_t n, const float* x, const int64_t* ids) {
         }
         ids = seq.data();
     }
-    lists_->append(n, x, listNos.data(), ids, config_.pageBytes);
+    lists_->append(n, x, listNos.data(), ids, config_.pageBytes, progress.part(0.3, 1.0));
     ntotal += n;
 }
 
@@ -212,7 +217,9 @@ void GpuIndexIVFFlat::addPreassigned(
         }
         ids = seq.data();
     }
-    lists_->append(n, x, listNos, ids, config_.pageBytes);
+    lists_->append(
+            n, x, listNos, ids, config_.pageBytes,
+            Progress(verbose, "GpuIndexIVFFlat::addPreassigned"));
     ntotal += n;
     contentsChanged();
 }
@@ -285,7 +292,9 @@ void GpuIndexIVFFlat::copyFrom(const faiss::IndexIVFFlat* index) {
     checkIds_(total, ids.data(), "copyFrom");
     checkFinite(total, newD, x.data(), "copyFrom");
     IvfLists lists(res_, newD, newNlist);
-    lists.append(total, x.data(), listNos.data(), ids.data(), config_.pageBytes);
+    lists.append(
+            total, x.data(), listNos.data(), ids.data(), config_.pageBytes,
+            Progress(verbose, "GpuIndexIVFFlat::copyFrom"));
 
     d = newD;
     metric_type = index->metric_type;

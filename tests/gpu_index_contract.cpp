@@ -266,11 +266,9 @@ TYPED_TEST(GpuIndexContract, BadInputsThrowAndLeaveIndexUnchanged) {
     EXPECT_THROW(index->reconstruct(0, nullptr), faiss::FaissException);
     EXPECT_THROW(index->reconstruct_n(0, -1, D.data()), faiss::FaissException);
 
-    // Device pointers where host memory is expected, and the reverse.
+    // A device pointer where host memory is expected (reconstruct), and the reverse.
     float* devPtr = nullptr;
     ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&devPtr), sizeof(float) * d * 4), cudaSuccess);
-    EXPECT_THROW(index->add(4, devPtr), faiss::FaissException);
-    EXPECT_THROW(index->search(1, devPtr, k, D.data(), I.data()), faiss::FaissException);
     EXPECT_THROW(index->reconstruct(0, devPtr), faiss::FaissException);
     EXPECT_THROW(index->searchDevice(1, devPtr, 0, D.data(), I.data()), faiss::FaissException);
     EXPECT_THROW(index->searchDevice(-1, devPtr, k, D.data(), I.data()), faiss::FaissException);
@@ -508,4 +506,92 @@ TYPED_TEST(GpuIndexContract, EveryFlippedByteOfASavedIndexIsRefused) {
             testSeed() + 1, [&](const std::vector<uint8_t>& b) {
                 faiss_ext::deserialize_index(b.data(), b.size(), res);
             });
+}
+
+TYPED_TEST(GpuIndexContract, DeviceArraysWorkAsHostArrays) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    using Traits = typename TestFixture::Traits;
+    const int d = 16, k = 10;
+    const int64_t n = 2000, nq = 64;
+    const std::vector<float> x = datasets::uniform(n, d, 21);
+    const std::vector<float> xq = datasets::uniform(nq, d, 22);
+    auto xDev = res.alloc<float>(x.size());
+    copyToDevice(xDev.data(), x.data(), x.size(), res.stream());
+
+    // Trained and filled from device memory: it stores what the host-filled one does.
+    auto index = Traits::make(res, d);
+    Traits::prepare(*index, n, xDev.data());
+    index->add(n, xDev.data());
+    ASSERT_EQ(index->ntotal, n);
+    auto reference = this->filled(res, d, n, 21);
+    std::vector<float> stored(x.size()), expected(x.size());
+    index->reconstruct_n(0, n, stored.data());
+    reference->reconstruct_n(0, n, expected.data());
+    EXPECT_EQ(stored, expected);
+
+    // Every placement of queries and results answers as host arrays do.
+    std::vector<float> D(nq * k);
+    std::vector<int64_t> I(nq * k);
+    index->search(nq, xq.data(), k, D.data(), I.data());
+    auto qDev = res.alloc<float>(xq.size());
+    auto dDev = res.alloc<float>(D.size());
+    auto iDev = res.alloc<int64_t>(I.size());
+    copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
+    for (int placement = 1; placement < 8; ++placement) {
+        SCOPED_TRACE("placement " + std::to_string(placement));
+        std::vector<float> D2(D.size(), -7.f);
+        std::vector<int64_t> I2(I.size(), -7);
+        FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(dDev.data(), 0xff, dDev.bytes(), res.stream()));
+        FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(iDev.data(), 0xff, iDev.bytes(), res.stream()));
+        const bool qOn = placement & 1, dOn = placement & 2, iOn = placement & 4;
+        index->search(
+                nq, qOn ? qDev.data() : xq.data(), k, dOn ? dDev.data() : D2.data(),
+                iOn ? iDev.data() : I2.data());
+        // search() has waited for its results: read them without synchronising.
+        if (dOn) {
+            FAISS_EXT_CUDA_CHECK(
+                    cudaMemcpy(D2.data(), dDev.data(), dDev.bytes(), cudaMemcpyDeviceToHost));
+        }
+        if (iOn) {
+            FAISS_EXT_CUDA_CHECK(
+                    cudaMemcpy(I2.data(), iDev.data(), iDev.bytes(), cudaMemcpyDeviceToHost));
+        }
+        EXPECT_EQ(compareExact(D, I, D2, I2, nq, k), 0);
+    }
+
+    // Device ids where the index takes ids.
+    if constexpr (Traits::kAddWithIds) {
+        std::vector<int64_t> ids(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+            ids[i] = 100000 + 3 * i;
+        }
+        auto idsDev = res.alloc<int64_t>(ids.size());
+        copyToDevice(idsDev.data(), ids.data(), ids.size(), res.stream());
+        index->add_with_ids(n, xDev.data(), idsDev.data());
+        std::vector<float> row(d);
+        index->reconstruct(ids[77], row.data());
+        EXPECT_EQ(row, std::vector<float>(x.begin() + 77 * d, x.begin() + 78 * d));
+    }
+
+    // A NaN or an infinity in device vectors is refused, naming the row, and the index
+    // is left as it was.
+    const auto q = datasets::uniform(1, d, 23);
+    const Snapshot before = snapshot(*index, q, k);
+    for (float bad :
+         {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+        const int64_t row = 1234;
+        copyToDevice(xDev.data() + row * d + 5, &bad, 1, res.stream());
+        try {
+            index->add(n, xDev.data());
+            ADD_FAILURE() << "add of a non-finite device vector did not throw";
+        } catch (const faiss::FaissException& e) {
+            EXPECT_NE(
+                    std::string(e.what()).find("vector 1234 has a NaN or infinite"),
+                    std::string::npos)
+                    << e.what();
+        }
+        copyToDevice(xDev.data() + row * d + 5, x.data() + row * d + 5, 1, res.stream());
+    }
+    expectSame(before, snapshot(*index, q, k));
 }

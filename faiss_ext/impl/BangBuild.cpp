@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <string>
 
 #include <faiss/impl/FaissAssert.h>
 
@@ -200,7 +201,8 @@ BangBuildTimes buildBangGraph(
         BangGraph& work,
         const float* xHost,
         const BangBuildConfig& p,
-        size_t pageBytes) {
+        size_t pageBytes,
+        const Progress& progress) {
     const FlatStorage& storage = work.vectors();
     const int64_t n = storage.size();
     const int d = storage.dim();
@@ -212,17 +214,26 @@ BangBuildTimes buildBangGraph(
     BangCandidateLists first = firstCandidates(res, storage, xHost, p, pageBytes);
     const int64_t medoid = medoidOf(res, storage, xHost, pageBytes);
     t.knnSeconds = secondsSince(t0);
+    // Stages: candidates, first prune, then a search and a prune per pass.
+    const int64_t stages = 2 + 2 * int64_t(p.passes);
+    progress.step("graph: exact k-NN candidates, stage", 1, stages);
 
     t0 = std::chrono::steady_clock::now();
     std::vector<int32_t> graph = pruneCandidateGraph(xHost, n, d, first, p.graphDegree, p.alpha);
     t.pruneSeconds = secondsSince(t0);
+    progress.step("graph: first prune, stage", 2, stages);
     for (int pass = 0; pass < p.passes; ++pass) {
         t0 = std::chrono::steady_clock::now();
         BangCandidateLists c = searchCandidates(res, work, graph, medoid, p, pageBytes);
         t.searchSeconds += secondsSince(t0);
+        progress.step(
+                "graph: pass " + std::to_string(pass + 1) + " searches, stage", 3 + 2 * pass,
+                stages);
         t0 = std::chrono::steady_clock::now();
         graph = pruneCandidateGraph(xHost, n, d, c, p.graphDegree, p.alpha);
         t.pruneSeconds += secondsSince(t0);
+        progress.step(
+                "graph: pass " + std::to_string(pass + 1) + " prune, stage", 4 + 2 * pass, stages);
     }
     work.setGraph(graph.data(), medoid);
     return t;

@@ -8,6 +8,7 @@
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/IndexConfig.h>
+#include <faiss_ext/impl/Progress.h>
 
 namespace faiss_ext {
 
@@ -42,11 +43,14 @@ int64_t bangHubCount(int64_t n, int64_t requested);
 ///    lie along the routes searches take, which is what makes the graph navigable
 ///    (on clustered data, recall@10 at L = 10 goes from ~0.3 without these passes to
 ///    ~0.97 with two).
+/// Reports each stage (candidates, first prune, each pass's searches and prune) to
+/// `progress`.
 BangBuildTimes buildBangGraph(
         const GpuResources& res,
         BangGraph& work,
         const float* xHost,
         const BangBuildConfig& config,
-        size_t pageBytes);
+        size_t pageBytes,
+        const Progress& progress);
 
 } // namespace faiss_ext

@@ -56,7 +56,8 @@ BangPqTables trainBangPq(
         int d,
         int M,
         const float* x,
-        size_t pageBytes) {
+        size_t pageBytes,
+        const Progress& progress) {
     checkBangPqSubquantizers(d, M);
     FAISS_THROW_IF_NOT_FMT(
             M >= 1 && n >= kBangPqMinVectors,
@@ -83,12 +84,14 @@ BangPqTables trainBangPq(
         }
         const std::vector<float> c = gpuKMeans(
                 res, dsub, kernels::kBangPqCentroids, s, slice.data(), cp, faiss::METRIC_L2,
-                pageBytes);
+                pageBytes, Progress(false, ""));
         std::copy(
                 c.begin(), c.end(),
                 t.centroids.begin() + size_t(m) * kernels::kBangPqCentroids * dsub);
+        progress.part(0, 0.9).step("PQ codebook", m + 1, M);
     }
     t.codes = encodeBangPq(n, d, M, t.centroids.data(), x);
+    progress.report("PQ codes", 1.0);
     return t;
 }
 

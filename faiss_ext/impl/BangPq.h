@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/Progress.h>
 
 namespace faiss_ext {
 
@@ -31,14 +32,16 @@ struct BangPqTables {
 /// Trains M codebooks of 256 centroids on bangPqTrainRows(n) of x (n x d, host, n >=
 /// kBangPqMinVectors): per sub-quantizer gpuKMeans (KMeans.h, as GpuIndexIVFFlat::train;
 /// host data paged through pageBytes); then encodes all n rows on the host
-/// (faiss::ProductQuantizer::compute_codes). Deterministic for given inputs.
+/// (faiss::ProductQuantizer::compute_codes). Deterministic for given inputs. Reports
+/// each codebook and the codes to `progress`.
 BangPqTables trainBangPq(
         const GpuResources& res,
         int64_t n,
         int d,
         int M,
         const float* x,
-        size_t pageBytes);
+        size_t pageBytes,
+        const Progress& progress);
 
 /// Encodes n rows of x with given centroids (M x 256 x d / M).
 std::vector<uint8_t> encodeBangPq(int64_t n, int d, int M, const float* centroids, const float* x);

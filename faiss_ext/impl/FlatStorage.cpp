@@ -7,7 +7,7 @@
 
 namespace faiss_ext {
 
-void FlatStorage::append(int64_t n, const float* hostVectors) {
+void FlatStorage::append(int64_t n, const float* x) {
     cudaStream_t stream = res_->stream();
     const int64_t capacity = int64_t(norms_.size());
     if (n_ + n > capacity) {
@@ -27,7 +27,7 @@ void FlatStorage::append(int64_t n, const float* hostVectors) {
         norms_ = std::move(nr);
     }
     float* dst = vectors_.data() + size_t(n_) * d_;
-    copyToDevice(dst, hostVectors, size_t(n) * d_, stream);
+    copyToDevice(dst, x, size_t(n) * d_, stream);
     kernels::rowSquaredNorms(dst, n, d_, norms_.data() + n_, stream);
     n_ += n;
 }

@@ -12,8 +12,9 @@ class FlatStorage {
    public:
     FlatStorage(const GpuResources& res, int d) : res_(&res), d_(d) {}
 
-    /// Appends n host vectors. Allocates first, so a failure leaves the storage as it was.
-    void append(int64_t n, const float* hostVectors);
+    /// Appends n vectors (host or device memory). Allocates first, so a failure leaves
+    /// the storage as it was.
+    void append(int64_t n, const float* x);
     void clear();
     /// Keeps rows rows[0], rows[1], ... (ascending) in that order and drops the others.
     /// Builds the new arrays first, so a failure leaves the storage as it was.

@@ -1,5 +1,5 @@
-// Searching host queries through bounded device memory: the paging loop of
-// GpuIndex::search and of the k-means assigner (KMeans.h).
+// Searching queries whose arrays may lie in host memory through bounded device memory:
+// the paging loop of GpuIndex::search and of the k-means assigner (KMeans.h).
 #pragma once
 
 #include <algorithm>
@@ -10,36 +10,58 @@
 
 namespace faiss_ext {
 
-/// Copies n host queries (n x d) to the device in pages whose queries and results take
-/// at most pageBytes (at least one query a page), calls
+/// The arrays of one search: n x d queries, n x k distances and labels, each in host
+/// memory or in device memory of the search's device.
+struct SearchArrays {
+    const float* x = nullptr;
+    float* distances = nullptr;
+    int64_t* labels = nullptr;
+    bool xOnDevice = false;
+    bool distancesOnDevice = false;
+    bool labelsOnDevice = false;
+};
+
+/// Calls
 ///   searchPage(m, queriesDevice, distancesDevice, labelsDevice)
-/// for each page of m queries (it writes m x k results on res.stream()), and copies
-/// the results to distances / labels (n x k, host).
+/// for pages of m of the n queries (it writes m x k results on res.stream()). A host
+/// array goes through a device page (queries copied in, results copied out); a device
+/// array is read or written in place. The host arrays' pages take at most pageBytes
+/// (at least one query a page); with every array on the device, one page holds all n.
 template <typename SearchPage>
-void searchHostInPages(
+void searchInPages(
         const GpuResources& res,
         int64_t n,
         int d,
         int64_t k,
         size_t pageBytes,
-        const float* x,
-        float* distances,
-        int64_t* labels,
+        const SearchArrays& a,
         SearchPage&& searchPage) {
-    const size_t bytesPerQuery =
-            size_t(d) * sizeof(float) + size_t(k) * (sizeof(float) + sizeof(int64_t));
-    const int64_t page =
-            std::min<int64_t>(n, std::max<int64_t>(1, int64_t(pageBytes / bytesPerQuery)));
+    const size_t bytesPerQuery = (a.xOnDevice ? 0 : size_t(d) * sizeof(float)) +
+            (a.distancesOnDevice ? 0 : size_t(k) * sizeof(float)) +
+            (a.labelsOnDevice ? 0 : size_t(k) * sizeof(int64_t));
+    const int64_t page = bytesPerQuery == 0
+            ? n
+            : std::min<int64_t>(n, std::max<int64_t>(1, int64_t(pageBytes / bytesPerQuery)));
     cudaStream_t stream = res.stream();
-    auto xDev = res.alloc<float>(size_t(page) * d);
-    auto dDev = res.alloc<float>(size_t(page) * k);
-    auto iDev = res.alloc<int64_t>(size_t(page) * k);
+    auto xDev = res.alloc<float>(a.xOnDevice ? 0 : size_t(page) * d);
+    auto dDev = res.alloc<float>(a.distancesOnDevice ? 0 : size_t(page) * k);
+    auto iDev = res.alloc<int64_t>(a.labelsOnDevice ? 0 : size_t(page) * k);
     for (int64_t i0 = 0; i0 < n; i0 += page) {
         const int64_t m = std::min(page, n - i0);
-        copyToDevice(xDev.data(), x + i0 * d, size_t(m) * d, stream);
-        searchPage(m, xDev.data(), dDev.data(), iDev.data());
-        copyToHost(distances + i0 * k, dDev.data(), size_t(m) * k, stream);
-        copyToHost(labels + i0 * k, iDev.data(), size_t(m) * k, stream);
+        const float* x = a.x + i0 * d;
+        if (!a.xOnDevice) {
+            copyToDevice(xDev.data(), x, size_t(m) * d, stream);
+            x = xDev.data();
+        }
+        float* dOut = a.distancesOnDevice ? a.distances + i0 * k : dDev.data();
+        int64_t* iOut = a.labelsOnDevice ? a.labels + i0 * k : iDev.data();
+        searchPage(m, x, dOut, iOut);
+        if (!a.distancesOnDevice) {
+            copyToHost(a.distances + i0 * k, dOut, size_t(m) * k, stream);
+        }
+        if (!a.labelsOnDevice) {
+            copyToHost(a.labels + i0 * k, iOut, size_t(m) * k, stream);
+        }
     }
 }
 

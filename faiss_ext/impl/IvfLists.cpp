@@ -133,7 +133,8 @@ void IvfLists::append(
         const float* x,
         const int64_t* listNos,
         const int64_t* ids,
-        size_t pageBytes) {
+        size_t pageBytes,
+        const Progress& progress) {
     if (n == 0) {
         return;
     }
@@ -200,6 +201,7 @@ void IvfLists::append(
         kernels::ivfAppendVectors(
                 xDev.data(), m, d_, listDev.data(), offDev.data(), idDev.data(), dataPtrs_.data(),
                 idPtrs_.data(), stream);
+        progress.step("vectors stored", i0 + m, n);
     }
     // The new entries become visible only with the new lengths.
     copyToDevice(lenDev_.data(), newLen.data(), newLen.size(), stream);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/Progress.h>
 
 namespace faiss_ext {
 
@@ -16,15 +17,17 @@ class IvfLists {
     IvfLists(IvfLists&&) = default;
     IvfLists& operator=(IvfLists&&) = default;
 
-    /// Appends n host vectors; vector i goes to list listNos[i] (in [0, nlist)) with id
-    /// ids[i]. Host data goes through device pages of at most pageBytes. Every buffer
-    /// is allocated before any list changes, so a failure leaves the lists as they were.
+    /// Appends n vectors (host or device memory); vector i goes to list listNos[i] (in
+    /// [0, nlist)) with id ids[i] (both host). Data goes through device pages of at most
+    /// pageBytes, each reported to `progress`. Every buffer is allocated before any list
+    /// changes, so a failure leaves the lists as they were.
     void append(
             int64_t n,
             const float* x,
             const int64_t* listNos,
             const int64_t* ids,
-            size_t pageBytes);
+            size_t pageBytes,
+            const Progress& progress);
     /// Empties every list and frees their memory.
     void clear();
 

@@ -1,5 +1,7 @@
 #include <faiss_ext/impl/KMeans.h>
 
+#include <algorithm>
+
 #include <faiss/Index.h>
 #include <faiss/impl/FaissAssert.h>
 
@@ -15,8 +17,19 @@ namespace {
 /// search an exact flatSearch over them.
 class DeviceAssigner : public faiss::Index {
    public:
-    DeviceAssigner(const GpuResources& res, int d, faiss::MetricType metric, size_t pageBytes)
-            : faiss::Index(d, metric), res_(res), pageBytes_(pageBytes), centroids_(res, d) {}
+    DeviceAssigner(
+            const GpuResources& res,
+            int d,
+            faiss::MetricType metric,
+            size_t pageBytes,
+            const Progress& progress,
+            int64_t iterations)
+            : faiss::Index(d, metric),
+              res_(res),
+              pageBytes_(pageBytes),
+              centroids_(res, d),
+              progress_(progress),
+              iterations_(iterations) {}
 
     void add(idx_t n, const float* x) override {
         centroids_.append(n, x);
@@ -35,8 +48,12 @@ class DeviceAssigner : public faiss::Index {
             float* distances,
             idx_t* labels,
             const faiss::SearchParameters*) const override {
-        searchHostInPages(
-                res_, n, d, k, pageBytes_, x, distances, labels,
+        SearchArrays arrays;
+        arrays.x = x;
+        arrays.distances = distances;
+        arrays.labels = labels;
+        searchInPages(
+                res_, n, d, k, pageBytes_, arrays,
                 [&](int64_t m, const float* xDev, float* dDev, int64_t* iDev) {
                     FlatSearchInput in;
                     in.queries = xDev;
@@ -48,12 +65,17 @@ class DeviceAssigner : public faiss::Index {
                     in.metric = metric_type;
                     flatSearch(res_, in, int(k), dDev, iDev);
                 });
+        // faiss::Clustering assigns every training vector once per iteration.
+        progress_.step("k-means iteration", ++searches_, iterations_);
     }
 
    private:
     const GpuResources& res_;
     size_t pageBytes_;
     FlatStorage centroids_;
+    const Progress& progress_;
+    int64_t iterations_;
+    mutable int64_t searches_ = 0;
 };
 
 } // namespace
@@ -66,8 +88,10 @@ std::vector<float> gpuKMeans(
         const float* x,
         const faiss::ClusteringParameters& cp,
         faiss::MetricType metric,
-        size_t pageBytes) {
-    DeviceAssigner assigner(res, d, metric, pageBytes);
+        size_t pageBytes,
+        const Progress& progress) {
+    DeviceAssigner assigner(
+            res, d, metric, pageBytes, progress, int64_t(cp.niter) * std::max(1, cp.nredo));
     faiss::Clustering clus(d, int(k), cp);
     clus.train(n, x, assigner);
     FAISS_ASSERT(clus.centroids.size() == size_t(k) * d);

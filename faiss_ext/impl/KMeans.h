@@ -10,6 +10,7 @@
 #include <faiss/MetricType.h>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/Progress.h>
 
 namespace faiss_ext {
 
@@ -17,7 +18,8 @@ namespace faiss_ext {
 /// with parameters cp (its sampling, iterations and empty-cluster splitting) whose
 /// assignments are exact searches on the device (flatSearch with the given metric), the
 /// host vectors paged through device memory in pages of at most pageBytes.
-/// Deterministic for given inputs.
+/// Deterministic for given inputs. Reports each iteration (of cp.niter x cp.nredo)
+/// to `progress`.
 std::vector<float> gpuKMeans(
         const GpuResources& res,
         int d,
@@ -26,6 +28,7 @@ std::vector<float> gpuKMeans(
         const float* x,
         const faiss::ClusteringParameters& cp,
         faiss::MetricType metric,
-        size_t pageBytes);
+        size_t pageBytes,
+        const Progress& progress);
 
 } // namespace faiss_ext

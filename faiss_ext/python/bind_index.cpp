@@ -5,7 +5,7 @@
 #include <faiss/impl/AuxIndexStructures.h>
 
 #include "bind.h"
-#include "numpy_util.h"
+#include "call_args.h"
 #include "resources.h"
 #include "selectors.h"
 
@@ -26,53 +26,41 @@ std::string metricName(faiss::MetricType metric) {
 }
 
 void train(GpuIndex& index, py::handle x) {
-    FloatMatrix v = checkVectors(x, index.d, "train");
-    const int64_t n = v.shape(0);
-    const float* data = v.data();
+    VectorsArg v(x, index, "train");
     DeviceCall call(index);
-    index.train(n, data);
+    index.train(v.n(), v.data());
 }
 
 void add(GpuIndex& index, py::handle x) {
-    FloatMatrix v = checkVectors(x, index.d, "add");
-    const int64_t n = v.shape(0);
-    const float* data = v.data();
-    if (n == 0) {
+    VectorsArg v(x, index, "add");
+    if (v.n() == 0) {
         return;
     }
     DeviceCall call(index);
-    index.add(n, data);
+    index.add(v.n(), v.data());
 }
 
 void addWithIds(GpuIndex& index, py::handle x, py::handle ids) {
-    FloatMatrix v = checkVectors(x, index.d, "add_with_ids");
-    const int64_t n = v.shape(0);
-    IdVector i = checkIds(ids, n, "add_with_ids");
-    const float* data = v.data();
-    const int64_t* idData = i.data();
-    if (n == 0) {
+    VectorsArg v(x, index, "add_with_ids");
+    IdsArg i(ids, v.n(), index, "add_with_ids");
+    if (v.n() == 0) {
         return;
     }
     DeviceCall call(index);
-    index.add_with_ids(n, data, idData);
+    index.add_with_ids(v.n(), v.data(), i.data());
 }
 
 py::tuple search(const GpuIndex& index, py::handle x, int64_t k, py::handle paramsObj) {
     checkK(k);
-    FloatMatrix q = checkVectors(x, index.d, "search");
-    const CallSelection call0 = searchParamsFrom(index, paramsObj);
-    const faiss::SearchParameters* params = call0.params;
-    const int64_t n = q.shape(0);
-    py::array_t<float> distances({n, k});
-    py::array_t<int64_t> labels({n, k});
-    const float* queries = q.data();
-    float* dOut = distances.mutable_data();
-    int64_t* iOut = labels.mutable_data();
-    if (n > 0) {
+    VectorsArg q(x, index, "search");
+    const CallSelection selection = searchParamsFrom(index, paramsObj);
+    const faiss::SearchParameters* params = selection.params;
+    SearchResults out(q, x, k, index);
+    if (q.n() > 0) {
         DeviceCall call(index);
-        index.search(n, queries, k, dOut, iOut, params);
+        index.search(q.n(), q.data(), k, out.distances(), out.labels(), params);
     }
-    return py::make_tuple(distances, labels);
+    return out.take();
 }
 
 py::tuple rangeSearch(const GpuIndex& index, py::handle x, float radius, py::handle paramsObj) {
@@ -141,15 +129,23 @@ void bindIndex(py::module_& m) {
 
     py::class_<GpuIndex>(
             m, "GpuIndex",
-            "Base of the faiss_ext indexes: faiss.Index's methods over numpy arrays. "
+            "Base of the faiss_ext indexes: faiss.Index's methods over numpy arrays or "
+            "CUDA device arrays (CuPy, PyTorch: DLPack or __cuda_array_interface__). "
             "Vectors are (n, d) arrays, converted to C-contiguous float32 (with a copy) "
-            "when they are another real dtype or layout. The GIL is released during "
-            "train, add and search.")
+            "when they are another real dtype or layout. search returns numpy arrays "
+            "for numpy queries and arrays of the queries' framework, on the index's "
+            "device, for device queries. The GIL is released during train, add and "
+            "search.")
             .def_property_readonly("d", [](const GpuIndex& i) { return i.d; })
             .def_property_readonly("ntotal", [](const GpuIndex& i) { return i.ntotal; })
             .def_property_readonly(
                     "metric_type", [](const GpuIndex& i) { return int(i.metric_type); })
             .def_property_readonly("is_trained", [](const GpuIndex& i) { return i.is_trained; })
+            .def_property(
+                    "verbose", [](const GpuIndex& i) { return i.verbose; },
+                    [](GpuIndex& i, bool v) { i.verbose = v; },
+                    "Print the phases of train and add (the Bang graph build) with the "
+                    "fraction done and the elapsed time (off by default).")
             .def("train", &train, py::arg("x"))
             .def("add", &add, py::arg("x"),
                  "Adds (n, d) vectors with ids ntotal, ntotal + 1, ... (an empty batch "
@@ -159,9 +155,10 @@ void bindIndex(py::module_& m) {
                  "supports it.")
             .def("search", &search, py::arg("x"), py::arg("k"), py::arg("params") = py::none(),
                  "D, I = search(x, k, params=None): (n, k) float32 distances and int64 ids, "
-                 "best first; missing results are id -1. params: the index's "
-                 "SearchParameters (sel filters the results), or faiss's own "
-                 "SearchParameters / SearchParametersIVF with a faiss selector.")
+                 "best first; missing results are id -1. numpy for numpy queries; for device "
+                 "queries, arrays of their framework (CuPy, PyTorch) on the index's device. "
+                 "params: the index's SearchParameters (sel filters the results), or faiss's "
+                 "own SearchParameters / SearchParametersIVF with a faiss selector.")
             .def("range_search", &rangeSearch, py::arg("x"), py::arg("radius"),
                  py::arg("params") = py::none(),
                  "lims, D, I = range_search(x, radius, params=None), as faiss: the results "

@@ -1,4 +1,7 @@
+#include <cstdint>
 #include <memory>
+
+#include <faiss_ext/utils/DeviceScope.h>
 
 #include "bind.h"
 #include "resources.h"
@@ -33,6 +36,27 @@ void bindResources(py::module_& m) {
                         res.synchronize();
                     },
                     "Waits for all work queued on the stream.")
+            .def(
+                    "_pool_peak_bytes",
+                    [](PyGpuResources& res, bool reset) {
+                        DeviceCall call(res);
+                        DeviceScope scope(res.device());
+                        res.synchronize();
+                        cudaMemPool_t pool;
+                        FAISS_EXT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, res.device()));
+                        uint64_t peak = 0;
+                        FAISS_EXT_CUDA_CHECK(
+                                cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &peak));
+                        if (reset) {
+                            uint64_t zero = 0;
+                            FAISS_EXT_CUDA_CHECK(cudaMemPoolSetAttribute(
+                                    pool, cudaMemPoolAttrUsedMemHigh, &zero));
+                        }
+                        return peak;
+                    },
+                    py::arg("reset") = false,
+                    "For tests: the most device memory the library's stream-ordered pool "
+                    "has held at once (since the last reset), and reset it.")
             .def("__repr__", [](const PyGpuResources& res) {
                 return "<faiss_ext.GpuResources device=" + std::to_string(res.device()) +
                         " temp_memory_bytes=" + std::to_string(res.tempMemoryBytes()) + ">";

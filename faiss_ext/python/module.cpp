@@ -13,7 +13,8 @@ PYBIND11_MODULE(faiss_ext, m) {
     using namespace faiss_ext::python;
     m.doc() =
             "faiss_ext: GPU vector-search indexes with a faiss-like API "
-            "(numpy float32 in and out).";
+            "(numpy float32 in and out; CUDA device arrays of CuPy or PyTorch in and out "
+            "on the device).";
 
     // Every C++ error of the library (bad arguments, CUDA failures, no device).
     py::register_exception<faiss::FaissException>(m, "FaissException", PyExc_RuntimeError);

@@ -10,16 +10,6 @@ namespace python {
 
 namespace {
 
-std::string shapeString(const py::array& a) {
-    std::string s = "(";
-    for (py::ssize_t i = 0; i < a.ndim(); ++i) {
-        s += std::to_string(a.shape(i));
-        s += (a.ndim() == 1 || i + 1 < a.ndim()) ? "," : "";
-        s += (i + 1 < a.ndim()) ? " " : "";
-    }
-    return s + ")";
-}
-
 std::string dtypeString(const py::array& a) {
     return py::str(a.dtype()).cast<std::string>();
 }
@@ -37,53 +27,80 @@ Array convert(const py::array& a) {
     return r;
 }
 
+std::string shapeString(const std::vector<int64_t>& shape) {
+    std::string s = "(";
+    for (size_t i = 0; i < shape.size(); ++i) {
+        s += std::to_string(shape[i]);
+        s += (shape.size() == 1 || i + 1 < shape.size()) ? "," : "";
+        s += (i + 1 < shape.size()) ? " " : "";
+    }
+    return s + ")";
+}
+
+ArrayDesc describe(const py::array& a) {
+    ArrayDesc desc;
+    desc.kind = a.dtype().kind();
+    desc.dtype = dtypeString(a);
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) {
+        desc.shape.push_back(a.shape(i));
+    }
+    return desc;
+}
+
 } // namespace
 
-FloatMatrix checkVectors(py::handle x, int64_t d, const char* what) {
+void checkVectorsDesc(const ArrayDesc& a, int64_t d, const char* what) {
     const std::string expected = "(n, " + std::to_string(d) + ")";
-    if (!py::isinstance<py::array>(x)) {
+    if (a.kind != 'f' && a.kind != 'i' && a.kind != 'u') {
         throw py::type_error(
-                std::string(what) + ": expected a numpy array of shape " + expected + ", got " +
-                typeName(x));
-    }
-    auto a = py::reinterpret_borrow<py::array>(x);
-    const char kind = a.dtype().kind();
-    if (kind != 'f' && kind != 'i' && kind != 'u') {
-        throw py::type_error(
-                std::string(what) + ": expected float32 vectors, got dtype " + dtypeString(a) +
+                std::string(what) + ": expected float32 vectors, got dtype " + a.dtype +
                 " (real numbers are converted, other types are not)");
     }
-    if (a.ndim() != 2) {
-        std::string hint = a.ndim() == 1 ? " (for one vector use x.reshape(1, -1))" : "";
+    if (a.shape.size() != 2) {
+        std::string hint = a.shape.size() == 1 ? " (for one vector use x.reshape(1, -1))" : "";
         throw py::value_error(
                 std::string(what) + ": expected a 2-D array of shape " + expected + ", got shape " +
-                shapeString(a) + hint);
+                shapeString(a.shape) + hint);
     }
-    if (a.shape(1) != d) {
+    if (a.shape[1] != d) {
         throw py::value_error(
-                std::string(what) + ": vectors have dimension " + std::to_string(a.shape(1)) +
+                std::string(what) + ": vectors have dimension " + std::to_string(a.shape[1]) +
                 " but the index has d=" + std::to_string(d));
     }
+}
+
+void checkIdsDesc(const ArrayDesc& a, int64_t n, const char* what) {
+    if (a.kind != 'i' && a.kind != 'u') {
+        throw py::type_error(std::string(what) + ": expected integer ids, got dtype " + a.dtype);
+    }
+    if (a.shape.size() != 1 || a.shape[0] != n) {
+        throw py::value_error(
+                std::string(what) + ": expected " + std::to_string(n) + " ids of shape (" +
+                std::to_string(n) + ",), got shape " + shapeString(a.shape));
+    }
+}
+
+FloatMatrix checkVectors(py::handle x, int64_t d, const char* what) {
+    if (!py::isinstance<py::array>(x)) {
+        throw py::type_error(
+                std::string(what) +
+                ": expected a numpy array or a CUDA device array of shape (n, " +
+                std::to_string(d) + "), got " + typeName(x));
+    }
+    auto a = py::reinterpret_borrow<py::array>(x);
+    checkVectorsDesc(describe(a), d, what);
     return convert<FloatMatrix>(a);
 }
 
 IdVector checkIds(py::handle ids, int64_t n, const char* what) {
     if (!py::isinstance<py::array>(ids)) {
         throw py::type_error(
-                std::string(what) + ": expected ids as a numpy int64 array of shape (" +
+                std::string(what) +
+                ": expected ids as a numpy int64 array or a CUDA device array of shape (" +
                 std::to_string(n) + ",), got " + typeName(ids));
     }
     auto a = py::reinterpret_borrow<py::array>(ids);
-    const char kind = a.dtype().kind();
-    if (kind != 'i' && kind != 'u') {
-        throw py::type_error(
-                std::string(what) + ": expected integer ids, got dtype " + dtypeString(a));
-    }
-    if (a.ndim() != 1 || a.shape(0) != n) {
-        throw py::value_error(
-                std::string(what) + ": expected " + std::to_string(n) + " ids of shape (" +
-                std::to_string(n) + ",), got shape " + shapeString(a));
-    }
+    checkIdsDesc(describe(a), n, what);
     return convert<IdVector>(a);
 }
 
@@ -118,7 +135,7 @@ std::vector<uint8_t> serializedBytes(py::handle data) {
             throw py::type_error(
                     "serialized index: expected a 1-D uint8 array (as returned by "
                     "faiss.serialize_index), got dtype " +
-                    dtypeString(a) + " and shape " + shapeString(a));
+                    dtypeString(a) + " and shape " + shapeString(describe(a).shape));
         }
         auto bytes = convert<py::array_t<uint8_t, py::array::c_style>>(a);
         out.assign(bytes.data(), bytes.data() + bytes.size());

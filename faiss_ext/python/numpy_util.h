@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <pybind11/numpy.h>
@@ -18,6 +19,20 @@ namespace py = pybind11;
 
 using FloatMatrix = py::array_t<float, py::array::c_style | py::array::forcecast>;
 using IdVector = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+/// What the argument rules look at in an array, numpy or device (device_array.h).
+struct ArrayDesc {
+    char kind = 0;              ///< numpy's dtype kind: 'f', 'i', 'u', 'b', 'c', ...
+    std::string dtype;          ///< its name, for messages ("float64")
+    std::vector<int64_t> shape; ///< one entry per dimension
+};
+
+/// The rules of checkVectors on an array's description: TypeError unless its dtype is
+/// real, ValueError unless its shape is (n, d).
+void checkVectorsDesc(const ArrayDesc& a, int64_t d, const char* what);
+/// The rules of checkIds: TypeError unless its dtype is integer, ValueError unless its
+/// shape is (n,).
+void checkIdsDesc(const ArrayDesc& a, int64_t n, const char* what);
 
 /// `x` as a C-contiguous float32 (n, d) array. A numpy array of another real dtype
 /// (float64, float16, integers) or another layout is converted with a copy; anything

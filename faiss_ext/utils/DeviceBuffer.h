@@ -78,25 +78,25 @@ class DeviceBuffer {
     cudaStream_t stream_ = nullptr;
 };
 
-/// Copies `count` elements host -> device on `stream` (then waits: `src` may be freed next).
+/// Copies `count` elements to device memory on `stream` (then waits: `src` may be freed
+/// next). `src` may be host or device memory (cudaMemcpyDefault: unified addressing).
 template <typename T>
 void copyToDevice(T* dst, const T* src, size_t count, cudaStream_t stream) {
     if (count == 0) {
         return;
     }
-    FAISS_EXT_CUDA_CHECK(
-            cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyHostToDevice, stream));
+    FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyDefault, stream));
     FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-/// Copies `count` elements device -> host on `stream` and waits for them.
+/// Copies `count` elements to host memory on `stream` and waits for them. `src` may be
+/// device or host memory (cudaMemcpyDefault).
 template <typename T>
 void copyToHost(T* dst, const T* src, size_t count, cudaStream_t stream) {
     if (count == 0) {
         return;
     }
-    FAISS_EXT_CUDA_CHECK(
-            cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
+    FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyDefault, stream));
     FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

@@ -94,7 +94,8 @@ def test_check_vectors_refuses_other_dtypes(x):
 
 @pytest.mark.parametrize("x", [[[0.0] * 4], (1, 2, 3, 4), 3.0, None, b"1234"])
 def test_check_vectors_refuses_non_arrays(x):
-    with pytest.raises(TypeError, match=r"add: expected a numpy array of shape \(n, 4\)"):
+    with pytest.raises(
+            TypeError, match=r"add: expected a numpy array or a CUDA device array of shape \(n, 4\)"):
         faiss_ext._check_vectors(x, 4, "add")
 
 

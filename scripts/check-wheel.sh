@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the wheel (pip wheel ., scikit-build-core from PyPI, the same CMake as build/)
+# and imports it in a fresh virtual environment. Uses Debian's python3 as
+# scripts/setup.sh does. ccache serves the library's objects compiled for build/ when
+# CCACHE_BASEDIR is the repository (build-wheel/ lies at the same depth) and both use
+# the same generator.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=/usr/local/cuda/bin:$PATH
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+export CMAKE_GENERATOR="Unix Makefiles"
+export CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)"
+if command -v ccache >/dev/null 2>&1; then
+  export CMAKE_ARGS="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"
+fi
+python=/usr/bin/python3
+work=build-wheel/check
+rm -rf "$work"
+mkdir -p "$work"
+"$python" -m venv "$work/build-env"
+"$work/build-env/bin/pip" install -q --upgrade pip
+"$work/build-env/bin/pip" wheel -q --no-deps -w "$work/dist" .
+wheel=$(ls "$work"/dist/faiss_ext-*.whl)
+echo "check-wheel: built $(basename "$wheel")"
+
+"$python" -m venv "$work/test-env"
+"$work/test-env/bin/pip" install -q "$wheel"
+# Run from elsewhere, so that nothing of the source tree is importable.
+(cd "$work" && test-env/bin/python - <<'PY'
+import pathlib, sysconfig
+import numpy as np
+import faiss_ext
+assert pathlib.Path(faiss_ext.__file__).is_relative_to(sysconfig.get_paths()["platlib"])
+stubs = pathlib.Path(sysconfig.get_paths()["platlib"]) / "faiss_ext-stubs" / "__init__.pyi"
+assert stubs.is_file(), stubs
+x = faiss_ext._check_vectors(np.zeros((3, 4), np.float64), 4)
+assert x.dtype == np.float32 and x.shape == (3, 4)
+print(f"check-wheel: imported {faiss_ext.__file__} ({faiss_ext.get_num_gpus()} GPU(s)), stubs present")
+PY
+)

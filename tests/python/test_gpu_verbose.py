@@ -1,0 +1,56 @@
+"""`verbose`: off by default; on, train and add print their phases with the fraction
+done and the elapsed time."""
+
+import re
+
+import numpy as np
+import pytest
+
+import faiss_ext
+
+pytestmark = pytest.mark.gpu
+
+LINE = re.compile(r"^(\S+): (.+), (\d+\.\d)% done, (\d+\.\d{3}) s$")
+
+
+def lines(text):
+    parsed = [LINE.match(line) for line in text.splitlines() if line]
+    assert all(parsed), text
+    return [(m[1], m[2], float(m[3]), float(m[4])) for m in parsed]
+
+
+def test_ivf_train_and_add_report_when_verbose(res, rng, capfd):
+    x = rng.standard_normal((4000, 16), dtype=np.float32)
+    index = faiss_ext.GpuIndexIVFFlat(res, 16, 32)
+    assert index.verbose is False
+    index.train(x)
+    index.add(x)
+    assert capfd.readouterr().out == ""
+
+    index.reset()
+    index.verbose = True
+    index.train(x)
+    train = lines(capfd.readouterr().out)
+    assert [c for c, _, _, _ in train] == ["GpuIndexIVFFlat::train"] * len(train)
+    assert [p for _, p, _, _ in train[:2]] == ["k-means iteration 1/10", "k-means iteration 2/10"]
+    assert train[-1][1:3] == ("centroids stored", 100.0)
+    fractions = [f for _, _, f, _ in train]
+    times = [t for _, _, _, t in train]
+    assert fractions == sorted(fractions) and times == sorted(times)
+
+    index.add(x)
+    add = lines(capfd.readouterr().out)
+    assert add[0][:3] == ("GpuIndexIVFFlat::add", "assigned to lists", 30.0)
+    assert add[-1][1:3] == ("vectors stored 4000/4000", 100.0)
+
+
+def test_bang_build_reports_its_stages(res, rng, capfd):
+    x = rng.standard_normal((2000, 8), dtype=np.float32)
+    index = faiss_ext.GpuIndexBang(res, 8, 16, build_passes=1)
+    index.verbose = True
+    index.add(x)
+    out = lines(capfd.readouterr().out)
+    assert [p for _, p, _, _ in out] == [
+        "graph: exact k-NN candidates, stage 1/4", "graph: first prune, stage 2/4",
+        "graph: pass 1 searches, stage 3/4", "graph: pass 1 prune, stage 4/4"]
+    assert out[-1][2] == 100.0
