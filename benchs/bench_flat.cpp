@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
                     (long long)nq, k, devMs, nq / (devMs * 1e-3), apiMs, nq / (apiMs * 1e-3),
                     gemmMs, floorBytesMs, floorFlopsMs,
                     std::max(floorBytesMs, floorFlopsMs) / devMs,
-                    flatUsesTf32x3(cfg.precision, nq) ? "yes" : "no");
+                    flatUsesTf32x3(cfg.precision) ? "yes" : "no");
         }
     }
     return 0;

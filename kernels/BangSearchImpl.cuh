@@ -21,6 +21,7 @@
 #include "BangSearch.h"
 #include "IdFilter.cuh"
 #include "Select.h"
+#include "SmemLimit.cuh"
 
 namespace faiss_ext {
 namespace kernels {
@@ -597,8 +598,7 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
 template <typename Kernel>
 void setSmem(Kernel kernel, size_t bytes) {
     if (bytes > 48 * 1024) {
-        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
-                kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+        raiseDynamicSmemLimit(kernel, bytes);
     }
 }
 

@@ -5,6 +5,7 @@
 #include "BlockSelect.cuh"
 #include "IvfMerge.h"
 #include "Select.h"
+#include "SmemLimit.cuh"
 
 namespace faiss_ext {
 namespace kernels {
@@ -84,8 +85,7 @@ void ivfMergeFast(
     const size_t smem = ivfMergeFastSmemBytes(ld);
     const int len = int(smem / sizeof(uint64_t));
     if (smem > 48 * 1024) {
-        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
-                mergeFastKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        raiseDynamicSmemLimit(mergeFastKernel, smem);
     }
     constexpr int64_t kMaxGrid = INT32_MAX;
     for (int64_t r0 = 0; r0 < nrows; r0 += kMaxGrid) {

@@ -15,6 +15,7 @@
 #include "IvfStore.h"
 #include "LastAtMost.cuh"
 #include "Select.h"
+#include "SmemLimit.cuh"
 #include "WarpSelect.cuh"
 
 namespace faiss_ext {
@@ -245,8 +246,7 @@ void ivfScan(const IvfScanArgs& a, cudaStream_t stream) {
     const bool buffered = a.distances != nullptr;
     if (buffered && nextPow2(a.k) <= kMaxWarpSelectK) {
         const size_t smem = size_t(kWarpScanWarps) * warpSelectSlots(a.k) * sizeof(uint64_t);
-        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
-                warpScanKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        raiseDynamicSmemLimit(warpScanKernel, smem);
         const int64_t maxQueries = std::max<int64_t>(1, (int64_t(1) << 30) / a.chunksPerQuery);
         for (int64_t q0 = 0; q0 < a.nq; q0 += maxQueries) {
             const int64_t nq = std::min(maxQueries, a.nq - q0);
@@ -262,8 +262,7 @@ void ivfScan(const IvfScanArgs& a, cudaStream_t stream) {
     const size_t smem = buffered ? selectBytes : ivfScanSmemBytes(a.d, a.k);
     auto kernel = buffered ? scanKernel<2> : a.innerProduct ? scanKernel<1> : scanKernel<0>;
     if (smem > 48 * 1024) {
-        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
-                kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        raiseDynamicSmemLimit(kernel, smem);
     }
     constexpr int64_t kMaxGridY = 65535;
     for (int64_t q0 = 0; q0 < a.nq; q0 += kMaxGridY) {

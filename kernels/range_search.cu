@@ -12,6 +12,7 @@
 #include "IvfListLoader.cuh"
 #include "IvfStore.h"
 #include "RangeSearch.h"
+#include "SmemLimit.cuh"
 
 namespace faiss_ext {
 namespace kernels {
@@ -147,8 +148,7 @@ void launchIvf(const IvfRangeArgs& a, cudaStream_t stream) {
     const size_t smem = ivfRangeSmemBytes(a.d);
     auto kernel = a.innerProduct ? ivfRangeKernel<kFill, true> : ivfRangeKernel<kFill, false>;
     if (smem > 48 * 1024) {
-        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
-                kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        raiseDynamicSmemLimit(kernel, smem);
     }
     for (int64_t w0 = 0; w0 < a.npairs; w0 += kMaxGrid) {
         kernel<<<unsigned(std::min(kMaxGrid, a.npairs - w0)), kThreads, smem, stream>>>(a, w0);

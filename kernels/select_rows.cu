@@ -6,6 +6,7 @@
 #include "BlockSelect.cuh"
 #include "IdFilter.cuh"
 #include "Select.h"
+#include "SmemLimit.cuh"
 #include "WarpSelect.cuh"
 
 namespace faiss_ext {
@@ -137,8 +138,7 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
     FAISS_THROW_IF_NOT_FMT(nseg <= INT32_MAX, "%lld segments per row is too many", (long long)nseg);
     if (nextPow2(a.k) <= kMaxWarpRowSelectK) {
         const size_t smem = size_t(kWarpRowWarps) * warpSelectSlots(a.k) * sizeof(uint64_t);
-        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
-                warpSelectRowsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        raiseDynamicSmemLimit(warpSelectRowsKernel, smem);
         // Rows per launch such that the grid's x dimension stays below 2^31.
         const int64_t maxRows = std::max<int64_t>(1, (int64_t(1) << 30) / nseg);
         for (int64_t r0 = 0; r0 < a.nrows; r0 += maxRows) {
@@ -153,8 +153,7 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
     }
     const size_t smem = blockSelectSmemBytes(a.k);
     if (smem > 48 * 1024) {
-        FAISS_EXT_CUDA_CHECK(cudaFuncSetAttribute(
-                selectRowsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        raiseDynamicSmemLimit(selectRowsKernel, smem);
     }
     constexpr int64_t kMaxGridY = 65535;
     for (int64_t r0 = 0; r0 < a.nrows; r0 += kMaxGridY) {

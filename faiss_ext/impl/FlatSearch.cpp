@@ -59,12 +59,9 @@ FlatTiling planFlatTiling(
     return t;
 }
 
-bool flatUsesTf32x3(GpuFlatPrecision p, int64_t nq) {
-    // Below this batch the GEMM reads the base at DRAM speed whatever the precision.
-    constexpr int64_t kTf32x3MinQueries = 64;
+bool flatUsesTf32x3(GpuFlatPrecision p) {
     switch (p) {
         case GpuFlatPrecision::kAuto:
-            return nq >= kTf32x3MinQueries;
         case GpuFlatPrecision::kFloat32:
             return false;
         case GpuFlatPrecision::kTF32x3:

@@ -34,8 +34,8 @@ FlatTiling planFlatTiling(
         int64_t minSegLen = 4096,
         size_t bytesPerBaseColumn = 0);
 
-/// Whether a GpuIndexFlat search of nq queries in precision p runs 3xTF32.
-bool flatUsesTf32x3(GpuFlatPrecision p, int64_t nq);
+/// Whether a GpuIndexFlat search in precision p runs 3xTF32.
+bool flatUsesTf32x3(GpuFlatPrecision p);
 
 /// Vectors of one flat search, all in device memory.
 struct FlatSearchInput {

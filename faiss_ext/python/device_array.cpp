@@ -57,8 +57,14 @@ bool dlpackOnCuda(py::handle x) {
     return type == kDLCUDA || type == kDLCUDAManaged;
 }
 
-/// C order in element strides (dimensions of extent 1 may have any stride).
+/// C order in element strides (dimensions of extent 1 may have any stride; an empty
+/// array, whose strides frameworks report freely, is contiguous).
 bool cContiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
+    for (int64_t extent : shape) {
+        if (extent == 0) {
+            return true;
+        }
+    }
     int64_t expected = 1;
     for (size_t i = shape.size(); i-- > 0;) {
         if (shape[i] != 1 && strides[i] != expected) {

@@ -34,7 +34,10 @@ def stub_names(body):
 
 def module_names(obj):
     own = vars(obj) if inspect.isclass(obj) else {n: getattr(obj, n) for n in dir(obj)}
-    return {n for n in own if not (n.startswith("__") and n.endswith("__")) or n == "__init__"}
+    # pybind11's own hooks (_pybind11_conduit_v1_ in recent versions) are not the API.
+    return {n for n in own
+            if (not (n.startswith("__") and n.endswith("__")) or n == "__init__")
+            and not n.startswith("_pybind11")}
 
 
 def pybind_params(func):
