@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include <faiss_ext/impl/PinnedStaging.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
@@ -15,7 +16,8 @@ int GpuResources::deviceCount() {
     return n;
 }
 
-GpuResources::GpuResources(GpuResourcesConfig config) : config_(config) {
+GpuResources::GpuResources(GpuResourcesConfig config)
+        : config_(config), staging_(std::make_unique<PinnedStaging>()) {
     int n = deviceCount();
     FAISS_THROW_IF_NOT_FMT(
             n > 0, "no CUDA device is available (asked for device %d)", config.device);
@@ -52,10 +54,15 @@ GpuResources::~GpuResources() {
     int previous = 0;
     cudaGetDevice(&previous);
     cudaSetDevice(config_.device);
+    staging_.reset(); // its events and buffers first, while the stream exists
     cudaStreamSynchronize(stream_);
     cublasDestroy(cublas_);
     cudaStreamDestroy(stream_);
     cudaSetDevice(previous);
+}
+
+PinnedStaging& GpuResources::pinnedStaging() const {
+    return *staging_;
 }
 
 void GpuResources::synchronize() const {

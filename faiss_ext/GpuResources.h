@@ -7,9 +7,13 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <memory>
+
 #include <faiss_ext/utils/DeviceBuffer.h>
 
 namespace faiss_ext {
+
+class PinnedStaging;
 
 struct GpuResourcesConfig {
     /// CUDA device ordinal the indexes built on these resources run on.
@@ -63,12 +67,17 @@ class GpuResources {
     /// Waits for all work queued on the stream.
     void synchronize() const;
 
+    /// The pinned host buffers through which searches copy host queries in and results
+    /// out (impl/PinnedStaging.h; 8 MiB, allocated on first use).
+    PinnedStaging& pinnedStaging() const;
+
    private:
     GpuResourcesConfig config_;
     cudaStream_t stream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
     int smCount_ = 0;
     size_t maxSmemOptin_ = 0;
+    std::unique_ptr<PinnedStaging> staging_;
 };
 
 } // namespace faiss_ext

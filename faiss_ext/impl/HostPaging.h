@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/PinnedStaging.h>
 
 namespace faiss_ext {
 
@@ -27,6 +28,7 @@ struct SearchArrays {
 /// array goes through a device page (queries copied in, results copied out); a device
 /// array is read or written in place. The host arrays' pages take at most pageBytes
 /// (at least one query a page); with every array on the device, one page holds all n.
+/// Host copies go through the resources' pinned staging (impl/PinnedStaging.h).
 template <typename SearchPage>
 void searchInPages(
         const GpuResources& res,
@@ -50,17 +52,19 @@ void searchInPages(
         const int64_t m = std::min(page, n - i0);
         const float* x = a.x + i0 * d;
         if (!a.xOnDevice) {
-            copyToDevice(xDev.data(), x, size_t(m) * d, stream);
+            res.pinnedStaging().toDevice(xDev.data(), x, size_t(m) * d * sizeof(float), stream);
             x = xDev.data();
         }
         float* dOut = a.distancesOnDevice ? a.distances + i0 * k : dDev.data();
         int64_t* iOut = a.labelsOnDevice ? a.labels + i0 * k : iDev.data();
         searchPage(m, x, dOut, iOut);
         if (!a.distancesOnDevice) {
-            copyToHost(a.distances + i0 * k, dOut, size_t(m) * k, stream);
+            res.pinnedStaging().toHost(
+                    a.distances + i0 * k, dOut, size_t(m) * k * sizeof(float), stream);
         }
         if (!a.labelsOnDevice) {
-            copyToHost(a.labels + i0 * k, iOut, size_t(m) * k, stream);
+            res.pinnedStaging().toHost(
+                    a.labels + i0 * k, iOut, size_t(m) * k * sizeof(int64_t), stream);
         }
     }
 }
