@@ -50,7 +50,7 @@ void expectRefusalsLeaveItUnchanged(faiss::Index& index, uint64_t seed) {
 
     // Device arrays are refused: the parts may be on other devices.
     float* deviceQuery = nullptr;
-    ASSERT_EQ(cudaMalloc(&deviceQuery, kD * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&deviceQuery), kD * sizeof(float)), cudaSuccess);
     EXPECT_THROW(index.search(1, deviceQuery, 5, D.data(), I.data()), faiss::FaissException);
     EXPECT_THROW(index.add(1, deviceQuery), faiss::FaissException);
     ASSERT_EQ(cudaFree(deviceQuery), cudaSuccess);
