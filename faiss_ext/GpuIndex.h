@@ -97,6 +97,12 @@ class GpuIndex : public faiss::Index {
     /// Device memory the index holds (stored vectors and structures, not temporaries).
     virtual size_t deviceMemoryBytes() const = 0;
 
+    /// Whether add_with_ids takes the caller's ids (GpuIndexIVFFlat); the others number
+    /// their vectors 0 .. ntotal - 1 themselves.
+    bool acceptsIds() const {
+        return supportsAddWithIds_();
+    }
+
    protected:
     /// n > 0 finite host vectors (train copies device vectors to the host first).
     /// Default: nothing to learn.

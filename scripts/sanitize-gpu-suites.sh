@@ -17,7 +17,7 @@ cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer
 [ -x "$cs" ] || { echo "sanitize: compute-sanitizer not found" >&2; exit 1; }
 
 read -r -a tools <<<"${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}"
-read -r -a suites <<<"${SANITIZE_SUITES:-gpu_flat_tests gpu_ivf_tests gpu_bang_tests gpu_contract_tests gpu_soak_tests python_gpu_tests}"
+read -r -a suites <<<"${SANITIZE_SUITES:-gpu_flat_tests gpu_ivf_tests gpu_bang_tests gpu_contract_tests gpu_soak_tests gpu_shards_tests python_gpu_tests}"
 # Device-memory exhaustion holds all free memory (the tools need some for their own
 # state); the other tests are left out for their size alone.
 skip='*DeviceMemoryExhausted*:*RecallOnClustered100K*:*TenThousandQueriesInSmallPages*'

@@ -17,6 +17,7 @@ void bindFlat(py::module_& m);           // GpuIndexFlat
 void bindIvf(py::module_& m);            // GpuIndexIVFFlat, SearchParametersIVF
 void bindBang(py::module_& m);           // GpuIndexBang, SearchParametersBang
 void bindIndexIo(py::module_& m);        // write_index / read_index (faiss_ext format)
+void bindParts(py::module_& m);          // GpuIndexShards, GpuIndexReplicas (several GPUs)
 void bindFaissBytes(py::module_& m);     // interop with faiss through bytes
 void bindArgumentChecks(py::module_& m); // _check_* (the numpy rules, for tests)
 

@@ -31,6 +31,7 @@ PYBIND11_MODULE(faiss_ext, m) {
     bindIvf(m);
     bindBang(m);
     bindIndexIo(m);
+    bindParts(m);
     bindFaissBytes(m);
     bindArgumentChecks(m);
 }

@@ -144,3 +144,12 @@ def test_check_metric():
     for metric in (2, 23, -1, 1000):
         with pytest.raises(ValueError, match=f"metric {metric} is not supported"):
             faiss_ext._check_metric(metric)
+
+
+def test_parts_refuse_bad_devices_before_touching_one():
+    with pytest.raises(faiss_ext.FaissException):
+        faiss_ext.GpuIndexShards.flat([], 8)
+    with pytest.raises(faiss_ext.FaissException):
+        faiss_ext.GpuIndexReplicas.flat([-1], 8)
+    with pytest.raises(faiss_ext.FaissException):
+        faiss_ext.GpuIndexShards.flat([faiss_ext.get_num_gpus()], 8)
