@@ -595,18 +595,11 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
     }
 }
 
-template <typename Kernel>
-void setSmem(Kernel kernel, size_t bytes) {
-    if (bytes > 48 * 1024) {
-        raiseDynamicSmemLimit(kernel, bytes);
-    }
-}
-
 /// The launcher of one mode (arguments checked by the caller in bang_search.cu).
 template <bool kPq>
 void persistentLaunch(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream) {
     const size_t smem = layoutFor(a.L, g.R, g.d, true, tableM<kPq>(g), a.allow != nullptr).total;
-    setSmem(persistentKernel<kPq>, smem);
+    raiseDynamicSmemLimit(persistentKernel<kPq>, smem);
     persistentKernel<kPq><<<unsigned(a.nq), kBangThreads, smem, stream>>>(g, a);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }

@@ -140,7 +140,7 @@ void stepwiseLaunch(
     const StepState st = carveState(state, a.nq, a.L);
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(st.bloom, 0, size_t(a.nq) * kBangBloomWords * 4, stream));
     const size_t smem = layoutFor(a.L, g.R, g.d, false, tableM<kPq>(g)).total;
-    setSmem(stepKernel<kPq>, smem);
+    raiseDynamicSmemLimit(stepKernel<kPq>, smem);
     for (int first = 1;; first = 0) {
         FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(continueFlagDevice, 0, sizeof(int), stream));
         stepKernel<kPq><<<unsigned(a.nq), kBangThreads, smem, stream>>>(
@@ -155,7 +155,7 @@ void stepwiseLaunch(
         }
     }
     const size_t finishSmem = layoutFor(a.L, g.R, g.d, false, 0).total;
-    setSmem(stepFinishKernel<kPq>, finishSmem);
+    raiseDynamicSmemLimit(stepFinishKernel<kPq>, finishSmem);
     stepFinishKernel<kPq><<<unsigned(a.nq), kBangThreads, finishSmem, stream>>>(g, a, st);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }

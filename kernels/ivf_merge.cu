@@ -84,9 +84,7 @@ void ivfMergeFast(
     }
     const size_t smem = ivfMergeFastSmemBytes(ld);
     const int len = int(smem / sizeof(uint64_t));
-    if (smem > 48 * 1024) {
-        raiseDynamicSmemLimit(mergeFastKernel, smem);
-    }
+    raiseDynamicSmemLimit(mergeFastKernel, smem);
     constexpr int64_t kMaxGrid = INT32_MAX;
     for (int64_t r0 = 0; r0 < nrows; r0 += kMaxGrid) {
         const int64_t m = nrows - r0 < kMaxGrid ? nrows - r0 : kMaxGrid;

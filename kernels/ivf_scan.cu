@@ -261,9 +261,7 @@ void ivfScan(const IvfScanArgs& a, cudaStream_t stream) {
     const size_t selectBytes = selectBytesAligned(a.k);
     const size_t smem = buffered ? selectBytes : ivfScanSmemBytes(a.d, a.k);
     auto kernel = buffered ? scanKernel<2> : a.innerProduct ? scanKernel<1> : scanKernel<0>;
-    if (smem > 48 * 1024) {
-        raiseDynamicSmemLimit(kernel, smem);
-    }
+    raiseDynamicSmemLimit(kernel, smem);
     constexpr int64_t kMaxGridY = 65535;
     for (int64_t q0 = 0; q0 < a.nq; q0 += kMaxGridY) {
         dim3 grid(unsigned(a.chunksPerQuery), unsigned(std::min(kMaxGridY, a.nq - q0)));

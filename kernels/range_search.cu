@@ -147,9 +147,7 @@ void launchIvf(const IvfRangeArgs& a, cudaStream_t stream) {
     FAISS_THROW_IF_NOT_FMT(a.nprobe >= 1, "ivfRange: nprobe=%d", a.nprobe);
     const size_t smem = ivfRangeSmemBytes(a.d);
     auto kernel = a.innerProduct ? ivfRangeKernel<kFill, true> : ivfRangeKernel<kFill, false>;
-    if (smem > 48 * 1024) {
-        raiseDynamicSmemLimit(kernel, smem);
-    }
+    raiseDynamicSmemLimit(kernel, smem);
     for (int64_t w0 = 0; w0 < a.npairs; w0 += kMaxGrid) {
         kernel<<<unsigned(std::min(kMaxGrid, a.npairs - w0)), kThreads, smem, stream>>>(a, w0);
         FAISS_EXT_CUDA_CHECK_LAUNCH();

@@ -152,9 +152,7 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
         return;
     }
     const size_t smem = blockSelectSmemBytes(a.k);
-    if (smem > 48 * 1024) {
-        raiseDynamicSmemLimit(selectRowsKernel, smem);
-    }
+    raiseDynamicSmemLimit(selectRowsKernel, smem);
     constexpr int64_t kMaxGridY = 65535;
     for (int64_t r0 = 0; r0 < a.nrows; r0 += kMaxGridY) {
         dim3 grid(unsigned(nseg), unsigned(std::min(kMaxGridY, a.nrows - r0)));
