@@ -2,6 +2,8 @@
 
 #include <faiss/impl/FaissAssert.h>
 
+#include <limits>
+
 namespace faiss_ext {
 
 GpuIndexShards::GpuIndexShards(const GpuPartsConfig& parts, const GpuPartFactory& make)
@@ -21,7 +23,9 @@ void GpuIndexShards::train(int64_t n, const float* x) {
 
 void GpuIndexShards::add(int64_t n, const float* x) {
     checkAdd_(*this, n, x, nullptr, "add");
-    faiss::IndexShards::add(n, x);
+    // faiss::IndexShards::add forwards to the virtual add_with_ids with null ids,
+    // which this class refuses; call the base's version directly.
+    faiss::IndexShards::add_with_ids(n, x, nullptr);
 }
 
 void GpuIndexShards::add_with_ids(int64_t n, const float* x, const int64_t* ids) {
@@ -42,6 +46,16 @@ void GpuIndexShards::search(
         const faiss::SearchParameters* params) const {
     checkSearch_(*this, n, x, k, distances, labels);
     faiss::IndexShards::search(n, x, k, distances, labels, params);
+    // FAISS's merge fills a missing result with the heap's neutral value (+-FLT_MAX);
+    // one faiss_ext index reports +inf (L2) or -inf (inner product). Keep that rule.
+    const float missing = metric_type == faiss::METRIC_INNER_PRODUCT
+            ? -std::numeric_limits<float>::infinity()
+            : std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < n * k; ++i) {
+        if (labels[i] < 0) {
+            distances[i] = missing;
+        }
+    }
 }
 
 void GpuIndexShards::reset() {
