@@ -413,7 +413,7 @@ IvfSearchPlan GpuIndexIVFFlat::plan_(int64_t nq, int k, int nprobeClamped) const
     in.nprobe = nprobeClamped;
     in.k = k;
     in.d = d;
-    in.listLengths = &lists_->lengths();
+    in.listLengthsDescending = &lists_->lengthsDescending();
     in.chunkOverride = ivfConfig_.listChunkVectors;
     in.mergePath = ivfConfig_.mergePath;
     in.scanPath = ivfConfig_.scanPath;

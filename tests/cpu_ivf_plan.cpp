@@ -1,5 +1,6 @@
 // IVF search planning (chunking, memory, the merge path): host-only arithmetic.
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,13 +19,15 @@ namespace {
 
 constexpr size_t kH100Smem = 227 * 1024;
 
-IvfPlanInput input(const std::vector<int64_t>& lengths, int64_t nq, int nprobe, int k) {
+/// The plan reads the lengths in descending order: sorts them so in place.
+IvfPlanInput input(std::vector<int64_t>& lengths, int64_t nq, int nprobe, int k) {
+    std::sort(lengths.begin(), lengths.end(), std::greater<int64_t>());
     IvfPlanInput in;
     in.nq = nq;
     in.nprobe = nprobe;
     in.k = k;
     in.d = 128;
-    in.listLengths = &lengths;
+    in.listLengthsDescending = &lengths;
     in.budgetBytes = size_t(1) << 30;
     in.maxSmemPerBlock = kH100Smem;
     in.smCount = 132;
@@ -42,7 +45,7 @@ void expectValid(const IvfPlanInput& in, const IvfSearchPlan& p) {
     EXPECT_LE(p.bytes, in.budgetBytes);
     // The slots cover the worst query: the nprobe lists with the most chunks.
     std::vector<int64_t> chunks;
-    for (int64_t len : *in.listLengths) {
+    for (int64_t len : *in.listLengthsDescending) {
         chunks.push_back((len + p.chunkLen - 1) / p.chunkLen);
     }
     std::sort(chunks.rbegin(), chunks.rend());

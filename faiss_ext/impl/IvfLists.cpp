@@ -1,6 +1,7 @@
 #include <faiss_ext/impl/IvfLists.h>
 
 #include <algorithm>
+#include <functional>
 
 #include <faiss_ext/utils/MathUtils.h>
 #include <kernels/IdFilter.h>
@@ -23,10 +24,10 @@ IvfLists::IvfLists(const GpuResources& res, int d, int64_t nlist)
     slotBaseDev_ = res.alloc<int64_t>(size_t(nlist));
     uploadPointers_();
     copyToDevice(lenDev_.data(), len_.data(), len_.size(), res.stream());
-    updateSlots_();
+    lengthsChanged_();
 }
 
-void IvfLists::updateSlots_() {
+void IvfLists::lengthsChanged_() {
     slotBase_.resize(size_t(nlist_));
     int64_t base = 0;
     for (int64_t l = 0; l < nlist_; ++l) {
@@ -35,6 +36,8 @@ void IvfLists::updateSlots_() {
     }
     nslots_ = base;
     copyToDevice(slotBaseDev_.data(), slotBase_.data(), slotBase_.size(), res_->stream());
+    lenDesc_ = len_;
+    std::sort(lenDesc_.begin(), lenDesc_.end(), std::greater<int64_t>());
 }
 
 DeviceBuffer<int64_t> IvfLists::slotIds() const {
@@ -113,7 +116,7 @@ int64_t IvfLists::removeSlots(const std::vector<uint32_t>& removeSlots) {
     total_ -= count;
     uploadPointers_();
     copyToDevice(lenDev_.data(), len_.data(), len_.size(), stream);
-    updateSlots_();
+    lengthsChanged_();
     return count;
 }
 
@@ -207,7 +210,7 @@ void IvfLists::append(
     copyToDevice(lenDev_.data(), newLen.data(), newLen.size(), stream);
     len_ = std::move(newLen);
     total_ += n;
-    updateSlots_();
+    lengthsChanged_();
 }
 
 void IvfLists::clear() {
@@ -220,7 +223,7 @@ void IvfLists::clear() {
     total_ = 0;
     uploadPointers_();
     copyToDevice(lenDev_.data(), len_.data(), len_.size(), res_->stream());
-    updateSlots_();
+    lengthsChanged_();
 }
 
 std::vector<float> IvfLists::listVectors(int64_t list) const {

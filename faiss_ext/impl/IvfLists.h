@@ -44,6 +44,11 @@ class IvfLists {
     const std::vector<int64_t>& lengths() const {
         return len_;
     }
+    /// The same lengths sorted in descending order (what search planning reads:
+    /// the longest nprobe lists without a pass over all nlist).
+    const std::vector<int64_t>& lengthsDescending() const {
+        return lenDesc_;
+    }
     /// Device arrays (nlist entries) of list data pointers, id pointers and lengths.
     const float* const* deviceData() const {
         return dataPtrs_.data();
@@ -88,8 +93,9 @@ class IvfLists {
 
    private:
     void uploadPointers_();
-    /// Recomputes the slot bases from the lengths.
-    void updateSlots_();
+    /// Recomputes what derives from the lengths: the slot bases (host and device) and
+    /// the descending lengths.
+    void lengthsChanged_();
 
     const GpuResources* res_;
     int d_;
@@ -97,6 +103,7 @@ class IvfLists {
     int64_t nlist_;
     int64_t total_ = 0;
     std::vector<int64_t> len_;
+    std::vector<int64_t> lenDesc_;
     std::vector<int64_t> cap_;
     std::vector<DeviceBuffer<float>> data_;
     std::vector<DeviceBuffer<int64_t>> ids_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 
 #include <kernels/Distances.h>
 #include <kernels/IvfListMajor.h>
@@ -21,18 +22,12 @@ constexpr int64_t kMaxGridRows = 65535;
 /// write and read.
 constexpr double kListMajorMinSharing = 4.0;
 
-/// Sum over the nprobe lists with the most chunks of their chunk counts.
-int64_t maxChunksOfProbes(const std::vector<int64_t>& lengths, int nprobe, int64_t chunk) {
-    std::vector<int64_t> chunks(lengths.size());
-    for (size_t l = 0; l < lengths.size(); ++l) {
-        chunks[l] = (lengths[l] + chunk - 1) / chunk;
-    }
-    const size_t top = std::min(chunks.size(), size_t(nprobe));
-    std::nth_element(
-            chunks.begin(), chunks.begin() + (top - 1), chunks.end(), std::greater<int64_t>());
+/// Sum over the nprobe lists with the most chunks of their chunk counts. Chunk counts
+/// grow with length, so those are the first nprobe of the descending lengths.
+int64_t maxChunksOfProbes(const std::vector<int64_t>& lengthsDesc, int nprobe, int64_t chunk) {
     int64_t sum = 0;
-    for (size_t i = 0; i < top; ++i) {
-        sum += chunks[i];
+    for (int i = 0; i < nprobe; ++i) {
+        sum += (lengthsDesc[size_t(i)] + chunk - 1) / chunk;
     }
     return std::max<int64_t>(sum, 1);
 }
@@ -46,16 +41,18 @@ size_t ivfScanSharedBytes(int d, int k) {
 IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     FAISS_THROW_IF_NOT_FMT(
             in.nq > 0 && in.k >= 1 && in.k <= kernels::kMaxSelectK && in.nprobe >= 1 &&
-                    in.listLengths != nullptr && size_t(in.nprobe) <= in.listLengths->size(),
+                    in.listLengthsDescending != nullptr &&
+                    size_t(in.nprobe) <= in.listLengthsDescending->size(),
             "bad IVF search shape nq=%lld k=%d nprobe=%d", (long long)in.nq, in.k, in.nprobe);
-    const std::vector<int64_t>& lengths = *in.listLengths;
+    const std::vector<int64_t>& lengths = *in.listLengthsDescending;
     const int64_t kp = nextPow2(in.k);
-    int64_t maxLen = 0, total = 0, nonEmpty = 0;
-    for (int64_t len : lengths) {
-        maxLen = std::max(maxLen, len);
-        total += len;
-        nonEmpty += len > 0;
-    }
+    const int64_t maxLen = lengths.front();
+    // Lists after the first empty one are empty.
+    const int64_t nonEmpty = std::lower_bound(
+                                     lengths.begin(), lengths.end(), int64_t(0),
+                                     std::greater<int64_t>()) -
+            lengths.begin();
+    const int64_t total = std::accumulate(lengths.begin(), lengths.end(), int64_t(0));
 
     IvfSearchPlan p;
     if (in.chunkOverride > 0) {

@@ -22,7 +22,9 @@ struct IvfPlanInput {
     int nprobe = 0; ///< already clamped to nlist
     int k = 0;
     int d = 0;
-    const std::vector<int64_t>* listLengths = nullptr;
+    /// The list lengths sorted in descending order (IvfLists::lengthsDescending()):
+    /// planning then costs O(nprobe), not O(nlist), per search.
+    const std::vector<int64_t>* listLengthsDescending = nullptr;
     int64_t chunkOverride = 0; ///< 0: automatic
     IvfMergePath mergePath = IvfMergePath::kAuto;
     IvfScanPath scanPath = IvfScanPath::kAuto;
