@@ -3,6 +3,8 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -51,6 +53,37 @@ TEST(PinnedStaging, DeviceToHostWaitsForEarlierWork) {
         FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(dev.data(), value, bytes, res.stream()));
         res.pinnedStaging().toHost(out.data(), dev.data(), bytes, res.stream());
         EXPECT_EQ(out, std::vector<uint8_t>(bytes, uint8_t(value)));
+    }
+}
+
+TEST(PinnedStaging, PairCopiesBothArraysInOneSlotOrApart) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    constexpr size_t slot = PinnedStaging::kSlotBytes;
+    std::mt19937_64 rng(testSeed() + 1);
+    // Together in one slot (with an empty side), exactly one slot, and past it.
+    const std::pair<size_t, size_t> sizes[] = {
+            {40, 80}, {0, 24}, {24, 0}, {slot / 2, slot / 2}, {slot / 2, slot / 2 + 1},
+            {3 * slot + 5, 7}};
+    for (auto [bytesA, bytesB] : sizes) {
+        SCOPED_TRACE(std::to_string(bytesA) + " + " + std::to_string(bytesB));
+        std::vector<uint8_t> a(bytesA), b(bytesB);
+        for (auto& v : a) {
+            v = uint8_t(rng());
+        }
+        for (auto& v : b) {
+            v = uint8_t(rng());
+        }
+        auto devA = res.alloc<uint8_t>(bytesA);
+        auto devB = res.alloc<uint8_t>(bytesB);
+        res.pinnedStaging().toDevice(devA.data(), a.data(), bytesA, res.stream());
+        res.pinnedStaging().toDevice(devB.data(), b.data(), bytesB, res.stream());
+        std::vector<uint8_t> outA(bytesA, 0xab), outB(bytesB, 0xcd);
+        res.pinnedStaging().toHost2(
+                outA.data(), devA.data(), bytesA, outB.data(), devB.data(), bytesB,
+                res.stream());
+        EXPECT_EQ(outA, a);
+        EXPECT_EQ(outB, b);
     }
 }
 

@@ -58,13 +58,15 @@ void searchInPages(
         float* dOut = a.distancesOnDevice ? a.distances + i0 * k : dDev.data();
         int64_t* iOut = a.labelsOnDevice ? a.labels + i0 * k : iDev.data();
         searchPage(m, x, dOut, iOut);
-        if (!a.distancesOnDevice) {
-            res.pinnedStaging().toHost(
-                    a.distances + i0 * k, dOut, size_t(m) * k * sizeof(float), stream);
-        }
-        if (!a.labelsOnDevice) {
-            res.pinnedStaging().toHost(
-                    a.labels + i0 * k, iOut, size_t(m) * k * sizeof(int64_t), stream);
+        const size_t dBytes = size_t(m) * k * sizeof(float);
+        const size_t iBytes = size_t(m) * k * sizeof(int64_t);
+        if (!a.distancesOnDevice && !a.labelsOnDevice) {
+            res.pinnedStaging().toHost2(
+                    a.distances + i0 * k, dOut, dBytes, a.labels + i0 * k, iOut, iBytes, stream);
+        } else if (!a.distancesOnDevice) {
+            res.pinnedStaging().toHost(a.distances + i0 * k, dOut, dBytes, stream);
+        } else if (!a.labelsOnDevice) {
+            res.pinnedStaging().toHost(a.labels + i0 * k, iOut, iBytes, stream);
         }
     }
 }

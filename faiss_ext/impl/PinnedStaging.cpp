@@ -113,4 +113,34 @@ void PinnedStaging::toHost(void* dst, const void* src, size_t bytes, cudaStream_
     }
 }
 
+void PinnedStaging::toHost2(
+        void* dstA,
+        const void* srcA,
+        size_t bytesA,
+        void* dstB,
+        const void* srcB,
+        size_t bytesB,
+        cudaStream_t stream) {
+    if (!ready() || bytesA + bytesB > kSlotBytes) {
+        toHost(dstA, srcA, bytesA, stream);
+        toHost(dstB, srcB, bytesB, stream);
+        return;
+    }
+    // Both DMAs into slot 0 (B after A), one event, one wait. Stream order keeps them
+    // after any earlier DMA that read the slot.
+    char* slot = static_cast<char*>(slots_[0]);
+    if (bytesA > 0) {
+        FAISS_EXT_CUDA_CHECK(
+                cudaMemcpyAsync(slot, srcA, bytesA, cudaMemcpyDeviceToHost, stream));
+    }
+    if (bytesB > 0) {
+        FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                slot + bytesA, srcB, bytesB, cudaMemcpyDeviceToHost, stream));
+    }
+    FAISS_EXT_CUDA_CHECK(cudaEventRecord(done_[0], stream));
+    FAISS_EXT_CUDA_CHECK(cudaEventSynchronize(done_[0]));
+    std::memcpy(dstA, slot, bytesA);
+    std::memcpy(dstB, slot + bytesA, bytesB);
+}
+
 } // namespace faiss_ext

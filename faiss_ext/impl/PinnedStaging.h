@@ -28,6 +28,16 @@ class PinnedStaging {
     /// dst (pageable host) <- src (device), bytes, after the work queued on `stream`.
     /// Returns once dst holds the bytes.
     void toHost(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+    /// Two toHost copies (a search page's distances and labels) with one wait for the
+    /// device when they fit in one slot together: a small search then synchronises once.
+    void toHost2(
+            void* dstA,
+            const void* srcA,
+            size_t bytesA,
+            void* dstB,
+            const void* srcB,
+            size_t bytesB,
+            cudaStream_t stream);
 
     /// Bytes of one slot (a chunk of a copy).
     static constexpr size_t kSlotBytes = size_t(4) << 20;
