@@ -1,0 +1,206 @@
+// GpuIndexIVFFlat's two list-scan paths forced side by side on one trained index:
+// device ms of the per-query and the list-major scan over batch x nprobe, beside the
+// sharing that IvfScanPath::kAuto reads (mean queries per non-empty list) and the
+// sharing the list tiles see (mean, over the probes, of how many queries probe the same
+// list), and kAuto's choice. It is the data for the cut-off (kListMajorMinSharing in
+// impl/IvfSearch.cpp): on uneven lists (real SIFT) the two sharings differ.
+// Usage: bench_ivf_paths [--sift DIR] [nlist]
+//   --sift DIR: base.bvecs (or .fvecs) and query.bvecs (or .fvecs) of DIR
+//   (benchs/datasets/README.md); default: bench_ivf's 1M x 128 blobs. nlist: 4096.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexIVFFlat.h>
+
+#include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/IvfSearch.h>
+
+#include "BenchUtil.h"
+#include "Synthetic.h"
+#include "VecsIO.h"
+
+using namespace faiss_ext;
+
+namespace {
+
+struct Data {
+    std::string name;
+    int64_t nb = 0, nq = 0;
+    int d = 0;
+    std::vector<float> xb, xq;
+};
+
+bool exists(const std::string& path) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0;
+}
+
+/// DIR/stem.bvecs as floats, else DIR/stem.fvecs.
+datasets::Matrix<float> readVectors(const std::string& dir, const std::string& stem) {
+    const std::string bvecs = dir + "/" + stem + ".bvecs";
+    if (!exists(bvecs)) {
+        return datasets::readFvecs(dir + "/" + stem + ".fvecs");
+    }
+    datasets::Matrix<uint8_t> b = datasets::readBvecs(bvecs);
+    datasets::Matrix<float> f;
+    f.n = b.n;
+    f.d = b.d;
+    f.data.assign(b.data.begin(), b.data.end());
+    return f;
+}
+
+Data load(const char* siftDir) {
+    Data data;
+    if (siftDir != nullptr) {
+        datasets::Matrix<float> base = readVectors(siftDir, "base");
+        datasets::Matrix<float> query = readVectors(siftDir, "query");
+        data.name = std::string("SIFT (") + siftDir + ")";
+        data.nb = base.n;
+        data.nq = query.n;
+        data.d = base.d;
+        data.xb = std::move(base.data);
+        data.xq = std::move(query.data);
+        return data;
+    }
+    datasets::ClusteredSpec spec{1000000, 128, 2000, 0.15f, 7};
+    data.name = "1M x 128 blobs (2000 blobs, spread 0.15; bench_ivf's)";
+    data.nb = spec.n;
+    data.d = spec.d;
+    data.xb = datasets::clustered(spec, 0);
+    spec.n = 10000;
+    data.nq = spec.n;
+    data.xq = datasets::clustered(spec, 1);
+    return data;
+}
+
+/// Mean queries per non-empty list (what kAuto reads) and mean, over the probes, of the
+/// probes of the probed list (what a list tile sees), for the first `batch` queries.
+void sharing(
+        const std::vector<int64_t>& probes,
+        int64_t nprobeAll,
+        int64_t batch,
+        int64_t nprobe,
+        const std::vector<int64_t>& listLengths,
+        double& autoSharing,
+        double& tileSharing) {
+    std::vector<int64_t> count(listLengths.size(), 0);
+    for (int64_t q = 0; q < batch; ++q) {
+        for (int64_t p = 0; p < nprobe; ++p) {
+            const int64_t l = probes[size_t(q * nprobeAll + p)];
+            if (l >= 0) {
+                ++count[size_t(l)];
+            }
+        }
+    }
+    const auto nonEmpty = std::count_if(
+            listLengths.begin(), listLengths.end(), [](int64_t len) { return len > 0; });
+    double sumSq = 0, sum = 0;
+    for (size_t l = 0; l < count.size(); ++l) {
+        if (listLengths[l] > 0) {
+            sum += double(count[l]);
+            sumSq += double(count[l]) * double(count[l]);
+        }
+    }
+    autoSharing = double(batch) * double(nprobe) / double(std::max<int64_t>(nonEmpty, 1));
+    tileSharing = sum > 0 ? sumSq / sum : 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const char* siftDir = nullptr;
+    int64_t nlist = 4096;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--sift") == 0 && i + 1 < argc) {
+            siftDir = argv[++i];
+        } else {
+            nlist = std::atoll(argv[i]);
+        }
+    }
+    if (GpuResources::deviceCount() == 0) {
+        std::fprintf(stderr, "bench_ivf_paths: no CUDA device found; this benchmark needs a GPU\n");
+        return 2;
+    }
+    const Data data = load(siftDir);
+    GpuResources res;
+    bench::printDevice(res, bench::measureCeilings(res));
+    std::printf(
+            "dataset: %s, %lld x %d, %lld queries; nlist %lld; k 10\n", data.name.c_str(),
+            (long long)data.nb, data.d, (long long)data.nq, (long long)nlist);
+
+    // One trained index, copied into one GPU index per forced path.
+    faiss::IndexFlatL2 quantizer(data.d);
+    faiss::IndexIVFFlat cpu(&quantizer, data.d, size_t(nlist));
+    {
+        GpuIndexIVFFlat trained(res, data.d, nlist);
+        trained.train(data.nb, data.xb.data());
+        trained.add(data.nb, data.xb.data());
+        trained.copyTo(&cpu);
+    }
+    GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;
+    perQueryCfg.scanPath = IvfScanPath::kPerQuery;
+    listMajorCfg.scanPath = IvfScanPath::kListMajor;
+    GpuIndexIVFFlat perQuery(res, &cpu, perQueryCfg);
+    GpuIndexIVFFlat listMajor(res, &cpu, listMajorCfg);
+    GpuIndexIVFFlat automatic(res, &cpu);
+    std::vector<int64_t> lengths(static_cast<size_t>(nlist));
+    for (int64_t l = 0; l < nlist; ++l) {
+        lengths[size_t(l)] = automatic.listLength(l);
+    }
+
+    constexpr int k = 10;
+    const int64_t nprobes[] = {1, 4, 16, 32, 64, 128};
+    const int64_t batches[] = {16, 128, 1024, 10000};
+    const int64_t maxNprobe = nprobes[std::size(nprobes) - 1];
+    const int64_t nq = std::min<int64_t>(data.nq, 10000);
+    std::vector<float> coarseD(size_t(nq * maxNprobe));
+    std::vector<int64_t> probes(size_t(nq * maxNprobe));
+    quantizer.search(nq, data.xq.data(), maxNprobe, coarseD.data(), probes.data());
+
+    auto qDev = res.alloc<float>(size_t(nq) * data.d);
+    copyToDevice(qDev.data(), data.xq.data(), size_t(nq) * data.d, res.stream());
+    auto dD = res.alloc<float>(size_t(nq) * k);
+    auto dI = res.alloc<int64_t>(size_t(nq) * k);
+    std::printf(
+            "device ms: CUDA events around searchDevice, median of the repetitions after a "
+            "warm-up; per-query / list-major < 1: list-major is faster\n\n");
+    std::printf(
+            "| batch | nprobe | sharing (kAuto's) | sharing (list tiles') | per-query ms | "
+            "list-major ms | per-query / list-major | kAuto picks |\n");
+    std::printf("|---|---|---|---|---|---|---|---|\n");
+    for (int64_t batch : batches) {
+        if (batch > nq) {
+            continue;
+        }
+        for (int64_t nprobe : nprobes) {
+            double autoSharing = 0, tileSharing = 0;
+            sharing(probes, maxNprobe, batch, nprobe, lengths, autoSharing, tileSharing);
+            faiss::SearchParametersIVF params;
+            params.nprobe = size_t(nprobe);
+            const int reps = batch >= 10000 ? 5 : 20;
+            auto timed = [&](const GpuIndexIVFFlat& index) {
+                int rep = 0;
+                return bench::median(bench::timeDevice(res, 1, reps, [&] {
+                    const int64_t q0 = (rep++ * batch) % std::max<int64_t>(nq - batch + 1, 1);
+                    index.searchDevice(
+                            batch, qDev.data() + q0 * data.d, k, dD.data(), dI.data(), &params);
+                }));
+            };
+            const double pq = timed(perQuery);
+            const double lm = timed(listMajor);
+            const bool picksListMajor = automatic.plan(batch, k, nprobe).listMajor;
+            std::printf(
+                    "| %lld | %lld | %.1f | %.1f | %.3f | %.3f | %.2f | %s |\n",
+                    (long long)batch, (long long)nprobe, autoSharing, tileSharing, pq, lm,
+                    pq / lm, picksListMajor ? "list-major" : "per-query");
+            std::fflush(stdout);
+        }
+    }
+    return 0;
+}
