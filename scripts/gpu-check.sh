@@ -3,7 +3,7 @@
 # present (CUDA_ARCHITECTURES=90, say, to pick one), runs every test suite, then the
 # benchmarks named as arguments. Logs go to $OUT (or ./gpu-logs).
 #   bash scripts/gpu-check.sh                  # build + all tests
-#   bash scripts/gpu-check.sh bench_flat bench_ivf bench_bang
+#   bash scripts/gpu-check.sh bench_flat bench_ivf bench_bang bench_filtered
 #   bash scripts/gpu-check.sh --sanitize       # build + every GPU suite under
 #                                              # compute-sanitizer (sanitize-gpu-suites.sh)
 # The build dependencies are those scripts/setup.sh installs; a machine that gets them
