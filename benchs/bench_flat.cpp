@@ -75,8 +75,12 @@ int main(int argc, char** argv) {
             }));
             // The same GEMM tiles alone: what the search costs beyond its GEMMs is
             // the selection.
-            FlatTiling t = planFlatTiling(
-                    nq, nb, k, res.tempMemoryBytes(), 4 * int64_t(res.multiProcessorCount()));
+            FlatSearchInput shape;
+            shape.nq = nq;
+            shape.nb = nb;
+            shape.d = d;
+            shape.tf32x3 = flatUsesTf32x3(cfg.precision);
+            const FlatTiling t = planFlatSearch(res, shape, k, res.tempMemoryBytes());
             auto tile = res.alloc<float>(size_t(t.queryTile) * t.baseTile);
             const float alpha = -2.f, beta = 0.f;
             double gemmMs = bench::median(bench::timeDevice(res, 1, reps, [&] {

@@ -103,29 +103,6 @@ size_t splitBytes(int d) {
     return size_t(3) * d * sizeof(float);
 }
 
-/// Selection geometry: the warp path (small k) owns short segments cheaply, so it
-/// plans in warps and starts from 1024-column segments; the block path as before.
-/// 3xTF32 first sets aside the split of a query tile (at most 4096 queries) and charges
-/// each base column its split.
-FlatTiling planFor(const GpuResources& res, const FlatSearchInput& in, int k, size_t budget) {
-    size_t perBaseColumn = 0;
-    if (in.tf32x3) {
-        const size_t querySplit = size_t(std::min<int64_t>(in.nq, 4096)) * splitBytes(in.d);
-        FAISS_THROW_IF_NOT_FMT(
-                querySplit < budget,
-                "temporary memory budget of %zu bytes is too small for the 3xTF32 split of "
-                "the queries (%zu bytes)",
-                budget, querySplit);
-        budget -= querySplit;
-        perBaseColumn = splitBytes(in.d);
-    }
-    const int64_t sms = res.multiProcessorCount();
-    if (nextPow2(k) <= kernels::kMaxWarpRowSelectK) {
-        return planFlatTiling(in.nq, in.nb, k, budget, 32 * sms, 1024, perBaseColumn);
-    }
-    return planFlatTiling(in.nq, in.nb, k, budget, 4 * sms, 4096, perBaseColumn);
-}
-
 /// Leaves each of nq queries' best k keys over the whole base, ascending, in columns
 /// [0, k) of candD / candI (L2 keys are |b|^2 - 2 q.b: |q|^2 is added later).
 /// 3xTF32 (baseSplit not null): q is the queries' split (nq x 3d) and each base tile is
@@ -187,6 +164,32 @@ kernels::DistanceFinish finishOf(faiss::MetricType metric) {
 
 } // namespace
 
+// Selection geometry: the warp path (small k) owns short segments cheaply, so it plans
+// in warps and starts from 1024-column segments; the block path from 4096. 3xTF32 first
+// sets aside the split of a query tile (at most 4096 queries).
+FlatTiling planFlatSearch(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budget) {
+    size_t perBaseColumn = 0;
+    if (in.tf32x3) {
+        const size_t querySplit = size_t(std::min<int64_t>(in.nq, 4096)) * splitBytes(in.d);
+        FAISS_THROW_IF_NOT_FMT(
+                querySplit < budget,
+                "temporary memory budget of %zu bytes is too small for the 3xTF32 split of "
+                "the queries (%zu bytes)",
+                budget, querySplit);
+        budget -= querySplit;
+        perBaseColumn = splitBytes(in.d);
+    }
+    const int64_t sms = res.multiProcessorCount();
+    if (nextPow2(k) <= kernels::kMaxWarpRowSelectK) {
+        return planFlatTiling(in.nq, in.nb, k, budget, 32 * sms, 1024, perBaseColumn);
+    }
+    return planFlatTiling(in.nq, in.nb, k, budget, 4 * sms, 4096, perBaseColumn);
+}
+
 void flatSearch(
         const GpuResources& res,
         const FlatSearchInput& in,
@@ -201,7 +204,7 @@ void flatSearch(
         kernels::fillMissingResults(outD, outI, in.nq * k, finishOf(in.metric), stream);
         return;
     }
-    const FlatTiling t = planFor(res, in, k, res.tempMemoryBytes());
+    const FlatTiling t = planFlatSearch(res, in, k, res.tempMemoryBytes());
     const bool l2 = in.metric == faiss::METRIC_L2;
     const int64_t segsPerTile = (t.baseTile + t.segLen - 1) / t.segLen;
     const int64_t candLd = (1 + segsPerTile) * k;

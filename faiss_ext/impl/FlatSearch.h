@@ -56,6 +56,15 @@ struct FlatSearchInput {
     const uint32_t* allow = nullptr;
 };
 
+/// The tiling flatSearch uses for `in` within `budgetBytes`: the selection geometry
+/// of its path (warp selection for small k, block selection else) and, for 3xTF32, the
+/// queries' split set aside and each base column's split charged.
+FlatTiling planFlatSearch(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes);
+
 /// dist (nq x nb, row-major) = -2 Q B^T (L2) or -Q B^T (inner product) for the nq
 /// queries against base rows [b0, b0 + nb) of in.base: the keys before the norms.
 /// baseSplit null: q holds the queries (nq x d), FP32 GEMM. Otherwise 3xTF32: q holds
