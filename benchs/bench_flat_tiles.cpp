@@ -21,7 +21,8 @@ using namespace faiss_ext;
 
 int main(int argc, char** argv) {
     if (GpuResources::deviceCount() == 0) {
-        std::fprintf(stderr, "bench_flat_tiles: no CUDA device found; this benchmark needs a GPU\n");
+        std::fprintf(
+                stderr, "bench_flat_tiles: no CUDA device found; this benchmark needs a GPU\n");
         return 2;
     }
     const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
@@ -40,8 +41,9 @@ int main(int argc, char** argv) {
             "| temp MiB | n_query | k | query tile | base tile | tile MB | tiles | device ms | "
             "GEMM ms | selection ms (device - GEMM) |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
-    for (size_t mib : {size_t(16), size_t(32), size_t(64), size_t(128), size_t(256),
-                       size_t(1024), size_t(4096)}) {
+    for (size_t mib :
+         {size_t(16), size_t(32), size_t(64), size_t(128), size_t(256), size_t(1024),
+          size_t(4096)}) {
         GpuResourcesConfig rc;
         rc.tempMemoryBytes = mib << 20;
         GpuResources res(rc);
@@ -77,8 +79,8 @@ int main(int argc, char** argv) {
                             const int n = int(std::min(t.queryTile, nq - q0));
                             cublasSgemm(
                                     res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, d, &alpha,
-                                    base.vectors() + b0 * d, d,
-                                    qDev.data() + q0 * d, d, &beta, tile.data(), m);
+                                    base.vectors() + b0 * d, d, qDev.data() + q0 * d, d, &beta,
+                                    tile.data(), m);
                         }
                     }
                 }));
@@ -87,8 +89,8 @@ int main(int argc, char** argv) {
                 std::printf(
                         "| %zu | %lld | %d | %lld | %lld | %.1f | %lld | %.3f | %.3f | %.3f |\n",
                         mib, (long long)nq, k, (long long)t.queryTile, (long long)t.baseTile,
-                        double(t.queryTile) * double(t.baseTile) * 4 / 1e6, (long long)tiles,
-                        devMs, gemmMs, devMs - gemmMs);
+                        double(t.queryTile) * double(t.baseTile) * 4 / 1e6, (long long)tiles, devMs,
+                        gemmMs, devMs - gemmMs);
                 std::fflush(stdout);
             }
         }

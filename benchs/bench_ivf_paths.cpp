@@ -7,12 +7,12 @@
 // Usage: bench_ivf_paths [--sift DIR] [nlist]
 //   --sift DIR: base.bvecs (or .fvecs) and query.bvecs (or .fvecs) of DIR
 //   (benchs/datasets/README.md); default: bench_ivf's 1M x 128 blobs. nlist: 4096.
+#include <sys/stat.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 #include <faiss/IndexFlat.h>
@@ -196,9 +196,9 @@ int main(int argc, char** argv) {
             const double lm = timed(listMajor);
             const bool picksListMajor = automatic.plan(batch, k, nprobe).listMajor;
             std::printf(
-                    "| %lld | %lld | %.1f | %.1f | %.3f | %.3f | %.2f | %s |\n",
-                    (long long)batch, (long long)nprobe, autoSharing, tileSharing, pq, lm,
-                    pq / lm, picksListMajor ? "list-major" : "per-query");
+                    "| %lld | %lld | %.1f | %.1f | %.3f | %.3f | %.2f | %s |\n", (long long)batch,
+                    (long long)nprobe, autoSharing, tileSharing, pq, lm, pq / lm,
+                    picksListMajor ? "list-major" : "per-query");
             std::fflush(stdout);
         }
     }

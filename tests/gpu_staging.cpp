@@ -63,7 +63,7 @@ TEST(PinnedStaging, PairCopiesBothArraysInOneSlotOrApart) {
     std::mt19937_64 rng(testSeed() + 1);
     // Together in one slot (with an empty side), exactly one slot, and past it.
     const std::pair<size_t, size_t> sizes[] = {
-            {40, 80}, {0, 24}, {24, 0}, {slot / 2, slot / 2}, {slot / 2, slot / 2 + 1},
+            {40, 80},         {0, 24}, {24, 0}, {slot / 2, slot / 2}, {slot / 2, slot / 2 + 1},
             {3 * slot + 5, 7}};
     for (auto [bytesA, bytesB] : sizes) {
         SCOPED_TRACE(std::to_string(bytesA) + " + " + std::to_string(bytesB));
@@ -80,8 +80,7 @@ TEST(PinnedStaging, PairCopiesBothArraysInOneSlotOrApart) {
         res.pinnedStaging().toDevice(devB.data(), b.data(), bytesB, res.stream());
         std::vector<uint8_t> outA(bytesA, 0xab), outB(bytesB, 0xcd);
         res.pinnedStaging().toHost2(
-                outA.data(), devA.data(), bytesA, outB.data(), devB.data(), bytesB,
-                res.stream());
+                outA.data(), devA.data(), bytesA, outB.data(), devB.data(), bytesB, res.stream());
         EXPECT_EQ(outA, a);
         EXPECT_EQ(outB, b);
     }

@@ -48,9 +48,8 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     const int64_t kp = nextPow2(in.k);
     const int64_t maxLen = lengths.front();
     // Lists after the first empty one are empty.
-    const int64_t nonEmpty = std::lower_bound(
-                                     lengths.begin(), lengths.end(), int64_t(0),
-                                     std::greater<int64_t>()) -
+    const int64_t nonEmpty =
+            std::lower_bound(lengths.begin(), lengths.end(), int64_t(0), std::greater<int64_t>()) -
             lengths.begin();
     const int64_t total = std::accumulate(lengths.begin(), lengths.end(), int64_t(0));
 

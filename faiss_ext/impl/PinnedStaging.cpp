@@ -130,12 +130,11 @@ void PinnedStaging::toHost2(
     // after any earlier DMA that read the slot.
     char* slot = static_cast<char*>(slots_[0]);
     if (bytesA > 0) {
-        FAISS_EXT_CUDA_CHECK(
-                cudaMemcpyAsync(slot, srcA, bytesA, cudaMemcpyDeviceToHost, stream));
+        FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(slot, srcA, bytesA, cudaMemcpyDeviceToHost, stream));
     }
     if (bytesB > 0) {
-        FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                slot + bytesA, srcB, bytesB, cudaMemcpyDeviceToHost, stream));
+        FAISS_EXT_CUDA_CHECK(
+                cudaMemcpyAsync(slot + bytesA, srcB, bytesB, cudaMemcpyDeviceToHost, stream));
     }
     FAISS_EXT_CUDA_CHECK(cudaEventRecord(done_[0], stream));
     FAISS_EXT_CUDA_CHECK(cudaEventSynchronize(done_[0]));
