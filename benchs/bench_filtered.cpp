@@ -40,7 +40,6 @@
 #include <faiss_ext/impl/BangFilteredSearch.h>
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/IdFilter.h>
-#include <kernels/BangSearch.h>
 
 #include "BenchUtil.h"
 #include "DemoTable.h"
@@ -189,26 +188,13 @@ Measured measure(
     return m;
 }
 
-/// The plan of GpuIndexBang's search under a filter of `allowed` nodes: its cost model
-/// (impl/BangFilteredSearch.h) with the widest worklist whose filtered walk fits shared
-/// memory, computed as GpuIndexBang::searchImpl_ computes them (the index does not report
-/// its choice).
+/// The plan of GpuIndexBang's search under a filter of `allowed` nodes, as its search
+/// makes it (impl/BangFilteredSearch.h; the index does not report its choice).
 BangFilterPlan bangPlan(const GpuIndexBang& bang, int searchL, int64_t allowed) {
-    const int L = GpuIndexBang::effectiveL(searchL, kK);
-    const int R = bang.graphDegree();
-    const int M = bang.bangConfig().pqSubquantizers;
-    const size_t smem = bang.resources().maxSharedMemoryPerBlock();
-    auto fits = [&](int l) {
-        return kernels::bangPersistentSmemBytes(l, R, bang.d, M, true) <= smem;
-    };
-    int maxL = GpuIndexBang::kMaxSearchL;
-    while (maxL > L && !fits(maxL)) {
-        maxL -= 32;
-    }
-    maxL = std::max(maxL, L);
-    BangFilterPlan p = planBangFilteredSearch(allowed, bang.nodeCount(), L, R, kK, maxL);
-    p.exact = p.exact || !fits(L);
-    return p;
+    return planBangFilteredSearchOnDevice(
+            allowed, bang.nodeCount(), GpuIndexBang::effectiveL(searchL, kK), kK,
+            bang.graphDegree(), bang.d, bang.bangConfig().pqSubquantizers,
+            GpuIndexBang::kMaxSearchL, bang.resources().maxSharedMemoryPerBlock());
 }
 
 /// "walk L=W": the graph walk with worklist W (filtered: widened by the plan); "exact":

@@ -325,20 +325,10 @@ void GpuIndexBang::searchImpl_(
                 distancesDevice, labelsDevice, n * k, kernels::DistanceFinish::kL2, res_.stream());
         return;
     }
-    // The widest worklist whose filtered search fits the device's shared memory.
-    int maxL = kMaxSearchL;
-    while (maxL > L &&
-           kernels::bangPersistentSmemBytes(
-                   maxL, graphDegree(), d, bangConfig_.pqSubquantizers, true) >
-                   res_.maxSharedMemoryPerBlock()) {
-        maxL -= 32;
-    }
-    maxL = std::max(maxL, L);
-    const size_t smem = kernels::bangPersistentSmemBytes(
-            L, graphDegree(), d, bangConfig_.pqSubquantizers, true);
-    const BangFilterPlan plan =
-            planBangFilteredSearch(allowed, nodeCount(), L, graphDegree(), k, maxL);
-    if (plan.exact || smem > res_.maxSharedMemoryPerBlock()) {
+    const BangFilterPlan plan = planBangFilteredSearchOnDevice(
+            allowed, nodeCount(), L, k, graphDegree(), d, bangConfig_.pqSubquantizers, kMaxSearchL,
+            res_.maxSharedMemoryPerBlock());
+    if (plan.exact) {
         bangExactAllowed(
                 res_, *state_, xDevice, n, k, bits->words.data(), allowed, distancesDevice,
                 labelsDevice);

@@ -10,6 +10,8 @@
 #include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/IndexImage.h>
 
+#include <kernels/BangSearch.h>
+
 #include "FilterTestUtil.h"
 
 using namespace faiss_ext;
@@ -75,6 +77,26 @@ TEST(BangFilterPlan, ExactForFewAllowedGraphForMany) {
     // Fewer allowed nodes than the widened worklist could hold k of: exact.
     EXPECT_TRUE(planBangFilteredSearch(50, 1000, 16, 64, 10, 64).exact);
     EXPECT_THROW(planBangFilteredSearch(0, n, 64, 64, 10, 1024), faiss::FaissException);
+}
+
+TEST(BangFilterPlan, OnDeviceBoundsTheWorklistBySharedMemory) {
+    const int64_t n = 1000000;
+    // Shared memory for any worklist: the plan of the widest one.
+    const size_t unlimited = size_t(1) << 40;
+    const BangFilterPlan wide =
+            planBangFilteredSearchOnDevice(n / 10, n, 64, 10, 64, 128, 0, 1024, unlimited);
+    const BangFilterPlan direct = planBangFilteredSearch(n / 10, n, 64, 64, 10, 1024);
+    EXPECT_EQ(wide.exact, direct.exact);
+    EXPECT_EQ(wide.walkL, direct.walkL);
+    // Room for L = 64 only: no widening.
+    const size_t justL = kernels::bangPersistentSmemBytes(64, 64, 128, 0, true);
+    const BangFilterPlan narrow =
+            planBangFilteredSearchOnDevice(n / 2, n, 64, 10, 64, 128, 0, 1024, justL);
+    EXPECT_FALSE(narrow.exact);
+    EXPECT_EQ(narrow.walkL, 64);
+    // Not even L fits: exact.
+    EXPECT_TRUE(
+            planBangFilteredSearchOnDevice(n / 2, n, 64, 10, 64, 128, 0, 1024, justL - 1).exact);
 }
 
 BangImage smallBang() {

@@ -6,6 +6,7 @@
 
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/FlatSearch.h>
+#include <kernels/BangSearch.h>
 #include <kernels/Distances.h>
 #include <kernels/GatherRows.h>
 #include <kernels/IdFilter.h>
@@ -31,6 +32,29 @@ BangFilterPlan planBangFilteredSearch(
     const double graphCost = 1.5 * p.walkL * R;
     const double exactCost = double(allowed) / kBangExactSpeedup;
     p.exact = exactCost <= graphCost || f * p.walkL < k;
+    return p;
+}
+
+BangFilterPlan planBangFilteredSearchOnDevice(
+        int64_t allowed,
+        int64_t nodes,
+        int L,
+        int k,
+        int R,
+        int d,
+        int M,
+        int maxSearchL,
+        size_t maxSmemPerBlock) {
+    auto fits = [&](int l) {
+        return kernels::bangPersistentSmemBytes(l, R, d, M, true) <= maxSmemPerBlock;
+    };
+    int maxL = maxSearchL;
+    while (maxL > L && !fits(maxL)) {
+        maxL -= 32;
+    }
+    maxL = std::max(maxL, L);
+    BangFilterPlan p = planBangFilteredSearch(allowed, nodes, L, R, k, maxL);
+    p.exact = p.exact || !fits(L);
     return p;
 }
 

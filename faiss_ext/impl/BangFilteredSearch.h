@@ -35,11 +35,26 @@ BangFilterPlan planBangFilteredSearch(
         int k,
         int maxL);
 
+/// planBangFilteredSearch on a device of maxSmemPerBlock bytes of shared memory per
+/// block: maxL is the widest worklist (at most maxSearchL, in steps of 32) whose filtered
+/// persistent search fits it, and the plan is exact when even L does not fit. R, d and
+/// M (PQ sub-quantizers, 0: exact distances) size the search kernel's shared memory.
+BangFilterPlan planBangFilteredSearchOnDevice(
+        int64_t allowed,
+        int64_t nodes,
+        int L,
+        int k,
+        int R,
+        int d,
+        int M,
+        int maxSearchL,
+        size_t maxSmemPerBlock);
+
 /// Per-distance cost ratio of the walk's gathered reads to the exact search's GEMM.
 constexpr double kBangExactSpeedup = 8.0;
 
 /// Exact k-NN (squared L2) of nq device queries over the nodes whose bit is set in
-/// allowHost (host words over g.size() nodes, `allowed` bits set): the allowed vectors
+/// allowDevice (device words over g.size() nodes, `allowed` bits set): the allowed vectors
 /// are gathered in chunks that fit the temporary budget, searched, and merged. Results
 /// as BangGraph::search.
 void bangExactAllowed(
