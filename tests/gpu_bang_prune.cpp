@@ -31,6 +31,7 @@
 #include <faiss_ext/impl/BangPrune.h>
 #include <faiss_ext/impl/BangPruneGpu.h>
 #include <faiss_ext/impl/FlatStorage.h>
+#include <kernels/BangPrune.h>
 
 #include "TestUtil.h"
 
@@ -296,35 +297,43 @@ TEST(GpuBangPrune, CloseToHostOnRandomData) {
 TEST(GpuBangPrune, PagesDoNotChangeTheGraphAndANodeTooLargeIsRefused) {
     FAISS_EXT_REQUIRE_GPU();
     std::mt19937_64 rng(testSeed() + 43);
-    const int64_t n = 3000;
+    const int64_t n = 20000;
     const int d = 24, R = 32;
     CandidateSpec spec;
-    spec.maxCandidates = 100;
-    spec.fans = 200; // node 0: more than 200 entries in the second prune
+    spec.maxCandidates = 300; // ~3M entries: 21 bytes each, 4 pages of 16 MiB
+    spec.fans = 200;
     spec.wide = 1500;
     spec.outOfRange = true;
     BangCandidateLists gpuLists, hostLists;
     makeCandidates(rng, n, spec, gpuLists, hostLists);
     const std::vector<float> x = integerVectors(rng, n, d);
-    GpuResources whole;
+    GpuResources whole; // 1 GiB: one page per prune
     const std::vector<int32_t> once = gpuPrune(whole, x, n, d, gpuLists, R, 1.2f);
     EXPECT_EQ(
             differingRows(
                     once, pruneCandidateGraph(x.data(), n, d, hostLists, R, 1.2f), n, R,
                     "one page"),
             0);
-    // 256 KiB: about 12,000 entries a page, so tens of pages per prune.
+    // The smallest temporary memory GpuResources takes, 16 MiB: several pages.
     GpuResourcesConfig small;
-    small.tempMemoryBytes = size_t(256) << 10;
+    small.tempMemoryBytes = size_t(16) << 20;
     GpuResources paged(small);
+    ASSERT_GT(
+            planBangPrunePages(
+                    gpuLists.offsets, small.tempMemoryBytes, kernels::bangPruneSortTempBytes)
+                    .size(),
+            2u);
     const std::vector<int32_t> many = gpuPrune(paged, x, n, d, gpuLists, R, 1.2f);
     EXPECT_EQ(differingRows(many, once, n, R, "pages"), 0);
-    // 8 KiB cannot hold node n / 2's 1500 candidates: refused, naming the budget.
-    GpuResourcesConfig tiny;
-    tiny.tempMemoryBytes = size_t(8) << 10;
-    GpuResources starved(tiny);
+    // A node with 2^20 candidates (21 bytes each: 21 MiB) does not fit in 16 MiB: refused,
+    // naming the budget, before any kernel runs.
+    CandidateSpec huge;
+    huge.maxCandidates = 10;
+    huge.wide = 1 << 20;
+    BangCandidateLists hugeLists, unused;
+    makeCandidates(rng, n, huge, hugeLists, unused);
     try {
-        gpuPrune(starved, x, n, d, gpuLists, R, 1.2f);
+        gpuPrune(paged, x, n, d, hugeLists, R, 1.2f);
         ADD_FAILURE() << "a node larger than tempMemoryBytes was accepted";
     } catch (const faiss::FaissException& e) {
         EXPECT_NE(std::string(e.what()).find("tempMemoryBytes"), std::string::npos) << e.what();
