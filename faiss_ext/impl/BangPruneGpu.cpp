@@ -6,6 +6,7 @@
 #include <faiss/impl/FaissAssert.h>
 
 #include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/impl/PinnedStaging.h>
 #include <kernels/BangPrune.h>
 
 namespace faiss_ext {
@@ -153,9 +154,9 @@ std::vector<int32_t> pruneCandidateGraphGpu(
          planBangPrunePages(candidates.offsets, res.tempMemoryBytes(), sortTempBytes)) {
         PageBuffers b(res, r);
         b.setSegments(candidates.offsets, r, stream);
-        copyToDevice(
+        res.pinnedStaging().toDevice(
                 b.ids.data(), candidates.ids.data() + candidates.offsets[size_t(r.begin)],
-                size_t(r.entries), stream);
+                size_t(r.entries) * sizeof(int32_t), stream);
         kernels::bangPrunePage(b.page(vectors, r), b.work(), R, alpha, false, graph.data(), stream);
     }
 
@@ -191,7 +192,9 @@ std::vector<int32_t> pruneCandidateGraphGpu(
                 b.segments.data(), b.ids.data(), stream);
         kernels::bangPrunePage(b.page(vectors, r), b.work(), R, alpha, true, graph.data(), stream);
     }
-    return copyToHostVector(graph.data(), graph.size(), stream);
+    std::vector<int32_t> out(graph.size());
+    res.pinnedStaging().toHost(out.data(), graph.data(), graph.bytes(), stream);
+    return out;
 }
 
 } // namespace faiss_ext

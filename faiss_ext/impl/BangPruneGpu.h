@@ -45,10 +45,10 @@ std::vector<BangPrunePageRange> planBangPrunePages(
 /// where two distances, or a distance and alpha times another, are that close, the
 /// choice may differ. Candidate ids outside [0, n) are ignored (the host's must be
 /// valid). The candidate ids go to the device once (page by page) and the graph comes
-/// back once. Device memory: for the whole call the graph of the first prune, the
-/// in-degrees and the reverse-edge lists (n x R ids at most); the per-node work in pages
-/// of at most res.tempMemoryBytes() (planBangPrunePages; a node whose candidates and
-/// reverse edges alone do not fit is refused with a faiss::FaissException). On the
+/// back once, both through the resources' pinned staging. Device memory: for the whole call the
+/// graph of the first prune, the in-degrees and the reverse-edge lists (n x R ids at most); the
+/// per-node work in pages of at most res.tempMemoryBytes() (planBangPrunePages; a node whose
+/// candidates and reverse edges alone do not fit is refused with a faiss::FaissException). On the
 /// resources' stream; waits for it.
 std::vector<int32_t> pruneCandidateGraphGpu(
         const GpuResources& res,
