@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     const BangBuildConfig& c = bang.bangConfig().build;
     std::printf(
             "\nGpuIndexBang build (add): %.1f s = k-NN candidates %.1f s (GPU) + refinement "
-            "searches %.1f s (GPU) + pruning %.1f s (host, OpenMP); R=%d alpha=%.2f "
+            "searches %.1f s (GPU) + pruning %.1f s (GPU); R=%d alpha=%.2f "
             "candidates=%d passes=%d build L=%d, entry %lld\n",
             buildS, bang.lastBuildKnnSeconds(), bang.lastBuildSearchSeconds(),
             bang.lastBuildPruneSeconds(), c.graphDegree, double(c.alpha), c.candidates, c.passes,

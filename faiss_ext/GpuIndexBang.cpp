@@ -115,7 +115,8 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
             (long long)kBangPqMinVectors, (long long)total);
     const Progress progress(verbose, "GpuIndexBang::add");
     // Everything is built aside; the index changes only once nothing can fail. The
-    // build prunes on the host, so it needs every vector there (x: host or device).
+    // build reads every vector on the host too (hubs, medoid, PQ training and codes;
+    // x: host or device).
     std::vector<float> all(size_t(total) * d);
     if (state_->tombstoneCount() == 0) {
         if (ntotal > 0) {

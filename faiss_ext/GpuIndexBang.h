@@ -24,7 +24,8 @@ struct SearchParametersBang : faiss::SearchParameters {
 
 /// Vectors and graph live on the GPU (impl/BangGraph.h). add() (re)builds the graph over
 /// every stored vector (impl/BangBuild.h): a first graph from exact k-NN candidates
-/// (GPU) pruned by RobustPrune (host), then Vamana passes whose searches run on the GPU.
+/// (GPU) pruned by RobustPrune (GPU), then Vamana passes whose searches and prunes run on
+/// the GPU.
 /// A later add() rebuilds the whole graph over old and new vectors (the ids stay
 /// sequential). Search (exact mode): exact squared L2 distances throughout, so the final
 /// worklist is already exactly ranked; the k best of it are returned (k <= L; L =

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 
 #include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/BangPrune.h>
+#include <faiss_ext/impl/BangPruneGpu.h>
 #include <faiss_ext/impl/IndexImage.h>
 #include <kernels/BangBloom.h>
 #include <kernels/BangPq.h>
@@ -142,6 +144,66 @@ TEST(BangPrune, GraphRowsAreSortedUniqueAndSymmetricWithoutPruning) {
         for (size_t i = 1; i < row.size(); ++i) {
             EXPECT_TRUE(row[i] == -1 || row[i] != row[i - 1]);
         }
+    }
+}
+
+TEST(BangPrune, GpuPagesCoverEveryNodeWithinTheBudget) {
+    std::mt19937_64 rng(faiss_ext::test::testSeed() + 3);
+    // Node v's entry count: mostly 0 .. 200, some empty, one of 5000 (a hub's row).
+    const int64_t n = 20000;
+    std::vector<int64_t> offsets(size_t(n) + 1, 0);
+    for (int64_t v = 0; v < n; ++v) {
+        const int64_t count = v == 777 ? 5000 : rng() % 8 == 0 ? 0 : int64_t(rng() % 201);
+        offsets[size_t(v) + 1] = offsets[size_t(v)] + count;
+    }
+    auto noSort = [](int64_t, int64_t) { return size_t(0); };
+    auto perNodeSort = [](int64_t entries, int64_t nodes) {
+        return entries == 0 ? size_t(0) : size_t(512) + size_t(nodes) * 24;
+    };
+    for (size_t budget : {size_t(200) << 10, size_t(1) << 20, size_t(1) << 30}) {
+        for (int sortModel = 0; sortModel < 2; ++sortModel) {
+            const std::function<size_t(int64_t, int64_t)> sort = sortModel == 0
+                    ? std::function<size_t(int64_t, int64_t)>(noSort)
+                    : std::function<size_t(int64_t, int64_t)>(perNodeSort);
+            const std::vector<BangPrunePageRange> pages = planBangPrunePages(offsets, budget, sort);
+            ASSERT_FALSE(pages.empty());
+            EXPECT_EQ(pages.front().begin, 0);
+            EXPECT_EQ(pages.back().end, n);
+            for (size_t i = 0; i < pages.size(); ++i) {
+                const BangPrunePageRange& p = pages[i];
+                EXPECT_LT(p.begin, p.end);
+                EXPECT_EQ(p.entries, offsets[size_t(p.end)] - offsets[size_t(p.begin)]);
+                EXPECT_LE(
+                        bangPrunePageBytes(p.entries, p.end - p.begin) +
+                                sort(p.entries, p.end - p.begin),
+                        budget)
+                        << "page " << i << " budget " << budget;
+                if (i + 1 < pages.size()) {
+                    EXPECT_EQ(pages[i + 1].begin, p.end);
+                }
+                // Without the sort's storage each page is as long as fits.
+                if (sortModel == 0 && p.end < n) {
+                    const int64_t e = offsets[size_t(p.end) + 1] - offsets[size_t(p.begin)];
+                    EXPECT_GT(bangPrunePageBytes(e, p.end + 1 - p.begin), budget) << "page " << i;
+                }
+            }
+            if (budget == (size_t(1) << 30)) {
+                EXPECT_EQ(pages.size(), 1u);
+            }
+        }
+    }
+    // No nodes, no pages; nodes without entries, one page.
+    EXPECT_TRUE(planBangPrunePages({0}, 1 << 20, noSort).empty());
+    EXPECT_EQ(planBangPrunePages({0, 0, 0, 0}, 1 << 20, noSort).size(), 1u);
+    // A node that does not fit alone is refused, naming it and the budget.
+    try {
+        planBangPrunePages(offsets, size_t(64) << 10, noSort);
+        ADD_FAILURE() << "node 777's 5000 entries fit in 64 KiB";
+    } catch (const faiss::FaissException& e) {
+        EXPECT_NE(std::string(e.what()).find("node 777 has 5000 candidates"), std::string::npos)
+                << e.what();
+        EXPECT_NE(std::string(e.what()).find("tempMemoryBytes = 65536"), std::string::npos)
+                << e.what();
     }
 }
 

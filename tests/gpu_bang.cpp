@@ -166,7 +166,10 @@ TEST(GpuIndexBang, RecallOnClustered100K) {
     flat.search(nq, xq.data(), k, gtD.data(), gtI.data());
 
     GpuIndexBang index(res, d);
-    index.add(nb, xb.data());
+    index.add(nb, xb.data()); // the graph pruned on the GPU (impl/BangPruneGpu.h)
+    std::printf(
+            "build: k-NN %.2f s, searches %.2f s, prune %.2f s\n", index.lastBuildKnnSeconds(),
+            index.lastBuildSearchSeconds(), index.lastBuildPruneSeconds());
     const std::vector<int32_t> graph = index.graph();
     const int64_t reached = reachable(graph, index.graphDegree(), nb, index.entryPoint());
     std::printf(

@@ -8,7 +8,7 @@
 #include <faiss/impl/FaissAssert.h>
 
 #include <faiss_ext/impl/BangGraph.h>
-#include <faiss_ext/impl/BangPrune.h>
+#include <faiss_ext/impl/BangPruneGpu.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <kernels/BangSearch.h>
 
@@ -205,7 +205,6 @@ BangBuildTimes buildBangGraph(
         const Progress& progress) {
     const FlatStorage& storage = work.vectors();
     const int64_t n = storage.size();
-    const int d = storage.dim();
     FAISS_ASSERT(
             n >= 1 && p.graphDegree == work.degree() && p.candidates >= 1 && p.passes >= 0 &&
             p.searchL >= 1);
@@ -219,7 +218,8 @@ BangBuildTimes buildBangGraph(
     progress.step("graph: exact k-NN candidates, stage", 1, stages);
 
     t0 = std::chrono::steady_clock::now();
-    std::vector<int32_t> graph = pruneCandidateGraph(xHost, n, d, first, p.graphDegree, p.alpha);
+    std::vector<int32_t> graph =
+            pruneCandidateGraphGpu(res, storage, first, p.graphDegree, p.alpha);
     t.pruneSeconds = secondsSince(t0);
     progress.step("graph: first prune, stage", 2, stages);
     for (int pass = 0; pass < p.passes; ++pass) {
@@ -230,7 +230,7 @@ BangBuildTimes buildBangGraph(
                 "graph: pass " + std::to_string(pass + 1) + " searches, stage", 3 + 2 * pass,
                 stages);
         t0 = std::chrono::steady_clock::now();
-        graph = pruneCandidateGraph(xHost, n, d, c, p.graphDegree, p.alpha);
+        graph = pruneCandidateGraphGpu(res, storage, c, p.graphDegree, p.alpha);
         t.pruneSeconds += secondsSince(t0);
         progress.step(
                 "graph: pass " + std::to_string(pass + 1) + " prune, stage", 4 + 2 * pass, stages);

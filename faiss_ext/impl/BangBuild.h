@@ -1,5 +1,5 @@
 // Building the BANG (Vamana) graph of a set of vectors: candidate neighbours from exact
-// k-NN searches on the GPU, pruning on the host (BangPrune.h).
+// k-NN searches on the GPU, pruning on the GPU (BangPruneGpu.h).
 #pragma once
 
 #include <cstddef>
@@ -18,7 +18,9 @@ class BangGraph;
 struct BangBuildTimes {
     double knnSeconds = 0;    ///< GPU k-NN searches (candidates, hubs, medoid)
     double searchSeconds = 0; ///< GPU graph searches of the refinement passes
-    double pruneSeconds = 0;  ///< host pruning and reverse edges (all passes)
+    /// GPU pruning and reverse edges (all passes; the candidates' upload and the graph's
+    /// download included)
+    double pruneSeconds = 0;
 };
 
 /// Hubs per node and per hub in the first candidate lists (see buildBangGraph).
@@ -34,7 +36,7 @@ int64_t bangHubCount(int64_t n, int64_t requested);
 /// stages:
 /// 1. A first graph from candidates found by exact k-NN on the GPU: each vector's
 ///    config.candidates nearest neighbours, its kBangHubsPerNode nearest hubs, and for a hub
-///    its kBangHubsPerHub nearest other hubs; pruned (pruneCandidateGraph). The hubs
+///    its kBangHubsPerHub nearest other hubs; pruned (pruneCandidateGraphGpu). The hubs
 ///    connect what a pure k-NN graph leaves apart (separate clusters).
 /// 2. config.passes Vamana passes (DiskANN's construction, one batch per pass): every
 ///    vector is searched on the GPU in the current graph from the medoid with worklist

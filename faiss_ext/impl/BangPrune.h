@@ -1,6 +1,8 @@
 // Vamana graph construction from candidate neighbours on the host: DiskANN's
 // RobustPrune, reverse edges, re-pruning of overflowing nodes. Plain C++ (OpenMP),
-// tested without a device.
+// tested without a device. The build prunes on the GPU (impl/BangPruneGpu.h); this is
+// its reference, kept in the library for the tests only (tests/cpu_bang.cpp, and
+// tests/gpu_bang_prune.cpp, which compares the two on the same candidate lists).
 #pragma once
 
 #include <cstddef>
@@ -47,7 +49,8 @@ struct BangCandidateLists {
 
 /// Builds the graph (n x R, rows padded with -1): RobustPrune of each node's
 /// candidates, then each node's out-edges plus its reverse edges, re-pruned to R where
-/// they are more than R. Rows list neighbours by ascending (distance, id).
+/// they are more than R. Rows list neighbours by ascending (distance, id). The reference
+/// of pruneCandidateGraphGpu (impl/BangPruneGpu.h), which the build runs.
 std::vector<int32_t> pruneCandidateGraph(
         const float* x,
         int64_t n,

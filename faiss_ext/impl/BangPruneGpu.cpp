@@ -1,0 +1,200 @@
+#include <faiss_ext/impl/BangPruneGpu.h>
+
+#include <algorithm>
+#include <climits>
+
+#include <faiss/impl/FaissAssert.h>
+
+#include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/impl/PinnedStaging.h>
+#include <kernels/BangPrune.h>
+
+namespace faiss_ext {
+
+namespace {
+
+/// One page's device arrays (kernels::BangPruneWork plus the ids and segment offsets).
+struct PageBuffers {
+    DeviceBuffer<int32_t> segments;
+    DeviceBuffer<int32_t> ids;
+    DeviceBuffer<uint64_t> keys;
+    DeviceBuffer<uint64_t> keysAlt;
+    DeviceBuffer<uint8_t> alive;
+    DeviceBuffer<char> sortTemp;
+
+    PageBuffers(const GpuResources& res, const BangPrunePageRange& page)
+            : segments(res.alloc<int32_t>(size_t(page.end - page.begin) + 1)),
+              ids(res.alloc<int32_t>(size_t(page.entries))),
+              keys(res.alloc<uint64_t>(size_t(page.entries))),
+              keysAlt(res.alloc<uint64_t>(size_t(page.entries))),
+              alive(res.alloc<uint8_t>(size_t(page.entries))),
+              sortTemp(res.alloc<char>(
+                      kernels::bangPruneSortTempBytes(page.entries, page.end - page.begin))) {}
+
+    /// Uploads the page's segment offsets: offsets[v] - offsets[begin] for v in
+    /// [begin, end].
+    void setSegments(
+            const std::vector<int64_t>& offsets,
+            const BangPrunePageRange& page,
+            cudaStream_t stream) {
+        std::vector<int32_t> seg(size_t(page.end - page.begin) + 1);
+        for (size_t s = 0; s < seg.size(); ++s) {
+            seg[s] = int32_t(offsets[size_t(page.begin) + s] - offsets[size_t(page.begin)]);
+        }
+        FAISS_ASSERT(int64_t(seg.back()) == page.entries);
+        copyToDevice(segments.data(), seg.data(), seg.size(), stream);
+    }
+
+    kernels::BangPrunePage page(const FlatStorage& vectors, const BangPrunePageRange& r) const {
+        kernels::BangPrunePage p;
+        p.vectors = vectors.vectors();
+        p.n = vectors.size();
+        p.d = vectors.dim();
+        p.v0 = r.begin;
+        p.nodes = int(r.end - r.begin);
+        p.segments = segments.data();
+        p.ids = ids.data();
+        p.entries = int(r.entries);
+        return p;
+    }
+
+    kernels::BangPruneWork work() {
+        kernels::BangPruneWork w;
+        w.keys = keys.data();
+        w.keysAlt = keysAlt.data();
+        w.alive = alive.data();
+        w.sortTemp = sortTemp.data();
+        w.sortTempBytes = sortTemp.size();
+        return w;
+    }
+};
+
+size_t sortTempBytes(int64_t entries, int64_t nodes) {
+    return kernels::bangPruneSortTempBytes(entries, nodes);
+}
+
+} // namespace
+
+size_t bangPrunePageBytes(int64_t entries, int64_t nodes) {
+    return size_t(entries) * (4 + 8 + 8 + 1) + (size_t(nodes) + 1) * 4 + 4096;
+}
+
+std::vector<BangPrunePageRange> planBangPrunePages(
+        const std::vector<int64_t>& offsets,
+        size_t budgetBytes,
+        const std::function<size_t(int64_t entries, int64_t nodes)>& sortTempBytes) {
+    FAISS_ASSERT(!offsets.empty());
+    const int64_t n = int64_t(offsets.size()) - 1;
+    auto entriesOf = [&](int64_t b, int64_t e) { return offsets[size_t(e)] - offsets[size_t(b)]; };
+    auto arraysFit = [&](int64_t b, int64_t e) {
+        const int64_t entries = entriesOf(b, e);
+        return entries <= kernels::kBangPruneMaxPageEntries &&
+                e - b <= kernels::kBangPruneMaxPageNodes &&
+                bangPrunePageBytes(entries, e - b) <= budgetBytes;
+    };
+    std::vector<BangPrunePageRange> pages;
+    int64_t begin = 0;
+    while (begin < n) {
+        // The longest run of nodes whose arrays fit, one node at least.
+        int64_t end = begin + 1;
+        while (end < n && arraysFit(begin, end + 1)) {
+            ++end;
+        }
+        // With the sort's storage: halved until it fits too.
+        while (true) {
+            const int64_t entries = entriesOf(begin, end);
+            FAISS_ASSERT(entries >= 0);
+            FAISS_THROW_IF_NOT_FMT(
+                    entries <= kernels::kBangPruneMaxPageEntries,
+                    "GpuIndexBang build: node %lld has %lld candidates to prune (reverse "
+                    "edges included), more than the GPU prune's %lld",
+                    (long long)begin, (long long)entries,
+                    (long long)kernels::kBangPruneMaxPageEntries);
+            const size_t bytes =
+                    bangPrunePageBytes(entries, end - begin) + sortTempBytes(entries, end - begin);
+            if (bytes <= budgetBytes) {
+                break;
+            }
+            FAISS_THROW_IF_NOT_FMT(
+                    end - begin > 1,
+                    "GpuIndexBang build: node %lld has %lld candidates to prune (reverse "
+                    "edges included); they need %zu bytes of temporary device memory, more "
+                    "than GpuResourcesConfig::tempMemoryBytes = %zu",
+                    (long long)begin, (long long)entries, bytes, budgetBytes);
+            end = begin + (end - begin) / 2;
+        }
+        pages.push_back({begin, end, entriesOf(begin, end)});
+        begin = end;
+    }
+    return pages;
+}
+
+std::vector<int32_t> pruneCandidateGraphGpu(
+        const GpuResources& res,
+        const FlatStorage& vectors,
+        const BangCandidateLists& candidates,
+        int R,
+        float alpha) {
+    const int64_t n = vectors.size();
+    const int d = vectors.dim();
+    FAISS_ASSERT(n >= 1 && n < INT_MAX && R >= 1 && candidates.size() == n);
+    FAISS_ASSERT(candidates.offsets.front() == 0);
+    FAISS_ASSERT(size_t(candidates.offsets.back()) == candidates.ids.size());
+    const size_t smem = kernels::bangPruneSmemBytes(d);
+    FAISS_THROW_IF_NOT_FMT(
+            smem <= res.maxSharedMemoryPerBlock(),
+            "GpuIndexBang build: d=%d needs %zu bytes of shared memory per block for the "
+            "prune, the device allows %zu",
+            d, smem, res.maxSharedMemoryPerBlock());
+    const cudaStream_t stream = res.stream();
+    DeviceBuffer<int32_t> graph = res.alloc<int32_t>(size_t(n) * R);
+
+    // First prune: RobustPrune of every node's candidates into graph.
+    for (const BangPrunePageRange& r :
+         planBangPrunePages(candidates.offsets, res.tempMemoryBytes(), sortTempBytes)) {
+        PageBuffers b(res, r);
+        b.setSegments(candidates.offsets, r, stream);
+        res.pinnedStaging().toDevice(
+                b.ids.data(), candidates.ids.data() + candidates.offsets[size_t(r.begin)],
+                size_t(r.entries) * sizeof(int32_t), stream);
+        kernels::bangPrunePage(b.page(vectors, r), b.work(), R, alpha, false, graph.data(), stream);
+    }
+
+    // Reverse edges: node u's list is inIds[inOffsets[u] .. inOffsets[u + 1]).
+    DeviceBuffer<int32_t> degree = res.alloc<int32_t>(size_t(n));
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(degree.data(), 0, degree.bytes(), stream));
+    kernels::bangCountInEdges(graph.data(), n, R, degree.data(), stream);
+    const std::vector<int32_t> inDegree = copyToHostVector(degree.data(), size_t(n), stream);
+    // The second prune's entries: each node's row (R) and its reverse edges.
+    std::vector<int64_t> inOffsets(size_t(n) + 1, 0), offsets(size_t(n) + 1, 0);
+    for (int64_t v = 0; v < n; ++v) {
+        FAISS_ASSERT(inDegree[size_t(v)] >= 0 && inDegree[size_t(v)] < n);
+        inOffsets[size_t(v) + 1] = inOffsets[size_t(v)] + inDegree[size_t(v)];
+        offsets[size_t(v) + 1] = offsets[size_t(v)] + R + inDegree[size_t(v)];
+    }
+    FAISS_ASSERT(inOffsets.back() <= n * R);
+    DeviceBuffer<int64_t> inOffsetsDev = res.alloc<int64_t>(inOffsets.size());
+    copyToDevice(inOffsetsDev.data(), inOffsets.data(), inOffsets.size(), stream);
+    DeviceBuffer<int32_t> inIds = res.alloc<int32_t>(size_t(inOffsets.back()));
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(degree.data(), 0, degree.bytes(), stream));
+    kernels::bangFillInEdges(
+            graph.data(), n, R, inOffsetsDev.data(), degree.data(), inIds.data(), stream);
+
+    // Second prune: out-edges plus reverse edges, copied when at most R, else pruned.
+    // Written over graph in place: a page's gather has read its own rows (and no others)
+    // before its prune writes them, and the reverse edges are already built.
+    for (const BangPrunePageRange& r :
+         planBangPrunePages(offsets, res.tempMemoryBytes(), sortTempBytes)) {
+        PageBuffers b(res, r);
+        b.setSegments(offsets, r, stream);
+        kernels::bangGatherOutAndInEdges(
+                graph.data(), R, inOffsetsDev.data(), inIds.data(), r.begin, int(r.end - r.begin),
+                b.segments.data(), b.ids.data(), stream);
+        kernels::bangPrunePage(b.page(vectors, r), b.work(), R, alpha, true, graph.data(), stream);
+    }
+    std::vector<int32_t> out(graph.size());
+    res.pinnedStaging().toHost(out.data(), graph.data(), graph.bytes(), stream);
+    return out;
+}
+
+} // namespace faiss_ext

@@ -1,0 +1,60 @@
+// The graph build's pruning on the GPU (kernels/BangPrune.h): pruneCandidateGraph's
+// RobustPrune, reverse edges and second prune, with the per-node work in pages of
+// bounded temporary device memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/BangPrune.h>
+
+namespace faiss_ext {
+
+class FlatStorage;
+
+/// Nodes [begin, end) of one page of the GPU prune and their candidate entries.
+struct BangPrunePageRange {
+    int64_t begin = 0;
+    int64_t end = 0;
+    int64_t entries = 0;
+};
+
+/// Device bytes of one page's arrays besides the sort's storage: per entry its id (4),
+/// two key buffers (8 + 8) and a flag (1); per node a segment offset (4, one more in
+/// all); and 4 KiB for the allocations' rounding.
+size_t bangPrunePageBytes(int64_t entries, int64_t nodes);
+
+/// Splits nodes 0 .. n - 1 (n = offsets.size() - 1; node v has offsets[v + 1] -
+/// offsets[v] candidate entries) into consecutive pages, each as long as fits: at most
+/// budgetBytes of bangPrunePageBytes plus sortTempBytes(entries, nodes) (the segmented
+/// sort's storage), and within the kernels' limits (kernels::kBangPruneMaxPageEntries,
+/// kBangPruneMaxPageNodes). Throws faiss::FaissException naming the node and the bytes
+/// when one node alone does not fit.
+std::vector<BangPrunePageRange> planBangPrunePages(
+        const std::vector<int64_t>& offsets,
+        size_t budgetBytes,
+        const std::function<size_t(int64_t entries, int64_t nodes)>& sortTempBytes);
+
+/// pruneCandidateGraph (impl/BangPrune.h) on the GPU, over the vectors `vectors` holds
+/// (row v is node v; n = vectors.size() < 2^31): the n x R graph on the host, rows
+/// padded with -1, neighbours in ascending (distance, id) order. The same graph as the
+/// host's up to the rounding of distances, which the GPU sums in another (fixed) order:
+/// where two distances, or a distance and alpha times another, are that close, the
+/// choice may differ. Candidate ids outside [0, n) are ignored (the host's must be
+/// valid). The candidate ids go to the device once (page by page) and the graph comes
+/// back once, both through the resources' pinned staging. Device memory: for the whole call the
+/// graph of the first prune, the in-degrees and the reverse-edge lists (n x R ids at most); the
+/// per-node work in pages of at most res.tempMemoryBytes() (planBangPrunePages; a node whose
+/// candidates and reverse edges alone do not fit is refused with a faiss::FaissException). On the
+/// resources' stream; waits for it.
+std::vector<int32_t> pruneCandidateGraphGpu(
+        const GpuResources& res,
+        const FlatStorage& vectors,
+        const BangCandidateLists& candidates,
+        int R,
+        float alpha);
+
+} // namespace faiss_ext

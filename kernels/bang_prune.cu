@@ -1,0 +1,400 @@
+// The graph build's pruning on the GPU (BangPrune.h): per page of nodes, the candidates'
+// keys (squared L2 distance bits above the id), CUB's segmented sort of each node's
+// keys, then one block per node walks its sorted keys: repeats and invalid ids dropped,
+// then DiskANN's RobustPrune as robustPrune() in impl/BangPrune.cpp does it (the closest
+// remaining candidate p* is selected, every remaining c with alpha * d(p*, c) <= d(node,
+// c) is dropped, until R are selected). The reverse edges: in-degree counts, then each
+// edge written into its target's slot range.
+//
+// Every per-node array of a page lives in global memory, so no node's candidate count
+// is limited by shared memory (the second prune's reverse edges are unbounded: a hub
+// can be the neighbour of very many nodes); shared memory holds one vector.
+#include <climits>
+#include <cstdint>
+
+#include <cub/device/device_segmented_sort.cuh>
+
+#include <faiss/impl/FaissAssert.h>
+
+#include <faiss_ext/utils/CudaCheck.h>
+#include <faiss_ext/utils/MathUtils.h>
+
+#include "BangBloom.h"
+#include "BangPrune.h"
+#include "SmemLimit.cuh"
+
+namespace faiss_ext {
+namespace kernels {
+
+namespace {
+
+constexpr int kThreads = kBangPruneThreads;
+constexpr int kLanes = 8; // lanes per distance
+constexpr int kGroups = kThreads / kLanes;
+static_assert(kThreads % 32 == 0 && 32 % kLanes == 0, "groups must not straddle warps");
+
+/// Squared L2 distance of a (shared memory) and b (global memory), d components, summed
+/// by the 8 lanes of one group: lane `sub` adds its components in increasing order with
+/// fmaf (4 per float4 when d % 4 == 0), then the lanes' sums are added by the xor tree 4,
+/// 2, 1. The order depends on d only, and (a - b)^2 == (b - a)^2, so d(a, b) == d(b, a)
+/// bit for bit. Every lane of the warp must call it (the shuffles span the warp); an
+/// invalid lane reads nothing and returns 0. All 8 lanes return the sum.
+__device__ __forceinline__ float groupL2(
+        const float* a,
+        const float* __restrict__ b,
+        int d,
+        int sub,
+        bool valid) {
+    float acc = 0.f;
+    if (valid) {
+        if ((d & 3) == 0) {
+            const float4* a4 = reinterpret_cast<const float4*>(a);
+            const float4* b4 = reinterpret_cast<const float4*>(b);
+            for (int j = sub; j < (d >> 2); j += kLanes) {
+                const float4 p = a4[j];
+                const float4 q = __ldg(b4 + j);
+                float t = p.x - q.x;
+                acc = fmaf(t, t, acc);
+                t = p.y - q.y;
+                acc = fmaf(t, t, acc);
+                t = p.z - q.z;
+                acc = fmaf(t, t, acc);
+                t = p.w - q.w;
+                acc = fmaf(t, t, acc);
+            }
+        } else {
+            for (int j = sub; j < d; j += kLanes) {
+                const float t = a[j] - __ldg(b + j);
+                acc = fmaf(t, t, acc);
+            }
+        }
+    }
+    acc += __shfl_xor_sync(0xffffffffu, acc, 4);
+    acc += __shfl_xor_sync(0xffffffffu, acc, 2);
+    acc += __shfl_xor_sync(0xffffffffu, acc, 1);
+    return acc;
+}
+
+/// Copies row `row` of x (d floats) into shared memory; the caller synchronises.
+__device__ __forceinline__ void stageRow(
+        float* dst,
+        const float* __restrict__ x,
+        int64_t row,
+        int d) {
+    const float* src = x + size_t(row) * size_t(d);
+    for (int j = threadIdx.x; j < d; j += kThreads) {
+        dst[j] = src[j];
+    }
+}
+
+/// keys[e] for every entry e of the page: bangKey(d(node, id), id), or kBangEmptyKey for
+/// an id outside [0, n) or the node itself. One block per node.
+__global__ void __launch_bounds__(kThreads) keysKernel(
+        const float* __restrict__ x,
+        int64_t n,
+        int d,
+        int64_t v0,
+        const int32_t* __restrict__ segments,
+        const int32_t* __restrict__ ids,
+        uint64_t* __restrict__ keys) {
+    extern __shared__ float4 smemKeys[];
+    float* node = reinterpret_cast<float*>(smemKeys);
+    const int s = blockIdx.x;
+    const int64_t v = v0 + s;
+    const int begin = segments[s];
+    const int m = segments[s + 1] - begin;
+    if (m <= 0) {
+        return; // the whole block
+    }
+    stageRow(node, x, v, d);
+    __syncthreads();
+    const int group = threadIdx.x / kLanes, sub = threadIdx.x % kLanes;
+    for (int base = 0; base < m; base += kGroups) { // the same trip count in every warp
+        const int j = base + group;
+        const int32_t id = j < m ? ids[begin + j] : -1;
+        const bool valid = id >= 0 && id < n && id != v;
+        const float dist = groupL2(node, x + size_t(valid ? id : 0) * size_t(d), d, sub, valid);
+        if (j < m && sub == 0) {
+            keys[begin + j] = valid ? bangKey(dist, id) : kBangEmptyKey;
+        }
+    }
+}
+
+/// One block per node over its sorted keys (see bangPrunePage). alive: one byte per
+/// entry, this node's written by this block only (flags set here, then cleared by the
+/// prune); plain loads and stores, ordered by __syncthreads.
+__global__ void __launch_bounds__(kThreads) pruneKernel(
+        const float* __restrict__ x,
+        int d,
+        int64_t v0,
+        const int32_t* __restrict__ segments,
+        const uint64_t* __restrict__ sortedKeys,
+        uint8_t* alive,
+        int R,
+        float alpha,
+        bool copyWhenFits,
+        int32_t* __restrict__ graph) {
+    extern __shared__ float4 smemPrune[];
+    float* pivot = reinterpret_cast<float*>(smemPrune); // the vector of p*
+    __shared__ int found;
+    const int s = blockIdx.x;
+    const int begin = segments[s];
+    const int m = segments[s + 1] - begin;
+    const uint64_t* key = sortedKeys + begin;
+    uint8_t* live = alive + begin;
+    int32_t* row = graph + size_t(v0 + s) * size_t(R);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int group = threadIdx.x / kLanes, sub = threadIdx.x % kLanes;
+
+    // A candidate is alive when valid and the first of its key (repeats of an id have
+    // equal keys, adjacent after the sort).
+    int unique = 0;
+    for (int base = 0; base < m; base += kThreads) {
+        const int j = base + int(threadIdx.x);
+        bool a = false;
+        if (j < m) {
+            const uint64_t k = key[j];
+            a = k != kBangEmptyKey && (j == 0 || key[j - 1] != k);
+            live[j] = a ? 1 : 0;
+        }
+        unique += __syncthreads_count(a);
+    }
+    __syncthreads();
+
+    if (copyWhenFits && unique <= R) {
+        // The candidates themselves, in key order: warp 0 compacts them.
+        if (warp == 0) {
+            int pos = 0;
+            for (int base = 0; base < m; base += 32) {
+                const int j = base + lane;
+                const bool a = j < m && live[j] != 0;
+                const unsigned mask = __ballot_sync(0xffffffffu, a);
+                if (a) {
+                    row[pos + __popc(mask & ((1u << lane) - 1u))] = bangKeyId(key[j]);
+                }
+                pos += __popc(mask);
+            }
+            for (int t = pos + lane; t < R; t += 32) {
+                row[t] = -1;
+            }
+        }
+        return;
+    }
+
+    // RobustPrune. Every thread keeps the same `selected`, `start` and `i`.
+    int selected = 0;
+    int start = 0;
+    while (selected < R) {
+        // p*: the first alive entry at or after start (warp 0; the others wait).
+        if (warp == 0) {
+            int first = -1;
+            for (int base = start; base < m && first < 0; base += 32) {
+                const int j = base + lane;
+                const unsigned mask = __ballot_sync(0xffffffffu, j < m && live[j] != 0);
+                if (mask != 0u) {
+                    first = base + __ffs(int(mask)) - 1;
+                }
+            }
+            if (lane == 0) {
+                found = first;
+            }
+        }
+        __syncthreads();
+        const int i = found;
+        if (i < 0) {
+            break; // no candidate left
+        }
+        const int32_t p = bangKeyId(key[i]);
+        if (threadIdx.x == 0) {
+            row[selected] = p;
+        }
+        ++selected;
+        if (selected == R) {
+            break;
+        }
+        stageRow(pivot, x, p, d);
+        __syncthreads();
+        // Drop every alive c after p* with alpha * d(p*, c) <= d(node, c): one group per c.
+        for (int base = i + 1; base < m; base += kGroups) { // the same trip count everywhere
+            const int j = base + group;
+            const bool a = j < m && live[j] != 0;
+            const uint64_t kj = a ? key[j] : 0;
+            const int32_t c = a ? bangKeyId(kj) : 0;
+            const float dist = groupL2(pivot, x + size_t(c) * size_t(d), d, sub, a);
+            if (a && sub == 0 && alpha * dist <= bangKeyDist(kj)) {
+                live[j] = 0;
+            }
+        }
+        // The flags are final, `found` and the pivot free for the next selection.
+        __syncthreads();
+        start = i + 1;
+    }
+    for (int t = selected + int(threadIdx.x); t < R; t += kThreads) {
+        row[t] = -1;
+    }
+}
+
+__global__ void countInEdgesKernel(
+        const int32_t* __restrict__ graph,
+        int64_t total,
+        int64_t n,
+        int32_t* inDegree) {
+    const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+    for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const int32_t u = graph[e];
+        if (u >= 0 && u < n) {
+            atomicAdd(inDegree + u, 1);
+        }
+    }
+}
+
+__global__ void fillInEdgesKernel(
+        const int32_t* __restrict__ graph,
+        int64_t total,
+        int64_t n,
+        int R,
+        const int64_t* __restrict__ inOffsets,
+        int32_t* cursor,
+        int32_t* __restrict__ inIds) {
+    const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+    for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const int32_t u = graph[e];
+        if (u >= 0 && u < n) {
+            const int slot = atomicAdd(cursor + u, 1);
+            inIds[inOffsets[u] + slot] = int32_t(e / R);
+        }
+    }
+}
+
+__global__ void __launch_bounds__(kThreads) gatherKernel(
+        const int32_t* __restrict__ graph,
+        int R,
+        const int64_t* __restrict__ inOffsets,
+        const int32_t* __restrict__ inIds,
+        int64_t v0,
+        const int32_t* __restrict__ segments,
+        int32_t* __restrict__ ids) {
+    const int s = blockIdx.x;
+    const int64_t v = v0 + s;
+    const int begin = segments[s];
+    const int m = segments[s + 1] - begin;
+    const int64_t in0 = inOffsets[v];
+    for (int t = threadIdx.x; t < m; t += kThreads) {
+        ids[begin + t] = t < R ? graph[size_t(v) * size_t(R) + t] : inIds[in0 + (t - R)];
+    }
+}
+
+/// Blocks of a grid-stride loop over `total` items.
+unsigned strideBlocks(int64_t total) {
+    const int64_t blocks = divUp<int64_t>(total, kThreads);
+    return unsigned(blocks < (int64_t(1) << 20) ? blocks : (int64_t(1) << 20));
+}
+
+void checkPage(const BangPrunePage& p) {
+    FAISS_ASSERT(p.vectors != nullptr && p.n >= 1 && p.n <= INT_MAX && p.d >= 1);
+    FAISS_ASSERT(reinterpret_cast<uintptr_t>(p.vectors) % 16 == 0);
+    FAISS_ASSERT(p.v0 >= 0 && p.nodes >= 1 && p.v0 + p.nodes <= p.n);
+    FAISS_ASSERT(p.nodes <= kBangPruneMaxPageNodes && p.segments != nullptr);
+    FAISS_ASSERT(p.entries >= 0 && p.entries <= kBangPruneMaxPageEntries);
+    FAISS_ASSERT(p.entries == 0 || p.ids != nullptr);
+}
+
+} // namespace
+
+size_t bangPruneSmemBytes(int d) {
+    return roundUp<size_t>(size_t(d) * sizeof(float), 16);
+}
+
+size_t bangPruneSortTempBytes(int64_t entries, int64_t nodes) {
+    FAISS_ASSERT(entries >= 0 && entries <= kBangPruneMaxPageEntries);
+    FAISS_ASSERT(nodes >= 1 && nodes <= kBangPruneMaxPageNodes);
+    if (entries == 0) {
+        return 0;
+    }
+    cub::DoubleBuffer<uint64_t> keys(nullptr, nullptr);
+    const int32_t* offsets = nullptr;
+    size_t bytes = 0;
+    FAISS_EXT_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(
+            nullptr, bytes, keys, int(entries), int(nodes), offsets, offsets + 1));
+    return bytes;
+}
+
+void bangPrunePage(
+        const BangPrunePage& page,
+        const BangPruneWork& work,
+        int R,
+        float alpha,
+        bool copyWhenFits,
+        int32_t* graph,
+        cudaStream_t stream) {
+    checkPage(page);
+    FAISS_ASSERT(R >= 1 && graph != nullptr);
+    const size_t smem = bangPruneSmemBytes(page.d);
+    const unsigned grid = unsigned(page.nodes);
+    const uint64_t* sorted = work.keys;
+    if (page.entries > 0) {
+        FAISS_ASSERT(work.keys != nullptr && work.keysAlt != nullptr && work.alive != nullptr);
+        FAISS_ASSERT(work.sortTempBytes >= bangPruneSortTempBytes(page.entries, page.nodes));
+        raiseDynamicSmemLimit(keysKernel, smem);
+        keysKernel<<<grid, kThreads, smem, stream>>>(
+                page.vectors, page.n, page.d, page.v0, page.segments, page.ids, work.keys);
+        FAISS_EXT_CUDA_CHECK_LAUNCH();
+        cub::DoubleBuffer<uint64_t> keys(work.keys, work.keysAlt);
+        size_t tempBytes = work.sortTempBytes;
+        FAISS_EXT_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(
+                work.sortTemp, tempBytes, keys, page.entries, page.nodes, page.segments,
+                page.segments + 1, stream));
+        sorted = keys.Current();
+    }
+    raiseDynamicSmemLimit(pruneKernel, smem);
+    pruneKernel<<<grid, kThreads, smem, stream>>>(
+            page.vectors, page.d, page.v0, page.segments, sorted, work.alive, R, alpha,
+            copyWhenFits, graph);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+void bangCountInEdges(
+        const int32_t* graph,
+        int64_t n,
+        int R,
+        int32_t* inDegree,
+        cudaStream_t stream) {
+    FAISS_ASSERT(n >= 1 && n <= INT_MAX && R >= 1);
+    const int64_t total = n * R;
+    countInEdgesKernel<<<strideBlocks(total), kThreads, 0, stream>>>(graph, total, n, inDegree);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+void bangFillInEdges(
+        const int32_t* graph,
+        int64_t n,
+        int R,
+        const int64_t* inOffsets,
+        int32_t* cursor,
+        int32_t* inIds,
+        cudaStream_t stream) {
+    FAISS_ASSERT(n >= 1 && n <= INT_MAX && R >= 1);
+    const int64_t total = n * R;
+    fillInEdgesKernel<<<strideBlocks(total), kThreads, 0, stream>>>(
+            graph, total, n, R, inOffsets, cursor, inIds);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+void bangGatherOutAndInEdges(
+        const int32_t* graph,
+        int R,
+        const int64_t* inOffsets,
+        const int32_t* inIds,
+        int64_t v0,
+        int nodes,
+        const int32_t* segments,
+        int32_t* ids,
+        cudaStream_t stream) {
+    FAISS_ASSERT(R >= 1 && v0 >= 0 && nodes >= 1 && nodes <= kBangPruneMaxPageNodes);
+    gatherKernel<<<unsigned(nodes), kThreads, 0, stream>>>(
+            graph, R, inOffsets, inIds, v0, segments, ids);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+} // namespace kernels
+} // namespace faiss_ext
