@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
     auto dI = res.alloc<int64_t>(size_t(nq) * k);
     std::printf(
             "device ms: CUDA events around searchDevice, median of the repetitions after a "
-            "warm-up; per-query / list-major < 1: list-major is faster\n\n");
+            "warm-up; per-query / list-major < 1: per-query is faster\n\n");
     std::printf(
             "| batch | nprobe | sharing (kAuto's) | sharing (list tiles') | per-query ms | "
             "list-major ms | per-query / list-major | kAuto picks |\n");

@@ -79,6 +79,21 @@ TEST(FlatTiling, FitsBudgetForHugeSearches) {
     }
 }
 
+TEST(FlatTiling, PrefersWideBaseTilesOverTallQueryTiles) {
+    // 1 GiB: 4096 queries would leave 32768 columns; 1024 queries get 131072.
+    FlatTiling t = planFlatTiling(10000, 1000000, 100, size_t(1) << 30, 528);
+    EXPECT_EQ(t.queryTile, 1024);
+    EXPECT_EQ(t.baseTile, 131072);
+    // A base that fits whole keeps the tallest query tile.
+    t = planFlatTiling(10000, 20000, 100, size_t(1) << 30, 528);
+    EXPECT_EQ(t.queryTile, 4096);
+    EXPECT_EQ(t.baseTile, 20000);
+    // A budget too small for a wide tile at 1024 queries stops halving there.
+    t = planFlatTiling(10000, 1000000, 10, size_t(64) << 20, 528);
+    EXPECT_EQ(t.queryTile, 1024);
+    EXPECT_LT(t.baseTile, 131072);
+}
+
 TEST(FlatTiling, SmallBudgetStillPlansOneQuery) {
     FlatTiling t = planFlatTiling(10000, 1000000, 2048, size_t(16) << 20, 528);
     EXPECT_LE(t.bytes, size_t(16) << 20);
