@@ -7,6 +7,12 @@
             nlist; its recall is shown beside its QPS)
   graph     faiss_ext GpuIndexBang (search_L sweep) | cuVS CAGRA (nn_descent, degree 64,
             itopk sweep) | FAISS CPU IndexHNSWFlat (--hnsw)
+  filtered  (--families ...,filtered; not in the default run) the same faiss_ext and cuVS
+            indexes under id filters of 50% / 10% / 1% of the ids (random, range):
+            GpuIndexFlat, GpuIndexIVFFlat nprobe 32, GpuIndexBang search_L 40 / 80 with
+            faiss_ext's IDSelectorBitmap / IDSelectorRange | cuVS brute_force (prefilter),
+            ivf_flat n_probes 32, CAGRA itopk 40 / 80 with a cuVS bitset; k = 10; recall
+            against exact search under the same filter
 
 Host numpy arrays in and out for every system (cuVS: queries copied to the device and
 results back inside the timed call). Batch 1: p50 latency of single queries; larger
@@ -17,6 +23,7 @@ read once / DRAM bandwidth, host copies / PCIe rate, flops / FP32 and TF32 rates
 Usage (GPU machine; benchs/PEERS.md says how to install the peers):
   PYTHONPATH=build-gpu/python python3 benchs/compare_peers.py --data sift --out $OUT
   ... --data clustered768 | minilm | clustered:200000:96   [--quick] [--hnsw]
+  ... --data sift --families filtered      (the filtered family alone)
 
 Writes <out>/<name>_<device>_<date>.md (+ .png when matplotlib loads) and prints the
 table last.
@@ -39,11 +46,22 @@ sys.path.insert(0, os.path.join(HERE, "datasets"))
 sys.path.insert(0, HERE)
 
 import named_sets  # noqa: E402
+from peers import filters as peer_filters  # noqa: E402
 from peers import measure, report, systems  # noqa: E402
 
-FAMILIES = ("flat", "ivf", "graph")
+FAMILIES = ("flat", "ivf", "graph", "filtered")
+# The filtered family is asked for by name: it adds minutes to a run (bench_filtered's
+# 7 filters x 8 system points x 2 batches), more than the default run's budget leaves.
+DEFAULT_FAMILIES = ("flat", "ivf", "graph")
 GT_K = 100
 BUILD_RESERVE_S = 60     # no index build starts with less of the time budget left
+FILTERED_K = 10
+FILTERED_CHECK = 20      # queries of each filter's ground truth rechecked in float64
+NUMPY_LIMIT = 2e10       # nb * nq * d above which numpy is too slow for a ground truth
+# The faiss_ext and cuVS systems the filtered family searches: (family, maker label).
+FILTERED_SYSTEMS = (("flat", "faiss_ext GpuIndexFlat"), ("flat", "cuVS brute_force"),
+                    ("ivf", "faiss_ext GpuIndexIVFFlat"), ("ivf", "cuVS ivf_flat"),
+                    ("graph", "faiss_ext GpuIndexBang"), ("graph", "cuVS CAGRA"))
 
 
 def say(msg):
@@ -57,6 +75,16 @@ def int_list(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers")
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: need positive integers")
+    return values
+
+
+def fraction_list(text):
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers")
+    if not values or min(values) <= 0 or max(values) > 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: need fractions in (0, 1]")
     return values
 
 
@@ -96,7 +124,9 @@ def parse_args(argv=None):
                     default=["faiss_ext", "faiss", "cuvs"],
                     help="peers to load (default faiss_ext,faiss,cuvs; hnsw with --hnsw)")
     ap.add_argument("--hnsw", action="store_true", help="also FAISS CPU IndexHNSWFlat")
-    ap.add_argument("--families", type=name_list(FAMILIES), default=list(FAMILIES))
+    ap.add_argument("--families", type=name_list(FAMILIES), default=list(DEFAULT_FAMILIES),
+                    help="among " + ",".join(FAMILIES) + " (default "
+                         + ",".join(DEFAULT_FAMILIES) + "; filtered only when named)")
     ap.add_argument("--quick", action="store_true",
                     help="fewer batches, k, sweep points and repeats")
     ap.add_argument("--batches", type=int_list)
@@ -108,6 +138,18 @@ def parse_args(argv=None):
     ap.add_argument("--cagra-itopk", type=int_list)
     ap.add_argument("--hnsw-ef", type=int_list)
     ap.add_argument("--singles", type=int, help="single queries timed for batch-1 p50")
+    ap.add_argument("--filtered-fractions", type=fraction_list,
+                    default=list(peer_filters.FRACTIONS),
+                    help="filtered family: fractions of the ids allowed (default 0.5,0.1,0.01)")
+    ap.add_argument("--filtered-nprobe", type=int, default=32,
+                    help="filtered family: IVF nprobe / n_probes (default 32)")
+    ap.add_argument("--filtered-L", type=int_list, default=[40, 80],
+                    help="filtered family: GpuIndexBang search_L (default 40,80)")
+    ap.add_argument("--filtered-itopk", type=int_list,
+                    help="filtered family: CAGRA itopk_size (default: the --filtered-L values)")
+    ap.add_argument("--filtered-recall", type=float, default=0.95,
+                    help="filtered family: the recall@10 both sides must reach in the "
+                         "per-filter faiss_ext / best peer lines (default 0.95)")
     ap.add_argument("--budget-s", type=float, default=480,
                     help="start no new measurement after this many seconds (default 480)")
     ap.add_argument("--rates", choices=["measure", "stated"], default="measure",
@@ -124,14 +166,18 @@ def parse_args(argv=None):
             setattr(args, key, values[q])
     if args.hnsw and "hnsw" not in args.systems:
         args.systems = args.systems + ["hnsw"]
+    if args.filtered_itopk is None:
+        args.filtered_itopk = list(args.filtered_L)
     if args.name is None:
         args.name = "peers_" + re.sub(r"[^A-Za-z0-9]+", "-", args.data).strip("-")
+        if "filtered" in args.families:   # not the same file as the default run's
+            args.name += "_filtered"
     return args
 
 
 # ----------------------------------------------------------------------- ground truth
 
-def ground_truth(ds, b, k=GT_K, numpy_limit=2e10):
+def ground_truth(ds, b, k=GT_K, numpy_limit=NUMPY_LIMIT):
     """Exact k-NN ids of every query: faiss_ext GpuIndexFlat, else FAISS's GPU flat
     index, else numpy (small sets only); checked in float64 on 100 random queries.
     Returns (ids, one line saying how)."""
@@ -194,6 +240,10 @@ class Runner:
         self.batches = [x for x in args.batches if x <= ds.nq]
         self.big_batch = max(self.batches)
         self.over_budget = False
+        # Systems the filtered family searches again, kept by maker label when another
+        # family builds them (keep_labels, set by run_families), so none is built twice.
+        self.keep_labels, self.kept = set(), {}
+        self.filtered_notes = []
 
     # -- budget
     def elapsed(self):
@@ -227,29 +277,40 @@ class Runner:
         info = dict(label=s.label, family=family, build_s=s.build_s, mem=s.mem,
                     notes=list(s.notes))
         self.systems.append(info)
+        if family != "filtered" and label in self.keep_labels:
+            self.kept[label] = s
         say(f"  {s.label}: built in {s.build_s:.1f} s, device memory "
             f"{report.fmt_bytes(s.mem)}")
         return s
 
     # -- measuring
-    def point(self, s, family, param, k, batch):
-        """Measures one system at one point; a failing call is recorded and skipped."""
-        if not self.budget_left(f"{s.label} {param} k={k} batch={batch}"):
+    def point(self, s, family, param, k, batch, search=None, gt=None, extra=None):
+        """Measures one system at one point; a failing call is recorded and skipped.
+        search: the callable timed (default s.search; a filtered one for the filtered
+        family), gt: its exact ids for every query (default the unfiltered ground
+        truth), extra: more fields of the row (the filter)."""
+        where = f"{s.label} {param}" + (f" {extra['filter']} {extra['fraction']:g}"
+                                        if extra else "") + f" k={k} batch={batch}"
+        if not self.budget_left(where):
             return None
         reps = measure.reps_for(batch, self.args.quick)
         try:
-            m = measure.time_point(s.search, self.ds.xq, k, batch, reps, self.args.singles)
+            m = measure.time_point(search or s.search, self.ds.xq, k, batch, reps,
+                                   self.args.singles)
         except Exception as e:  # noqa: BLE001
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            say(f"    {s.label} {param} k={k} batch={batch}: failed: {msg}")
-            self.skipped.append(f"{s.label} {param} k={k} batch={batch}: {msg[:200]}")
+            say(f"    {where}: failed: {msg}")
+            self.skipped.append(f"{where}: {msg[:200]}")
             return None
-        gt = self.gt[m["rows"]]
+        gt = (self.gt if gt is None else gt)[m["rows"]]
         row = dict(family=family, peer=s.peer, label=s.label, param=param, k=k,
                    batch=batch, qps=m["qps"], p50_ms=m["p50_ms"], calls=m["calls"],
                    r1=measure.recall_at(gt, m["I"], 1), r10=measure.recall_at(gt, m["I"], 10))
+        row.update(extra or {})
         self.rows.append(row)
         lat = f" p50 {row['p50_ms']:.3f} ms" if row["p50_ms"] is not None else ""
+        if extra:
+            param = f"{param} {report.filter_name(report.filter_key_of(row))}"
         say(f"    {s.label:28s} {str(param):14s} k={k:<4d} batch={batch:<5d} "
             f"QPS {report.fmt_qps(row['qps']):>7s}{lat}  R@1 {report.fmt_r(row['r1'])} "
             f"R@10 {report.fmt_r(row['r10'])}  ({m['calls']} calls)")
@@ -309,10 +370,13 @@ class Runner:
                         self.point(s, "ivf", nprobe, k, batch)
         return built
 
+    def two_batches(self):
+        """The big batch and batch 1 (those of --batches), biggest first: the graph and
+        filtered families measure these."""
+        return sorted({b for b in (1, self.big_batch) if b in self.batches}, reverse=True)
+
     def run_graph(self, makers, sweeps):
         k = 10
-        graph_batches = sorted({b for b in (1, self.big_batch) if b in self.batches},
-                               reverse=True)
         built = []
         for label, make in makers:
             s = self.build("graph", label, make)
@@ -321,11 +385,121 @@ class Runner:
             built.append(s)
             for param in sweeps[s.peer]:
                 s.set_param(param)
-                for batch in graph_batches:
+                for batch in self.two_batches():
                     self.point(s, "graph", param, k, batch)
-            s.close()
-            self.b.release_pools()
+            if label not in self.kept:      # kept for the filtered family
+                s.close()
+                self.b.release_pools()
         return built
+
+    # -- the filtered family
+    def usable_filters(self, k):
+        """The filters (peers/filters.py) over the base's ids; one allowing fewer than k
+        ids is left out, said in the report."""
+        out = []
+        for f in peer_filters.make_filters(self.ds.nb, self.args.filtered_fractions):
+            if f.allowed < k:
+                self.skipped.append(f"filter {f.name}: allows {f.allowed} ids, fewer than "
+                                    f"k = {k} (nb = {self.ds.nb})")
+            else:
+                out.append(f)
+        return out
+
+    def filtered_truth(self, filters, engines, k):
+        """Exact k nearest among each filter's allowed ids, for every query: by the first
+        exact engine (faiss_ext GpuIndexFlat, else cuVS brute_force, searched under the
+        filter) whose results pass the float64 check of FILTERED_CHECK queries (the
+        right distances, only allowed ids), else by numpy on a small set.
+        Returns {filter key: ids}; filtered_notes says how each was made."""
+        ds, gts = self.ds, {}
+        for f in filters:
+            if not self.budget_left(f"the ground truth of filter {f.name}"):
+                break
+            how = None
+            for s in engines:
+                t0 = time.perf_counter()
+                try:
+                    D, I = s.with_filter(f)(ds.xq, k)
+                except Exception as e:  # noqa: BLE001
+                    say(f"  ground truth of {f.name} by {s.label} failed: {e}")
+                    continue
+                secs = time.perf_counter() - t0
+                failures = measure.check_ground_truth(ds.xb, ds.xq, np.asarray(D),
+                                                      np.asarray(I), ds.metric,
+                                                      n_check=FILTERED_CHECK, ids=f.ids())
+                if failures:
+                    say(f"  ground truth of {f.name} by {s.label} is not exact "
+                        f"({len(failures)} of {FILTERED_CHECK}; first: {failures[0]})")
+                    continue
+                gts[f.key] = np.asarray(I, dtype=np.int64)
+                how = f"{s.label} under the filter ({secs:.1f} s)"
+                break
+            if how is None and float(f.allowed) * ds.nq * ds.d <= NUMPY_LIMIT:
+                t0 = time.perf_counter()
+                gts[f.key] = measure.numpy_knn(ds.xb, ds.xq, k, ds.metric, ids=f.ids())[1]
+                how = f"numpy float64 over the allowed ids ({time.perf_counter() - t0:.1f} s)"
+            if how is None:
+                self.skipped.append(f"filter {f.name}: no exact engine for its ground truth")
+                continue
+            self.filtered_notes.append(
+                f"{f.name} ({f.allowed} ids): exact k={k} by {how}; {FILTERED_CHECK} "
+                "queries rechecked in float64 against numpy over the allowed ids")
+            say(f"  ground truth of {f.name} ({f.allowed} ids): {how}")
+        return gts
+
+    def run_filtered(self, entries):
+        """The filtered family. entries: (family, label, make, params) of the faiss_ext
+        and cuVS systems (filtered_entries). Each system is the one another family
+        of this run built (kept), else built here (and dropped after its points). For
+        each parameter: its unfiltered points, then one per filter, at the big batch and
+        batch 1, k = FILTERED_K; recall against exact search under the same filter."""
+        k = FILTERED_K
+        filters = self.usable_filters(k)
+        if not filters:
+            return
+        got = {}
+
+        def obtain(label, make):
+            if label not in got:
+                got[label] = self.kept.get(label) or self.build("filtered", label, make)
+            return got[label]
+
+        engines = [obtain(label, make) for fam, label, make, _ in entries if fam == "flat"]
+        gts = self.filtered_truth(filters, [s for s in engines if s is not None], k)
+        for fam, label, make, params in entries:
+            if self.over_budget:
+                return
+            s = obtain(label, make)
+            if s is None:
+                continue
+            for param in params:
+                if param is not None:
+                    s.set_param(param)
+                shown = "-" if param is None else param
+                base = dict(pname=s.param_name if param is not None else "")
+                for batch in self.two_batches():
+                    self.point(s, "filtered", shown, k, batch,
+                               extra=dict(base, filter="none", fraction=1.0,
+                                          allowed=self.ds.nb))
+                for f in filters:
+                    if f.key not in gts or self.over_budget:
+                        continue
+                    try:
+                        search = s.with_filter(f)
+                    except Exception as e:  # noqa: BLE001
+                        msg = f"{type(e).__name__}: {e}"
+                        say(f"    {s.label} {shown} {f.name}: no filtered search ({msg})")
+                        self.skipped.append(f"{s.label} {shown} {f.name}: {msg[:200]}")
+                        continue
+                    for batch in self.two_batches():
+                        self.point(s, "filtered", shown, k, batch, search=search,
+                                   gt=gts[f.key],
+                                   extra=dict(base, filter=f.kind, fraction=f.fraction,
+                                              allowed=f.allowed))
+            if label not in self.kept:
+                s.close()
+                got[label] = None
+                self.b.release_pools()
 
 
 # ---------------------------------------------------------------------- the real run
@@ -376,7 +550,8 @@ def real_makers(args, ds, b, runner):
         flat.append(("cuVS brute_force", lambda: systems.CuvsFlat(b, xb, metric)))
 
     shared = None
-    if "ivf" in args.families and (b.has("faiss") or b.has("faiss_ext")):
+    wants_ivf = "ivf" in args.families or "filtered" in args.families
+    if wants_ivf and (b.has("faiss") or b.has("faiss_ext")):
         trained = None
         if b.has("faiss"):
             say(f"  training one IVF quantizer (nlist={args.nlist}) with FAISS's GPU k-means ...")
@@ -415,7 +590,29 @@ def real_makers(args, ds, b, runner):
     if b.has("hnsw"):
         graph.append(("FAISS CPU IndexHNSWFlat", lambda: systems.FaissHNSW(b, xb, metric)))
     sweeps = {"faiss_ext": args.bang_L, "cuvs": args.cagra_itopk, "hnsw": args.hnsw_ef}
-    return dict(flat=flat, ivf=ivf, graph=graph), shared, sweeps
+    makers = dict(flat=flat, ivf=ivf, graph=graph)
+    makers["filtered"] = filtered_entries(makers, args)
+    return makers, shared, sweeps
+
+
+def filtered_entries(makers, args):
+    """The filtered family's systems, (family, label, make, params), from the other
+    families' makers (FILTERED_SYSTEMS, those that loaded): Flat without a parameter,
+    IVF at --filtered-nprobe (at most nlist), Bang at --filtered-L, CAGRA at
+    --filtered-itopk (at least k)."""
+    params = {"flat": [None], "ivf": [min(args.filtered_nprobe, args.nlist)]}
+    out = []
+    for family, label in FILTERED_SYSTEMS:
+        make = next((m for lab, m in makers[family] if lab == label), None)
+        if make is None:
+            continue
+        if family == "graph":
+            values = args.filtered_L if label.startswith("faiss_ext") else [
+                v for v in args.filtered_itopk if v >= FILTERED_K]
+        else:
+            values = params[family]
+        out.append((family, label, make, values))
+    return out
 
 
 def _cagra(b, xb, metric, unit):
@@ -437,6 +634,8 @@ def run_families(runner, makers, shared, sweeps, after=None):
     """Runs the chosen families in order; after(family) is called after each one (the
     report is rewritten then, so that a run cut short still leaves its tables)."""
     fams = runner.args.families
+    if "filtered" in fams:
+        runner.keep_labels = {entry[1] for entry in makers.get("filtered", [])}
     if "flat" in fams:
         say("== exact search (Flat)")
         runner.run_flat(makers["flat"])
@@ -454,6 +653,14 @@ def run_families(runner, makers, shared, sweeps, after=None):
         runner.run_graph(makers["graph"], sweeps)
         if after:
             after("graph")
+    if "filtered" in fams:
+        say(f"== filtered search (k = {FILTERED_K}; filters of "
+            f"{', '.join(f'{100 * f:g}%' for f in runner.args.filtered_fractions)} of the ids)")
+        runner.run_filtered(makers.get("filtered", []))
+        runner.kept.clear()
+        runner.b.release_pools()
+        if after:
+            after("filtered")
 
 
 def write_report(runner, args, ds, header, argv, partial=None):
@@ -512,10 +719,49 @@ def write_report(runner, args, ds, header, argv, partial=None):
          "cuVS trains its own)",
          report.point_table(runner.rows, "ivf", runner.floors, "nprobe")),
         ("Graph indexes, k = 10", report.graph_table(runner.rows, runner.big_batch)),
+        (f"Filtered search, k = {FILTERED_K}", filtered_section(runner, args)),
         ("Not measured", [f"- {s}" for s in runner.skipped]),
     ]
     text = report.write_markdown(md_path, lines, sections)
     return md_path, (None if plot_note else png_path), text
+
+
+def filtered_section(runner, args):
+    """The filtered family's table, what it measured, and one line per filter naming
+    the best peer (empty when the family did not run)."""
+    table = report.filtered_table(runner.rows, runner.big_batch)
+    if not table:
+        return []
+    lines = [
+        "faiss_ext: GpuIndexFlat, GpuIndexIVFFlat and GpuIndexBang searched with "
+        "SearchParameters / SearchParametersIVF / SearchParametersBang whose sel is "
+        "faiss_ext's IDSelectorBitmap (random ids) or IDSelectorRange (ranges), a host "
+        "object made once per filter (faiss_ext turns it into its device filter inside "
+        "each search call: in the timed time); cuVS: brute_force.search(prefilter=...), "
+        "ivf_flat.search(filter=...), cagra.search(filter=...) with "
+        "cuvs.neighbors.filters.from_bitset over a uint32 bitset copied to the device once "
+        "per filter, before the timed calls (bit i % 32 of word i // 32 set = id i kept): "
+        "each library as its API is meant to be called. Both sides are given "
+        "the same allowed ids. Random ids are nested (the 1% set in the 10% one, that in "
+        "the 50% one: one permutation, seed 19); ranges are contiguous ids centred in "
+        f"[0, {runner.ds.nb}). IVF: nprobe {min(args.filtered_nprobe, args.nlist)} (the "
+        f"IVF family's indexes: nlist {args.nlist}, faiss_ext on the shared quantizer "
+        "where FAISS loaded); Bang search_L "
+        f"{', '.join(map(str, args.filtered_L))}; CAGRA itopk "
+        f"{', '.join(map(str, args.filtered_itopk))} (the graph family's build).",
+        "x unfiltered: this call time / the same system's unfiltered call time at the same "
+        "batch and parameter (> 1: slower under the filter). recall@10: at the big batch "
+        "(batch 1 where only that ran), against exact search under the same filter; a "
+        "system returning fewer than k allowed ids (IVF with few allowed ids in its "
+        "probed lists) loses recall for them.",
+        "",
+    ] + [f"- ground truth {n}" for n in runner.filtered_notes] + [""] + table + [
+        "",
+        f"Per filter, at each batch: the fastest faiss_ext point and the fastest peer "
+        f"point of recall@10 >= {args.filtered_recall:g}, and faiss_ext / best peer:",
+        "",
+    ] + report.filtered_summary(runner.rows, runner.two_batches(), args.filtered_recall)
+    return lines
 
 
 def main(argv=None):

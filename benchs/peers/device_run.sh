@@ -2,6 +2,7 @@
 # On the GPU machine, from the repository root, once the parts are staged under /tmp
 # (benchs/PEERS.md). One command for one data set:
 #     bash benchs/peers/device_run.sh --data sift [other compare_peers.py arguments]
+#     bash benchs/peers/device_run.sh --data sift --families filtered   # filtered family
 #     bash benchs/peers/device_run.sh --prepare --data minilm     # data only, no bench
 # 1. installs the peers from /tmp/peers-parts (once per machine; skipped with a message
 #    when the parts are not there: compare_peers.py then runs without them);
@@ -18,12 +19,14 @@ out=${OUT:-benchs/results}
 mkdir -p "$out"
 prepare=0
 data=""
+families=""
 args=()
 prev=""
 for a in "$@"; do
   if [ "$a" = "--prepare" ]; then prepare=1; continue; fi
   if [ "$prev" = "--data" ]; then data=$a; fi
-  case "$a" in --data=*) data=${a#--data=} ;; esac
+  if [ "$prev" = "--families" ]; then families=$a; fi
+  case "$a" in --data=*) data=${a#--data=} ;; --families=*) families=${a#--families=} ;; esac
   args+=("$a")
   prev=$a
 done
@@ -87,7 +90,8 @@ case " ${args[*]} " in
   *) left=$(( 540 - ($(date +%s) - t0) )); [ "$left" -lt 120 ] && left=120
      args+=(--budget-s "$left") ;;
 esac
-tag=$(echo "${data:-data}" | tr -c 'A-Za-z0-9\n' '-')
+# One log per data set and families (a filtered run beside the default one keeps both).
+tag=$(echo "${data:-data}${families:+_$families}" | tr -c 'A-Za-z0-9_\n' '-')
 PYTHONUNBUFFERED=1 python3 benchs/compare_peers.py --out "$out" "${args[@]}" 2>&1 \
     | tee "$out/compare_peers_${tag}.log"
 status=${PIPESTATUS[0]}

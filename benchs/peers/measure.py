@@ -103,43 +103,58 @@ def time_point(search, xq, k, batch, reps, singles, clock=time.perf_counter,
 
 # ---------------------------------------------------------------------- ground truth
 
-def numpy_knn(xb, xq, k, metric, chunk=100_000):
+def numpy_knn(xb, xq, k, metric, chunk=100_000, ids=None):
     """Exact (distances, ids) in float64 (L2: squared distances ascending; ip: inner
-    products descending), the base read in chunks."""
+    products descending), the base read in chunks. ids: search only these rows of xb
+    (an id filter's allowed ids; the results are still ids of xb), default all."""
     q = xq.astype(np.float64)
     best_d = np.zeros((len(q), 0))
     best_i = np.zeros((len(q), 0), np.int64)
-    for i0 in range(0, len(xb), chunk):
-        b = np.asarray(xb[i0:i0 + chunk], dtype=np.float64)
+    n = len(xb) if ids is None else len(ids)
+    for i0 in range(0, n, chunk):
+        if ids is None:
+            rows = np.arange(i0, min(i0 + chunk, n))
+            b = np.asarray(xb[i0:i0 + chunk], dtype=np.float64)
+        else:
+            rows = np.asarray(ids[i0:i0 + chunk], dtype=np.int64)
+            b = np.asarray(xb[rows], dtype=np.float64)
         if metric == "l2":
             dist = (q ** 2).sum(1)[:, None] - 2 * q @ b.T + (b ** 2).sum(1)[None]
         else:
             dist = -(q @ b.T)
-        ids = np.broadcast_to(np.arange(i0, i0 + len(b)), dist.shape)
+        ids_ = np.broadcast_to(rows, dist.shape)
         if dist.shape[1] > k:                        # keep this chunk's k best only
             part = np.argpartition(dist, k - 1, axis=1)[:, :k]
             dist = np.take_along_axis(dist, part, 1)
-            ids = np.take_along_axis(ids, part, 1)
+            ids_ = np.take_along_axis(ids_, part, 1)
         best_d = np.concatenate([best_d, dist], axis=1)
-        best_i = np.concatenate([best_i, ids], axis=1)
+        best_i = np.concatenate([best_i, ids_], axis=1)
         order = np.argsort(best_d, axis=1, kind="stable")[:, :k]
         best_d = np.take_along_axis(best_d, order, 1)
         best_i = np.take_along_axis(best_i, order, 1)
     return (best_d if metric == "l2" else -best_d), best_i
 
 
-def check_ground_truth(xb, xq, D, I, metric, n_check=100, seed=1234):
+def check_ground_truth(xb, xq, D, I, metric, n_check=100, seed=1234, ids=None):
     """Recomputes n_check random queries in float64: the returned distances must be
     those of the returned ids and equal the exact k best (ties may swap ids).
-    Returns a list of failures (empty when exact)."""
+    ids: the results must be the k best among these ids only (a filter's allowed ids),
+    and every returned id one of them. Returns a list of failures (empty when exact)."""
     k = I.shape[1]
     rows = np.random.default_rng(seed).choice(len(xq), size=min(n_check, len(xq)),
                                               replace=False)
-    ref_d, _ = numpy_knn(xb, xq[rows], k, metric)
+    ref_d, _ = numpy_knn(xb, xq[rows], k, metric, ids=ids)
+    allowed = None
+    if ids is not None:
+        allowed = np.zeros(len(xb), dtype=bool)
+        allowed[ids] = True
     failures = []
     for r, q in enumerate(rows):
-        if np.any(I[q] < 0):
+        if np.any(I[q] < 0) or np.any(I[q] >= len(xb)):
             failures.append(f"query {q}: missing results")
+            continue
+        if allowed is not None and not allowed[I[q]].all():
+            failures.append(f"query {q}: returned ids the filter does not allow")
             continue
         x = xq[q].astype(np.float64)
         own = np.asarray(xb[I[q]], dtype=np.float64)

@@ -6,6 +6,10 @@ cuVS (libcuvs.load_library() first, device arrays through CuPy), stock FAISS (GP
 wheel), faiss_ext. cuVS calls are timed with the host copies a FAISS user's call
 includes: queries host->device, results device->host, after synchronising cuVS's
 stream.
+
+The filtered family searches the same indexes under an id filter (peers/filters.py):
+with_filter(f) gives a search(x, k) callable whose filter, faiss_ext's IDSelector or
+cuVS's device bitset, is made once there, outside the timed calls.
 """
 
 import gc
@@ -80,11 +84,15 @@ def load_backends(wanted):
                 from cuvs.common import Resources
             except ImportError:
                 Resources = None
+            try:            # the filtered family's bitsets (cuvs.neighbors.filters)
+                from cuvs.neighbors import filters
+            except ImportError:
+                filters = None
             if b.cupy.cuda.runtime.getDeviceCount() == 0:
                 raise RuntimeError("no CUDA device")
             b.mods["cuvs"] = SimpleNamespace(cupy=b.cupy, brute_force=brute_force,
                                              cagra=cagra, ivf_flat=ivf_flat,
-                                             Resources=Resources)
+                                             Resources=Resources, filters=filters)
             b.versions["cuvs"] = (f"{getattr(cuvs, '__version__', '?')} "
                                   f"({os.path.dirname(cuvs.__file__)})")
         except Exception as e:  # noqa: BLE001
@@ -140,6 +148,11 @@ class System:
     def search(self, x, k):
         raise NotImplementedError
 
+    def with_filter(self, f):
+        """search(x, k) under filter f (peers/filters.Filter) at the current parameter
+        (set_param first); its filter is made here, not in the timed calls."""
+        raise NotImplementedError(f"{self.label} has no filtered search here")
+
     def close(self):
         """Drops device objects (the harness also drops its reference)."""
 
@@ -156,6 +169,14 @@ def _timed_build(backends, fn):
 
 # ------------------------------------------------------------------------ faiss_ext
 
+def ext_selector(fx, f):
+    """faiss_ext's own selector for filter f: IDSelectorRange for a range, else
+    IDSelectorBitmap (faiss's byte layout, copied by the module)."""
+    if f.kind == "range":
+        return fx.IDSelectorRange(int(f.imin), int(f.imax))
+    return fx.IDSelectorBitmap(f.bitmap())
+
+
 class ExtFlat(System):
     peer, label, family = "faiss_ext", "faiss_ext GpuIndexFlat", "flat"
 
@@ -163,12 +184,17 @@ class ExtFlat(System):
         super().__init__()
         fx = b.mods["faiss_ext"]
         m = fx.METRIC_L2 if metric == "l2" else fx.METRIC_INNER_PRODUCT
+        self.fx = fx
         self.index = fx.GpuIndexFlat(res, xb.shape[1], m)
         self.build_s, _ = _timed_build(b, lambda: self.index.add(xb))
         self.mem = self.index.device_memory_bytes()
 
     def search(self, x, k):
         return self.index.search(x, k)
+
+    def with_filter(self, f):
+        params = self.fx.SearchParameters(sel=ext_selector(self.fx, f))
+        return lambda x, k: self.index.search(x, k, params=params)
 
 
 class ExtIVF(System):
@@ -177,6 +203,7 @@ class ExtIVF(System):
     def __init__(self, b, res, xb, metric, nlist, trained_cpu=None):
         super().__init__()
         fx = b.mods["faiss_ext"]
+        self.fx = fx
 
         def build():
             if trained_cpu is not None:   # FAISS's trained index: same quantizer
@@ -199,6 +226,11 @@ class ExtIVF(System):
     def search(self, x, k):
         return self.index.search(x, k)
 
+    def with_filter(self, f):
+        params = self.fx.SearchParametersIVF(nprobe=int(self.index.nprobe),
+                                             sel=ext_selector(self.fx, f))
+        return lambda x, k: self.index.search(x, k, params=params)
+
 
 class ExtBang(System):
     peer, label, family, param_name = "faiss_ext", "faiss_ext GpuIndexBang", "graph", "search_L"
@@ -213,12 +245,19 @@ class ExtBang(System):
         self.build_s, _ = _timed_build(b, lambda: self.index.add(xb))
         self.mem = self.index.device_memory_bytes()
         self.params = None
+        self.search_L = None
 
     def set_param(self, value):
-        self.params = self.fx.SearchParametersBang(search_L=int(value))
+        self.search_L = int(value)
+        self.params = self.fx.SearchParametersBang(search_L=self.search_L)
 
     def search(self, x, k):
         return self.index.search(x, k, params=self.params)
+
+    def with_filter(self, f):
+        L = self.search_L if self.search_L is not None else int(self.index.search_L)
+        params = self.fx.SearchParametersBang(search_L=L, sel=ext_selector(self.fx, f))
+        return lambda x, k: self.index.search(x, k, params=params)
 
 
 # ---------------------------------------------------------------------------- FAISS
@@ -327,6 +366,14 @@ class _Cuvs(System):
         self._sync()
         return self.cp.asarray(D).get(), self.cp.asarray(I).get().astype(np.int64, copy=False)
 
+    def _bitset(self, f):
+        """cuvs.neighbors.filters.from_bitset over filter f's words copied to the device
+        (uint32, bit i % 32 of word i // 32 set = id i kept); the Prefilter keeps the
+        device array alive."""
+        if self.cv.filters is None:
+            raise RuntimeError("this cuVS has no cuvs.neighbors.filters")
+        return self.cv.filters.from_bitset(self._to_device(f.bitset_words()))
+
 
 class CuvsFlat(_Cuvs):
     label, family = "cuVS brute_force", "flat"
@@ -345,6 +392,15 @@ class CuvsFlat(_Cuvs):
         D, I = self.cv.brute_force.search(self.index, self._to_device(x), k,
                                           resources=self.res)
         return self._to_host(D, I)
+
+    def with_filter(self, f):
+        pf = self._bitset(f)
+
+        def search(x, k):
+            D, I = self.cv.brute_force.search(self.index, self._to_device(x), k,
+                                              resources=self.res, prefilter=pf)
+            return self._to_host(D, I)
+        return search
 
 
 class CuvsIVF(_Cuvs):
@@ -371,6 +427,15 @@ class CuvsIVF(_Cuvs):
         D, I = self.cv.ivf_flat.search(self.sp, self.index, self._to_device(x), k,
                                        resources=self.res)
         return self._to_host(D, I)
+
+    def with_filter(self, f):
+        sp, flt = self.sp, self._bitset(f)
+
+        def search(x, k):
+            D, I = self.cv.ivf_flat.search(sp, self.index, self._to_device(x), k,
+                                           resources=self.res, filter=flt)
+            return self._to_host(D, I)
+        return search
 
 
 class CuvsCagra(_Cuvs):
@@ -400,3 +465,12 @@ class CuvsCagra(_Cuvs):
         D, I = self.cv.cagra.search(self.sp, self.index, self._to_device(x), k,
                                     resources=self.res)
         return self._to_host(D, I)
+
+    def with_filter(self, f):
+        sp, flt = self.sp, self._bitset(f)
+
+        def search(x, k):
+            D, I = self.cv.cagra.search(sp, self.index, self._to_device(x), k,
+                                        resources=self.res, filter=flt)
+            return self._to_host(D, I)
+        return search

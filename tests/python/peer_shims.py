@@ -52,15 +52,40 @@ def faiss_gpu(faiss):
 
 
 def faiss_ext(faiss):
-    """The faiss_ext names the harness uses (see faiss_ext/python/bind_*.cpp)."""
+    """The faiss_ext names the harness uses (see faiss_ext/python/bind_*.cpp); selectors
+    and per-call parameters as the module's (sel filters the results), done by faiss CPU."""
     METRIC_L2, METRIC_INNER_PRODUCT = 1, 0
+
+    class IDSelectorRange:
+        def __init__(self, imin, imax):
+            self.imin, self.imax = imin, imax
+            self.faiss = faiss.IDSelectorRange(imin, imax)
+
+    class IDSelectorBitmap:
+        def __init__(self, bitmap):
+            bitmap = np.asarray(bitmap)
+            assert bitmap.dtype == np.uint8 and bitmap.ndim == 1   # as the module checks
+            self.bytes = bitmap.copy()                             # the module copies
+            self.faiss = faiss.IDSelectorBitmap(self.bytes)
+
+    class SearchParameters:
+        def __init__(self, sel=None):
+            self.sel = sel
+
+    class SearchParametersIVF(SearchParameters):
+        def __init__(self, nprobe=1, sel=None):
+            super().__init__(sel)
+            self.nprobe = nprobe
 
     class _Wrapped:
         def add(self, x):
             self.cpu.add(x)
 
         def search(self, x, k, params=None):
-            return self.cpu.search(x, k)
+            if params is None or params.sel is None:
+                return self.cpu.search(x, k)
+            assert type(params) is SearchParameters, type(params)
+            return self.cpu.search(x, k, params=faiss.SearchParameters(sel=params.sel.faiss))
 
         def device_memory_bytes(self):
             return self.cpu.ntotal * self.cpu.d * 4
@@ -87,17 +112,30 @@ def faiss_ext(faiss):
         def list_length(self, i):
             return self.cpu.invlists.list_size(i)
 
-    class SearchParametersBang:
-        def __init__(self, search_L=64):
+        def search(self, x, k, params=None):
+            if params is None or params.sel is None:
+                return self.cpu.search(x, k)
+            assert isinstance(params, SearchParametersIVF)
+            p = faiss.SearchParametersIVF(sel=params.sel.faiss, nprobe=params.nprobe)
+            return self.cpu.search(x, k, params=p)
+
+    class SearchParametersBang(SearchParameters):
+        def __init__(self, search_L=64, sel=None):
+            super().__init__(sel)
             self.search_L = search_L
 
     class GpuIndexBang(_Wrapped):
         def __init__(self, res, d, R=64):
             self.cpu = faiss.IndexHNSWFlat(d, 16)
+            self.search_L = 64
 
         def search(self, x, k, params=None):
-            self.cpu.hnsw.efSearch = max(k, params.search_L if params else 64)
-            return self.cpu.search(x, k)
+            ef = max(k, params.search_L if params else self.search_L)
+            if params is None or params.sel is None:
+                self.cpu.hnsw.efSearch = ef
+                return self.cpu.search(x, k)
+            p = faiss.SearchParametersHNSW(sel=params.sel.faiss, efSearch=ef)
+            return self.cpu.search(x, k, params=p)
 
     def index_cpu_to_gpu(res, index):
         return GpuIndexIVFFlat(res, index.d, index.nlist, cpu=faiss.clone_index(index))
@@ -107,6 +145,8 @@ def faiss_ext(faiss):
         METRIC_L2=METRIC_L2, METRIC_INNER_PRODUCT=METRIC_INNER_PRODUCT,
         GpuIndexFlat=GpuIndexFlat, GpuIndexIVFFlat=GpuIndexIVFFlat,
         GpuIndexBang=GpuIndexBang, SearchParametersBang=SearchParametersBang,
+        SearchParameters=SearchParameters, SearchParametersIVF=SearchParametersIVF,
+        IDSelectorRange=IDSelectorRange, IDSelectorBitmap=IDSelectorBitmap,
         index_cpu_to_gpu=index_cpu_to_gpu)
 
 
@@ -133,11 +173,26 @@ def cupy():
 
 def cuvs(faiss, knn):
     """cuVS brute_force / ivf_flat / cagra over numpy (knn) and faiss CPU; the search
-    functions take the same positional and keyword arguments as cuVS's."""
+    functions take the same positional and keyword arguments as cuVS's, filters
+    (filters.from_bitset: bit i % 32 of uint32 word i // 32 set = id i kept) included."""
 
     class Resources:
         def sync(self):
             pass
+
+    def from_bitset(bitset):
+        words = bitset.a
+        assert words.dtype == np.uint32 and words.ndim == 1   # as cuVS checks
+        return SimpleNamespace(words=words, parent=bitset)
+
+    def _allowed_ids(prefilter, n):
+        bits = np.unpackbits(prefilter.words.view(np.uint8), bitorder="little")
+        assert len(bits) >= n
+        return np.flatnonzero(bits[:n])
+
+    def _faiss_sel(flt, n):
+        ids = _allowed_ids(flt, n)
+        return faiss.IDSelectorBatch(ids)
 
     def _metric(m):
         assert m in ("sqeuclidean", "inner_product"), m
@@ -148,7 +203,8 @@ def cuvs(faiss, knn):
 
     def bf_search(index, queries, k, neighbors=None, distances=None, resources=None,
                   prefilter=None):
-        D, I = knn(index.x, queries.a, k, index.metric)
+        ids = None if prefilter is None else _allowed_ids(prefilter, len(index.x))
+        D, I = knn(index.x, queries.a, k, index.metric, ids=ids)
         return _Dev(D.astype(np.float32)), _Dev(I)
 
     class IvfIndexParams:
@@ -167,14 +223,18 @@ def cuvs(faiss, knn):
         index = faiss.IndexIVFFlat(q, d, index_params.n_lists,
                                    faiss.METRIC_L2 if l2 else faiss.METRIC_INNER_PRODUCT)
         index.train(x)
-        index.add(x)
-        index._q = q
+        index.add(x)          # (faiss's Python keeps the quantizer q referenced)
         return index
 
     def ivf_search(search_params, index, queries, k, neighbors=None, distances=None,
                    resources=None, filter=None):
         index.nprobe = search_params.n_probes
-        D, I = index.search(queries.a, k)
+        if filter is None:
+            D, I = index.search(queries.a, k)
+        else:
+            p = faiss.SearchParametersIVF(sel=_faiss_sel(filter, index.ntotal),
+                                          nprobe=search_params.n_probes)
+            D, I = index.search(queries.a, k, params=p)
         return _Dev(D), _Dev(I)
 
     class CagraIndexParams:
@@ -197,12 +257,18 @@ def cuvs(faiss, knn):
     def cagra_search(search_params, index, queries, k, neighbors=None, distances=None,
                      resources=None, filter=None):
         assert search_params.itopk_size >= k
-        index.hnsw.efSearch = search_params.itopk_size
-        D, I = index.search(queries.a, k)
-        return _Dev(D), _Dev(I.astype(np.uint32))
+        if filter is None:
+            index.hnsw.efSearch = search_params.itopk_size
+            D, I = index.search(queries.a, k)
+        else:
+            p = faiss.SearchParametersHNSW(sel=_faiss_sel(filter, index.ntotal),
+                                           efSearch=search_params.itopk_size)
+            D, I = index.search(queries.a, k, params=p)
+        return _Dev(D), _Dev(I.astype(np.uint32))     # -1 -> 2^32 - 1, as CAGRA's
 
     return SimpleNamespace(
         cupy=cupy(), Resources=Resources,
+        filters=SimpleNamespace(from_bitset=from_bitset),
         brute_force=SimpleNamespace(build=bf_build, search=bf_search),
         ivf_flat=SimpleNamespace(IndexParams=IvfIndexParams, SearchParams=IvfSearchParams,
                                  build=ivf_build, search=ivf_search),

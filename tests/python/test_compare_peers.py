@@ -363,3 +363,202 @@ def test_cagra_inner_product_falls_back_to_l2_on_unit_vectors():
     assert "L2 on unit vectors" in s.notes[-1]
     with pytest.raises(RuntimeError):
         cp._cagra(b, x, "ip", unit=False)
+
+
+# ------------------------------------------------------------------- filtered family
+
+from peers import filters as peer_filters  # noqa: E402
+
+
+def test_filters_are_bench_filtereds():
+    """Nested random sets and centred ranges of 50% / 10% / 1% of the ids, each also as
+    faiss bitmap bytes and cuVS bitset words that select exactly its ids."""
+    nb = 1003
+    fl = peer_filters.make_filters(nb)
+    assert [f.name for f in fl] == ["random 50%", "random 10%", "random 1%",
+                                    "range 50%", "range 10%", "range 1%"]
+    assert [f.allowed for f in fl] == [502, 100, 10, 502, 100, 10]   # llround(f * nb)
+    rnd = {f.fraction: set(f.ids().tolist()) for f in fl if f.kind == "random"}
+    assert rnd[0.01] < rnd[0.1] < rnd[0.5]                             # nested
+    rng = [f for f in fl if f.kind == "range"]
+    assert (rng[1].imin, rng[1].imax) == ((nb - 100) // 2, (nb - 100) // 2 + 100)
+    again = peer_filters.make_filters(nb)
+    for f, g in zip(fl, again):
+        np.testing.assert_array_equal(f.ids(), g.ids())                  # seeded
+    for f in fl:
+        mask = f.mask()
+        assert mask.sum() == f.allowed and np.all(np.diff(f.ids()) > 0)
+        bits = f.bitmap()
+        assert bits.dtype == np.uint8 and len(bits) == (nb + 7) // 8
+        ids = np.arange(nb)
+        np.testing.assert_array_equal((bits[ids >> 3] >> (ids & 7)) & 1, mask)
+        words = f.bitset_words()
+        assert words.dtype == np.uint32 and len(words) == (nb + 31) // 32
+        np.testing.assert_array_equal((words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1,
+                                      mask)
+        np.testing.assert_array_equal(peer_filters.unpack_words(words, nb), mask)
+
+
+def test_bitset_word_layout_by_hand():
+    mask = np.zeros(70, dtype=bool)
+    mask[[0, 31, 32, 69]] = True
+    words = peer_filters.bitset_words(mask)
+    assert words.tolist() == [1 | (1 << 31), 1, 1 << 5]
+    assert peer_filters.pack_bitmap(mask)[:5].tolist() == [1, 0, 0, 128, 1]
+    assert peer_filters.allowed_count(0.5, 5) == 3 and peer_filters.allowed_count(0.01, 50) == 1
+
+
+def test_ground_truth_under_a_filter():
+    ds = named_sets.load("clustered:2000:8:30")
+    f = peer_filters.make_filters(ds.nb, [0.1])[0]
+    D, I = measure.numpy_knn(ds.xb, ds.xq, 10, "l2", chunk=64, ids=f.ids())
+    assert np.isin(I, f.ids()).all()
+    brute = ((ds.xq[:, None, :].astype(np.float64) - ds.xb[f.ids()][None]) ** 2).sum(-1)
+    np.testing.assert_allclose(D, np.sort(brute, axis=1)[:, :10], rtol=1e-9)
+    assert measure.check_ground_truth(ds.xb, ds.xq, D, I, "l2", n_check=30, ids=f.ids()) == []
+    D0, I0 = measure.numpy_knn(ds.xb, ds.xq, 10, "l2")        # unfiltered: not allowed ids
+    fails = measure.check_ground_truth(ds.xb, ds.xq, D0, I0, "l2", n_check=30, ids=f.ids())
+    assert fails and "filter does not allow" in fails[0]
+
+
+def _filtered_rows():
+    def row(peer, label, param, fkey, batch, qps, r10, pname=""):
+        return dict(family="filtered", peer=peer, label=label, param=param, k=10, batch=batch,
+                    qps=qps, p50_ms=None if batch > 1 else 1e3 / qps, r1=r10, r10=r10,
+                    calls=3, filter=fkey[0], fraction=fkey[1], pname=pname,
+                    allowed=1000 if fkey[0] == "none" else int(1000 * fkey[1]))
+    none, r10 = ("none", 1.0), ("random", 0.1)
+    return [
+        row("faiss_ext", "faiss_ext GpuIndexFlat", "-", none, 100, 1000.0, 1.0),
+        row("faiss_ext", "faiss_ext GpuIndexFlat", "-", r10, 100, 800.0, 1.0),
+        row("cuvs", "cuVS brute_force", "-", none, 100, 900.0, 1.0),
+        row("cuvs", "cuVS brute_force", "-", r10, 100, 400.0, 1.0),
+        row("faiss_ext", "faiss_ext GpuIndexBang", 40, r10, 100, 5000.0, 0.97, "search_L"),
+        row("cuvs", "cuVS CAGRA", 40, r10, 100, 4000.0, 0.90, "itopk"),
+        row("cuvs", "cuVS CAGRA", 80, r10, 100, 2000.0, 0.98, "itopk"),
+    ]
+
+
+def test_filtered_table_and_summary():
+    rows = _filtered_rows()
+    lines = report.filtered_table(rows, 100)
+    assert lines[0].startswith("| index | param | filter | allowed | QPS batch 100 | x unfiltered")
+    flat = next(x for x in lines if x.startswith("| faiss_ext GpuIndexFlat | - | random 10% |"))
+    cols = [c.strip() for c in flat.split("|")[1:-1]]
+    assert cols[3] == "100 (10%)" and cols[5] == "1.25" and cols[6] == "1.000"   # 1000/800
+    assert cols[7].startswith("2.00 (vs cuVS brute_force,")                     # 800/400
+    bang = next(x for x in lines if x.startswith("| faiss_ext GpuIndexBang | search_L 40 |"))
+    assert "2.50 (vs cuVS CAGRA itopk 80, recall 0.980)" in bang   # CAGRA 40 is below 0.97
+    assert "| cuVS CAGRA | itopk 40 | random 10% |" in "\n".join(lines)
+    summary = report.filtered_summary(rows, [100, 1], 0.95)
+    assert summary[0].startswith("- unfiltered (1000 ids): batch 100: faiss_ext GpuIndexFlat "
+                                 "1.0K QPS (recall 1.000) / best peer cuVS brute_force 900")
+    line = next(x for x in summary if x.startswith("- random 10% (100 ids)"))
+    assert ("faiss_ext GpuIndexBang search_L 40 5.0K QPS (recall 0.970) / best peer "
+            "cuVS CAGRA itopk 80 2.0K (recall 0.980) = **2.50**") in line
+    graphs = [r for r in rows if "Flat" not in r["label"] and "brute" not in r["label"]]
+    assert report.filtered_summary(graphs, [100], 0.975) == [
+        "- random 10% (100 ids): batch 100: no faiss_ext point reaches recall 0.975 (best "
+        "peer cuVS CAGRA itopk 80 2.0K QPS, recall 0.980)"]
+    assert report.filtered_table([r for r in rows if r["family"] == "graph"], 100) == []
+
+
+def test_parse_filtered_options():
+    a = cp.parse_args(["--data", "sift"])
+    assert "filtered" not in a.families and a.name == "peers_sift"
+    f = cp.parse_args(["--data", "sift", "--families", "filtered", "--filtered-L", "40,80"])
+    assert f.families == ["filtered"] and f.name == "peers_sift_filtered"
+    assert f.filtered_itopk == [40, 80] and f.filtered_nprobe == 32
+    assert f.filtered_fractions == [0.5, 0.1, 0.01] and f.filtered_recall == 0.95
+    with pytest.raises(SystemExit):
+        cp.parse_args(["--data", "sift", "--filtered-fractions", "0.5,2"])
+
+
+def _shim_loader(faiss):
+    import peer_shims
+
+    def fake_load(wanted):
+        b = systems.Backends()
+        b.cupy = peer_shims.cupy()
+        b.mods = {"faiss_ext": peer_shims.faiss_ext(faiss), "faiss": peer_shims.faiss_gpu(faiss),
+                  "cuvs": peer_shims.cuvs(faiss, measure.numpy_knn), "hnsw": faiss}
+        b.mods = {k: v for k, v in b.mods.items() if k in wanted}
+        b.versions = {"faiss": faiss.__version__, "cuvs": "shim", "cupy": "shim"}
+        return b
+    return fake_load
+
+
+FILTERED_ARGS = ["--data", "clustered:4000:16:200", "--quick", "--batches", "1,100",
+                 "--nlist", "16", "--filtered-nprobe", "16", "--filtered-L", "32,64",
+                 "--singles", "10", "--rates", "stated"]
+
+
+def test_main_filtered_with_cpu_stand_ins(monkeypatch, tmp_path, capsys):
+    """--families filtered alone: every faiss_ext and cuVS system built once, searched
+    unfiltered and under the six filters at both batches; the exact ones have recall 1
+    against the filtered ground truth; one summary line per filter."""
+    faiss = pytest.importorskip("faiss")
+    monkeypatch.setattr(systems, "load_backends", _shim_loader(faiss))
+    closed = []
+    monkeypatch.setattr(systems.System, "close", lambda self: closed.append(self.label))
+    cp.main(["compare_peers.py"] + FILTERED_ARGS + ["--families", "filtered",
+                                                    "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert len(closed) == 6 and len(set(closed)) == 6     # each dropped after its points
+    md = [p for p in os.listdir(tmp_path) if p.endswith(".md")]
+    assert len(md) == 1 and md[0].startswith("peers_clustered-4000-16-200_filtered_")
+    text = open(tmp_path / md[0]).read()
+    assert text in out and "## Filtered search, k = 10" in text
+    assert "## Exact search" not in text and "## Graph indexes" not in text
+    assert "ground truth random 1% (40 ids): exact k=10 by faiss_ext GpuIndexFlat" in text
+    labels = ("faiss_ext GpuIndexFlat", "cuVS brute_force", "faiss_ext GpuIndexIVFFlat",
+              "cuVS ivf_flat", "faiss_ext GpuIndexBang", "cuVS CAGRA")
+    for label in labels:
+        assert f"| {label} | filtered |" in text, label            # built here, once
+        assert text.count(f"| {label} | filtered |") == 1
+    table = [x for x in text.splitlines() if x.startswith("| ") and
+             (" | random " in x or " | range " in x or " | none |" in x)]
+    # 6 systems, Bang and CAGRA at 2 parameters: 8 points x 7 filters
+    assert len([x for x in table if x.startswith("| faiss_ext") or x.startswith("| cuVS")]) == 56
+    for x in table:
+        if x.startswith(("| faiss_ext GpuIndexFlat |", "| cuVS brute_force |")):
+            assert x.split("|")[7].strip() == "1.000", x             # exact under the filter
+    assert "| nprobe 16 | range 10% | 400 (10%) |" in text
+    summary = [x for x in text.splitlines() if x.startswith("- random ") or
+               x.startswith("- range ")]
+    assert len(summary) == 6 and all("batch 100:" in x and "batch 1:" in x for x in summary)
+    # the exact systems reach any recall: each line has both sides and their ratio
+    assert all(x.count("= **") == 2 for x in summary)
+
+
+def test_filtered_reuses_the_other_families_indexes(monkeypatch, tmp_path, capsys):
+    """With the other families in the run, the filtered family builds nothing: it
+    searches the indexes they built (kept until it is done)."""
+    faiss = pytest.importorskip("faiss")
+    monkeypatch.setattr(systems, "load_backends", _shim_loader(faiss))
+    closed = []
+    monkeypatch.setattr(systems.System, "close", lambda self: closed.append(self.label))
+    cp.main(["compare_peers.py"] + FILTERED_ARGS + [
+        "--families", "flat,ivf,graph,filtered", "--flat-k", "10", "--ivf-k", "10",
+        "--nprobe", "4", "--bang-L", "32", "--cagra-itopk", "32",
+        "--filtered-fractions", "0.1", "--out", str(tmp_path)])
+    text = capsys.readouterr().out
+    assert "| filtered |" not in text                        # nothing built twice
+    assert closed == []                  # the graph family left its indexes to it
+    for label, param in (("faiss_ext GpuIndexFlat", "-"), ("cuVS brute_force", "-"),
+                         ("faiss_ext GpuIndexIVFFlat", "nprobe 16"),
+                         ("cuVS ivf_flat", "nprobe 16"), ("faiss_ext GpuIndexBang", "search_L 32"),
+                         ("cuVS CAGRA", "itopk 32")):
+        assert f"| {label} | {param} | random 10% | 400 (10%) |" in text, label
+    assert "## Exact search (Flat)" in text and "## Filtered search, k = 10" in text
+    assert "(vs cuVS brute_force, recall 1.000)" in text
+
+
+def test_filtered_budget(monkeypatch, tmp_path, capsys):
+    faiss = pytest.importorskip("faiss")
+    monkeypatch.setattr(systems, "load_backends", _shim_loader(faiss))
+    cp.main(["compare_peers.py"] + FILTERED_ARGS + ["--families", "filtered", "--budget-s",
+                                                    "0", "--out", str(tmp_path)])
+    text = capsys.readouterr().out
+    assert "time budget (0 s) reached before building faiss_ext GpuIndexFlat" in text
+    assert "## Filtered search" not in text
