@@ -21,9 +21,6 @@ namespace kernels {
 
 constexpr int kWarpSelectItems = 4;
 constexpr int kWarpSelectStep = 32 * kWarpSelectItems;
-/// Steps whose values one lane loads together before any is offered: a warp alone on a
-/// short segment (batch 1) waits one memory latency per load round, not per step.
-constexpr int kWarpSelectLoadSteps = 4;
 
 /// Candidate buffer of one warp: a power of two with room for the best list and a
 /// spare step.
@@ -132,27 +129,18 @@ struct WarpSelect {
     template <typename Loader>
     __device__ void run(int64_t n, const Loader& load) {
         const int lane = threadIdx.x & 31;
-        constexpr int kRound = kWarpSelectLoadSteps * kWarpSelectStep;
-        for (int64_t round = 0; round < n; round += kRound) {
-            float v[kWarpSelectLoadSteps][kWarpSelectItems];
+        for (int64_t base = 0; base < n; base += kWarpSelectStep) {
+            float v[kWarpSelectItems];
 #pragma unroll
-            for (int s = 0; s < kWarpSelectLoadSteps; ++s) {
-#pragma unroll
-                for (int j = 0; j < kWarpSelectItems; ++j) {
-                    const int64_t pos = round + s * kWarpSelectStep + j * 32 + lane;
-                    v[s][j] = pos < n ? load(pos) : CUDART_INF_F;
-                }
+            for (int j = 0; j < kWarpSelectItems; ++j) {
+                const int64_t pos = base + j * 32 + lane;
+                v[j] = pos < n ? load(pos) : CUDART_INF_F;
             }
-            // Offered step by step, as if loaded step by step: a step past n offers only
-            // +inf, which never passes, and its flush check repeats the previous one.
 #pragma unroll
-            for (int s = 0; s < kWarpSelectLoadSteps; ++s) {
-#pragma unroll
-                for (int j = 0; j < kWarpSelectItems; ++j) {
-                    add(v[s][j], int(round + s * kWarpSelectStep + j * 32 + lane));
-                }
-                maybeFlush();
+            for (int j = 0; j < kWarpSelectItems; ++j) {
+                add(v[j], int(base + j * 32 + lane));
             }
+            maybeFlush();
         }
         if (count > 0) {
             flush();
