@@ -143,8 +143,7 @@ void IdFilterCache::invalidate() {
 int64_t IdFilterCache::countAllowed(IdFilterBits& bits, int64_t nslots) const {
     if (bits.allowed < 0) {
         auto count = res_->alloc<int64_t>(1);
-        kernels::idFilterCount(
-                bits.words.data(), kernels::idFilterWords(nslots), count.data(), res_->stream());
+        kernels::idFilterCount(bits.words.data(), nslots, count.data(), res_->stream());
         copyToHost(&bits.allowed, count.data(), 1, res_->stream());
     }
     return bits.allowed;
