@@ -471,7 +471,7 @@ void GpuIndexIVFFlat::rangeSearchImpl_(
 
 size_t GpuIndexIVFFlat::removeIdsImpl_(const faiss::IDSelector& sel) {
     const std::vector<int64_t> ids =
-            copyToHostVector(lists_->slotIds().data(), size_t(lists_->slotCount()), res_.stream());
+            copyToHostVector(lists_->slotIds(), size_t(lists_->slotCount()), res_.stream());
     const std::vector<uint32_t> gone = evaluateIdSelector(sel, lists_->slotCount(), ids.data());
     const int64_t removed = lists_->removeSlots(gone);
     ntotal -= removed;

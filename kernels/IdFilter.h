@@ -42,8 +42,31 @@ void idFilterBuild(
 /// words[w] &= ~exclude[w] for w < nwords.
 void idFilterExclude(uint32_t* words, const uint32_t* exclude, int64_t nwords, cudaStream_t stream);
 
-/// *count (device) = number of set bits of words[0, nwords).
-void idFilterCount(const uint32_t* words, int64_t nwords, int64_t* count, cudaStream_t stream);
+/// *count (device) = number of set bits of the first nslots bits of words (bits of the
+/// last word at or beyond nslots are not counted).
+void idFilterCount(const uint32_t* words, int64_t nslots, int64_t* count, cudaStream_t stream);
+
+/// Largest nslots idFilterListSlots takes (CUB's select counts items in 32 bits before
+/// CCCL 3).
+constexpr int64_t kIdFilterListMaxSlots = (int64_t(1) << 31) - 1;
+
+/// Temporary device bytes idFilterListSlots needs for nslots slots (CUB's select
+/// storage; 0 for nslots = 0). Reads the current device's properties, launches nothing.
+size_t idFilterListSlotsTempBytes(int64_t nslots);
+
+/// Stream compaction of a bitmap (CUB's DeviceSelect::If over the slot numbers):
+/// out[0, c) = the slots s < nslots whose bit is set in words, ascending, and *count
+/// (device) = c, the idFilterCount of the same bits. out (device) must hold c entries;
+/// temp (device) holds tempBytes >= idFilterListSlotsTempBytes(nslots). nslots <=
+/// kIdFilterListMaxSlots. On `stream`, no host synchronisation.
+void idFilterListSlots(
+        const uint32_t* words,
+        int64_t nslots,
+        int64_t* out,
+        int64_t* count,
+        void* temp,
+        size_t tempBytes,
+        cudaStream_t stream);
 
 /// IVF: out[listBitBase[l] + p] = listIds[l][p] for p < listLen[l]; the padding slots
 /// up to the next list's base are -1. out has nslots entries (the last list's base

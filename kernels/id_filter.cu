@@ -1,5 +1,6 @@
 // The id-filter kernels (IdFilter.h): build a slot bitmap from a range or bitmap rule,
-// clear tombstones, count, gather IVF slot ids, map ids through a table.
+// clear tombstones, count, gather IVF slot ids, map ids through a table. The list of a
+// bitmap's slots (CUB's select) is in id_filter_list.cu.
 #include <algorithm>
 
 #include <faiss_ext/utils/CudaCheck.h>
@@ -58,11 +59,14 @@ __global__ void excludeKernel(uint32_t* words, const uint32_t* exclude, int64_t 
     }
 }
 
-__global__ void countKernel(const uint32_t* words, int64_t nwords, unsigned long long* count) {
+__global__ void countKernel(const uint32_t* words, int64_t nslots, unsigned long long* count) {
+    const int64_t nwords = (nslots + 31) / 32;
+    // The last word's bits below nslots (all of them when nslots is a multiple of 32).
+    const uint32_t lastMask = (nslots & 31) ? (1u << (nslots & 31)) - 1u : ~0u;
     unsigned long long c = 0;
     for (int64_t w = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; w < nwords;
          w += int64_t(gridDim.x) * blockDim.x) {
-        c += __popc(words[w]);
+        c += __popc(w == nwords - 1 ? words[w] & lastMask : words[w]);
     }
     for (int off = 16; off > 0; off >>= 1) {
         c += __shfl_down_sync(0xffffffffu, c, off);
@@ -131,14 +135,15 @@ void idFilterExclude(
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
-void idFilterCount(const uint32_t* words, int64_t nwords, int64_t* count, cudaStream_t stream) {
+void idFilterCount(const uint32_t* words, int64_t nslots, int64_t* count, cudaStream_t stream) {
     static_assert(sizeof(int64_t) == sizeof(unsigned long long), "64-bit counter");
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof(int64_t), stream));
+    const int64_t nwords = idFilterWords(nslots);
     if (nwords == 0) {
         return;
     }
     countKernel<<<std::min(blocksFor(nwords), 1024u), kThreads, 0, stream>>>(
-            words, nwords, reinterpret_cast<unsigned long long*>(count));
+            words, nslots, reinterpret_cast<unsigned long long*>(count));
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 

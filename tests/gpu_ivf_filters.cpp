@@ -1,9 +1,11 @@
 // GpuIndexIVFFlat's filtered search, range_search and remove_ids against
 // faiss::IndexIVFFlat (same centroids, same lists, ids that are not row numbers).
+#include <string>
 #include <vector>
 
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexIVFFlat.h>
+#include <faiss/impl/IDSelector.h>
 
 #include <faiss_ext/GpuIndexIVFFlat.h>
 #include <faiss_ext/index_io.h>
@@ -75,6 +77,87 @@ TEST(GpuIvfFilters, EverySelectorMatchesCpu) {
             }
         }
     }
+}
+
+TEST(GpuIvfFilters, FilteredSearchFollowsEveryChangeOfTheLists) {
+    // The index keeps the id of every slot on the device for its filtered searches
+    // (IvfLists::slotIds): each change of the lists must show in the next filtered
+    // search, under the selectors built on the device from that table (Range, Bitmap)
+    // and under one evaluated on the host (Batch).
+    FAISS_EXT_REQUIRE_GPU();
+    const uint64_t seed = testSeed();
+    SCOPED_TRACE(seed);
+    GpuResources res;
+    const IvfData v = ivfData(seed);
+    const int64_t half = v.nb / 2;
+    auto cpu = cpuIvf(v.d, v.nlist, faiss::METRIC_L2, v.xb.data());
+    cpu->add_with_ids(half, v.xb.data(), v.ids.data());
+    GpuIndexIVFFlat gpu(res, cpu.get());
+    const std::vector<NamedSelector> sels = selectorsOver(v.ids, seed);
+    const int k = 20;
+    faiss::SearchParametersIVF params;
+    params.nprobe = size_t(v.nlist); // every list: the answer does not depend on the lists
+    const std::vector<bool> noTies(size_t(v.nq), false);
+    auto check = [&](const faiss::Index& index, const char* step) {
+        SCOPED_TRACE(step);
+        ASSERT_EQ(index.ntotal, cpu->ntotal);
+        for (const NamedSelector& s : sels) {
+            if (s.name != "range" && s.name != "bitmap" && s.name != "batch") {
+                continue;
+            }
+            SCOPED_TRACE(s.name);
+            params.sel = s.sel.get();
+            std::vector<float> rD(size_t(v.nq) * k), D(rD.size(), -7.f);
+            std::vector<int64_t> rI(rD.size()), I(rD.size(), -7);
+            cpu->search(v.nq, v.xq.data(), k, rD.data(), rI.data(), &params);
+            infForMissing(rD, rI, faiss::METRIC_L2);
+            index.search(v.nq, v.xq.data(), k, D.data(), I.data(), &params);
+            EXPECT_EQ(compareKnnRows(rD, rI, D, I, v.nq, k, noTies, 1e-4f, 1e-4f), 0);
+            for (int64_t id : I) {
+                ASSERT_TRUE(id == -1 || s.sel->is_member(id)) << id;
+            }
+        }
+    };
+    check(gpu, "copyFrom");
+    cpu->add_with_ids(v.nb - half, v.xb.data() + half * v.d, v.ids.data() + half);
+    gpu.add_with_ids(v.nb - half, v.xb.data() + half * v.d, v.ids.data() + half);
+    check(gpu, "add_with_ids");
+
+    // Removes vectors half / 2 .. half + half / 2 - 1 (ids ascend with the rows): some of
+    // each half, inside and outside the selectors' ranges.
+    const int64_t b0 = half / 2, nBack = half;
+    const faiss::IDSelectorRange gone(v.ids[size_t(b0)], v.ids[size_t(b0 + nBack)]);
+    ASSERT_EQ(cpu->remove_ids(gone), size_t(nBack));
+    EXPECT_EQ(gpu.remove_ids(gone), size_t(nBack));
+    check(gpu, "remove_ids");
+
+    // The removed vectors back under their ids, into the lists the CPU quantizer picks
+    // (addPreassigned: what read_index uses).
+    std::vector<int64_t> listNos(static_cast<size_t>(nBack));
+    {
+        std::vector<float> unused(listNos.size());
+        cpu->quantizer->search(nBack, v.xb.data() + b0 * v.d, 1, unused.data(), listNos.data());
+    }
+    cpu->add_core(nBack, v.xb.data() + b0 * v.d, v.ids.data() + b0, listNos.data());
+    gpu.addPreassigned(nBack, v.xb.data() + b0 * v.d, listNos.data(), v.ids.data() + b0);
+    check(gpu, "addPreassigned");
+
+    const std::vector<uint8_t> bytes = serialize_index(&gpu);
+    auto loaded = deserialize_index(bytes.data(), bytes.size(), res);
+    check(*loaded, "save / load");
+
+    cpu->reset();
+    gpu.reset();
+    check(gpu, "reset");
+    cpu->add_with_ids(half, v.xb.data() + half * v.d, v.ids.data() + half);
+    gpu.add_with_ids(half, v.xb.data() + half * v.d, v.ids.data() + half);
+    check(gpu, "reset, add_with_ids");
+
+    auto other = cpuIvf(v.d, v.nlist, faiss::METRIC_L2, v.xb.data());
+    other->add_with_ids(half, v.xb.data(), v.ids.data());
+    gpu.copyFrom(other.get());
+    cpu = std::move(other);
+    check(gpu, "copyFrom another index");
 }
 
 TEST(GpuIvfFilters, RangeSearchMatchesCpu) {

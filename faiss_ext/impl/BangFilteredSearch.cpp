@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/FlatSearch.h>
@@ -68,24 +67,36 @@ void bangExactAllowed(
         int64_t allowed,
         float* outD,
         int64_t* outI) {
+    FAISS_THROW_IF_NOT_FMT(
+            allowed >= 1 && allowed <= g.size(), "bangExactAllowed: allowed=%lld of %lld nodes",
+            (long long)allowed, (long long)g.size());
     cudaStream_t stream = res.stream();
     const int d = g.dim();
-    const std::vector<uint32_t> words =
-            copyToHostVector(allowDevice, size_t(kernels::idFilterWords(g.size())), stream);
-    std::vector<int64_t> nodes;
-    nodes.reserve(size_t(allowed));
-    for (int64_t v = 0; v < g.size(); ++v) {
-        if ((words[size_t(v >> 5)] >> (v & 31)) & 1u) {
-            nodes.push_back(v);
-        }
+    const int64_t m = allowed;
+    // The allowed node ids, ascending, listed on the device (a stream compaction of the
+    // bitmap). First one read-back (8 bytes): the bitmap's set bits among the nodes,
+    // checked against `allowed`, so that the list can neither run past its m entries nor
+    // stop short of them (the gathers below read m ids).
+    auto count = res.alloc<int64_t>(1);
+    kernels::idFilterCount(allowDevice, g.size(), count.data(), stream);
+    int64_t set = 0;
+    copyToHost(&set, count.data(), 1, stream);
+    FAISS_THROW_IF_NOT_FMT(
+            set == allowed, "bangExactAllowed: allowed=%lld, but the bitmap has %lld bits set",
+            (long long)allowed, (long long)set);
+    auto nodes = res.alloc<int64_t>(size_t(m));
+    {
+        const size_t tempBytes = kernels::idFilterListSlotsTempBytes(g.size());
+        auto temp = res.alloc<uint8_t>(tempBytes);
+        kernels::idFilterListSlots(
+                allowDevice, g.size(), nodes.data(), count.data(), temp.data(), tempBytes, stream);
     }
-    const int64_t m = int64_t(nodes.size());
-    // Half the budget for the gathered chunk (vectors, norms, ids); flatSearch plans its
-    // own temporaries.
-    const size_t perVector = size_t(d) * sizeof(float) + sizeof(float) + sizeof(int64_t);
+    // Half the budget for the gathered chunk (vectors, norms); flatSearch plans its own
+    // temporaries. The list (8 bytes an allowed node) comes on top: the graph's own
+    // arrays (4 R + 4 d bytes a node) dwarf it.
+    const size_t perVector = size_t(d) * sizeof(float) + sizeof(float);
     const int64_t chunk = std::max<int64_t>(
             1, std::min<int64_t>(m, int64_t(res.tempMemoryBytes() / 2 / perVector)));
-    auto ids = res.alloc<int64_t>(size_t(chunk));
     auto x = res.alloc<float>(size_t(chunk) * d);
     auto norms = res.alloc<float>(size_t(chunk));
     const bool merging = m > chunk;
@@ -95,8 +106,8 @@ void bangExactAllowed(
     auto candI = res.alloc<int64_t>(merging ? size_t(nq) * 2 * k : 0);
     for (int64_t c0 = 0; c0 < m; c0 += chunk) {
         const int64_t n = std::min(chunk, m - c0);
-        copyToDevice(ids.data(), nodes.data() + c0, size_t(n), stream);
-        kernels::gatherRows(g.vectors().vectors(), ids.data(), n, d, x.data(), stream);
+        const int64_t* ids = nodes.data() + c0;
+        kernels::gatherRows(g.vectors().vectors(), ids, n, d, x.data(), stream);
         kernels::rowSquaredNorms(x.data(), n, d, norms.data(), stream);
         FlatSearchInput in;
         in.queries = queries;
@@ -110,7 +121,7 @@ void bangExactAllowed(
         float* dOut = first ? outD : partD.data();
         int64_t* iOut = first ? outI : partI.data();
         flatSearch(res, in, k, dOut, iOut);
-        kernels::mapIds(iOut, nq * k, ids.data(), stream);
+        kernels::mapIds(iOut, nq * k, ids, stream);
         if (first) {
             continue;
         }

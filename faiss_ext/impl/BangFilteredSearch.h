@@ -25,8 +25,8 @@ struct BangFilterPlan {
 /// `allowed` distances per query, computed as a GEMM about kBangExactSpeedup times
 /// cheaper per distance than the walk's gathered ones. The exact search also wins
 /// whenever the widened worklist is expected to hold fewer than k allowed nodes (f x
-/// walkL < k): then the walk cannot return k good results. The constants are first
-/// estimates, not yet measured on a GPU (the filtered-search benchmark of issue 19).
+/// walkL < k): then the walk cannot return k good results. kBangExactSpeedup is
+/// measured (below); the walk's 1.5 walkL x R is the first estimate still.
 BangFilterPlan planBangFilteredSearch(
         int64_t allowed,
         int64_t nodes,
@@ -51,12 +51,19 @@ BangFilterPlan planBangFilteredSearchOnDevice(
         size_t maxSmemPerBlock);
 
 /// Per-distance cost ratio of the walk's gathered reads to the exact search's GEMM.
-constexpr double kBangExactSpeedup = 8.0;
+/// Measured on an H100 (SIFT 1M x 128, k = 10, R = 64, bench_filtered --sift,
+/// 2026-11-23): at batch 10000 the ratio is 8.5 with random allowed ids and 9.5 with
+/// ranges (walk: 6.86 ms at walkL 57 to 41.6 ms at walkL 320 per 10000 queries; exact:
+/// 12.8-14.3 ms at 10% allowed, 2.5-2.6 ms at 1%, 60-66 ms at 50%).
+constexpr double kBangExactSpeedup = 9.0;
 
 /// Exact k-NN (squared L2) of nq device queries over the nodes whose bit is set in
-/// allowDevice (device words over g.size() nodes, `allowed` bits set): the allowed vectors
-/// are gathered in chunks that fit the temporary budget, searched, and merged. Results
-/// as BangGraph::search.
+/// allowDevice (device words over g.size() nodes; `allowed` of those bits set, in [1,
+/// g.size()]): the allowed node ids are listed on the device (a stream compaction of the
+/// bitmap, ascending), their vectors gathered in chunks that fit the temporary budget,
+/// searched, and merged. Results as BangGraph::search. One read-back (8 bytes, a wait
+/// for the stream): the bitmap's count, which must equal `allowed` (else it throws,
+/// before anything is written).
 void bangExactAllowed(
         const GpuResources& res,
         const BangGraph& g,

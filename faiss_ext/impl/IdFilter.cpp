@@ -9,6 +9,7 @@
 #include <faiss/impl/FaissAssert.h>
 #include <faiss/impl/IDSelector.h>
 
+#include <faiss_ext/impl/PinnedStaging.h>
 #include <kernels/IdFilter.h>
 
 namespace faiss_ext {
@@ -142,8 +143,7 @@ void IdFilterCache::invalidate() {
 int64_t IdFilterCache::countAllowed(IdFilterBits& bits, int64_t nslots) const {
     if (bits.allowed < 0) {
         auto count = res_->alloc<int64_t>(1);
-        kernels::idFilterCount(
-                bits.words.data(), kernels::idFilterWords(nslots), count.data(), res_->stream());
+        kernels::idFilterCount(bits.words.data(), nslots, count.data(), res_->stream());
         copyToHost(&bits.allowed, count.data(), 1, res_->stream());
     }
     return bits.allowed;
@@ -163,16 +163,7 @@ std::shared_ptr<IdFilterBits> IdFilterCache::resolve(
     const int64_t nwords = kernels::idFilterWords(slots.nslots);
     auto out = std::make_shared<IdFilterBits>();
     out->words = res_->alloc<uint32_t>(size_t(std::max<int64_t>(nwords, 1)));
-    DeviceBuffer<int64_t> ids;
-    auto deviceIds = [&]() -> const int64_t* {
-        if (!slots.ids) {
-            return nullptr;
-        }
-        if (ids.size() == 0) {
-            ids = slots.ids();
-        }
-        return ids.data();
-    };
+    auto deviceIds = [&]() -> const int64_t* { return slots.ids ? slots.ids() : nullptr; };
     if (sel == nullptr) {
         // Tombstones only: every slot that holds a vector, but the excluded ones.
         kernels::IdFilterRule all;
@@ -187,7 +178,10 @@ std::shared_ptr<IdFilterBits> IdFilterCache::resolve(
         if (rule.kind == kernels::IdFilterRule::kBitmap && rule.bitmapBytes > 0) {
             auto m = static_cast<const faiss::IDSelectorBitmap*>(sel);
             bitmap = res_->alloc<uint8_t>(size_t(rule.bitmapBytes));
-            copyToDevice(bitmap.data(), m->bitmap, size_t(rule.bitmapBytes), stream);
+            // Through the pinned slots: returns once the caller's bytes are read, without
+            // waiting for the stream (the build below is ordered after the copy).
+            res_->pinnedStaging().toDevice(
+                    bitmap.data(), m->bitmap, size_t(rule.bitmapBytes), stream);
             rule.bitmap = bitmap.data();
         }
         kernels::idFilterBuild(deviceIds(), slots.nslots, rule, exclude, out->words.data(), stream);

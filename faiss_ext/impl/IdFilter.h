@@ -23,9 +23,9 @@ namespace faiss_ext {
 /// The ids of an index's stored vectors, by slot.
 struct IdSlots {
     int64_t nslots = 0; ///< bits of the bitmap
-    /// The nslots ids in device memory (-1: no vector), asked for only when a bitmap is
-    /// built; empty: the id of a slot is the slot.
-    std::function<DeviceBuffer<int64_t>()> ids;
+    /// The nslots ids in device memory (-1: no vector), valid until the index changes;
+    /// asked for only when a bitmap is built. Empty: the id of a slot is the slot.
+    std::function<const int64_t*()> ids;
 };
 
 /// A resolved filter: idFilterWords(nslots) device words, and how many bits are set.

@@ -38,14 +38,18 @@ void IvfLists::lengthsChanged_() {
     copyToDevice(slotBaseDev_.data(), slotBase_.data(), slotBase_.size(), res_->stream());
     lenDesc_ = len_;
     std::sort(lenDesc_.begin(), lenDesc_.end(), std::greater<int64_t>());
+    slotIds_ = DeviceBuffer<int64_t>();
 }
 
-DeviceBuffer<int64_t> IvfLists::slotIds() const {
-    auto out = res_->alloc<int64_t>(size_t(std::max<int64_t>(nslots_, 1)));
-    kernels::ivfGatherSlotIds(
-            idPtrs_.data(), lenDev_.data(), slotBaseDev_.data(), nlist_, nslots_, out.data(),
-            res_->stream());
-    return out;
+const int64_t* IvfLists::slotIds() const {
+    if (slotIds_.size() == 0) {
+        auto table = res_->alloc<int64_t>(size_t(std::max<int64_t>(nslots_, 1)));
+        kernels::ivfGatherSlotIds(
+                idPtrs_.data(), lenDev_.data(), slotBaseDev_.data(), nlist_, nslots_, table.data(),
+                res_->stream());
+        slotIds_ = std::move(table);
+    }
+    return slotIds_.data();
 }
 
 int64_t IvfLists::removeSlots(const std::vector<uint32_t>& removeSlots) {
@@ -277,7 +281,7 @@ std::vector<int> IvfLists::gatherByIds(int64_t i0, int64_t ni, float* out) const
 }
 
 size_t IvfLists::deviceBytes() const {
-    size_t b = dataPtrs_.bytes() + idPtrs_.bytes() + lenDev_.bytes();
+    size_t b = dataPtrs_.bytes() + idPtrs_.bytes() + lenDev_.bytes() + slotIds_.bytes();
     for (int64_t l = 0; l < nlist_; ++l) {
         b += data_[l].bytes() + ids_[l].bytes();
     }

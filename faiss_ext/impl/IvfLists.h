@@ -71,8 +71,12 @@ class IvfLists {
     const int64_t* deviceSlotBase() const {
         return slotBaseDev_.data();
     }
-    /// The id of every slot (-1 for the padding after each list), in device memory.
-    DeviceBuffer<int64_t> slotIds() const;
+    /// The id of every slot (-1 for the padding after each list), in device memory
+    /// (slotCount() entries): the table is gathered on first use and kept until the
+    /// lists change (append, removeSlots, clear drop it), so a filtered search reads it
+    /// without gathering 8 bytes a vector every call. Valid until the next change; not
+    /// for concurrent use (as the index's GpuResources).
+    const int64_t* slotIds() const;
 
     /// Removes the vectors whose slot bit is set in `removeSlots` (slotCount() bits);
     /// the others keep their ids and order. Returns how many were removed. Builds the
@@ -94,7 +98,8 @@ class IvfLists {
    private:
     void uploadPointers_();
     /// Recomputes what derives from the lengths: the slot bases (host and device) and
-    /// the descending lengths.
+    /// the descending lengths; drops the slot-id table. Every change of the lists' contents
+    /// ends here.
     void lengthsChanged_();
 
     const GpuResources* res_;
@@ -113,6 +118,8 @@ class IvfLists {
     std::vector<int64_t> slotBase_;
     DeviceBuffer<int64_t> slotBaseDev_;
     int64_t nslots_ = 0;
+    /// slotIds()'s table (at least one entry once built); empty until asked for.
+    mutable DeviceBuffer<int64_t> slotIds_;
 };
 
 } // namespace faiss_ext

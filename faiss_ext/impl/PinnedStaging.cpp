@@ -72,7 +72,9 @@ void PinnedStaging::toDevice(void* dst, const void* src, size_t bytes, cudaStrea
         FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
         return;
     }
-    int slot = 0;
+    // Starts on the slot the last toDevice left alone: a small copy right after another
+    // (a selector's bitmap after the queries) does not wait for the other's DMA.
+    int& slot = nextDeviceSlot_;
     for (size_t off = 0; off < bytes; off += kSlotBytes, slot ^= 1) {
         const size_t len = std::min(kSlotBytes, bytes - off);
         // The DMA that last read this slot has finished.

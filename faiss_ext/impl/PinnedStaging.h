@@ -49,6 +49,8 @@ class PinnedStaging {
 
     void* slots_[2] = {nullptr, nullptr};
     cudaEvent_t done_[2] = {nullptr, nullptr};
+    /// The slot the next toDevice fills first (they alternate across calls too).
+    int nextDeviceSlot_ = 0;
     bool tried_ = false;
 };
 
