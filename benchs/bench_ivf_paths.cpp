@@ -3,8 +3,10 @@
 // sharing that IvfScanPath::kAuto reads (mean queries per non-empty list) and the
 // sharing the list tiles see (mean, over the probes, of how many queries probe the same
 // list), and kAuto's choice. It is the data for the cut-off (kListMajorMinSharing in
-// impl/IvfSearch.cpp): on uneven lists (real SIFT) the two sharings differ.
-// Usage: bench_ivf_paths [--sift DIR] [nlist]
+// impl/IvfSearch.cpp): on uneven lists (real SIFT) the two sharings differ. A second
+// table forces the two merge paths (IvfMergePath) at small batches, k 10 and 100: the
+// data for kAuto's merge choice.
+// Usage: bench_ivf_paths [--sift DIR] [--merge-only] [nlist]
 //   --sift DIR: base.bvecs (or .fvecs) and query.bvecs (or .fvecs) of DIR
 //   (benchs/datasets/README.md); default: bench_ivf's 1M x 128 blobs. nlist: 4096.
 #include <sys/stat.h>
@@ -113,12 +115,70 @@ void sharing(
 
 } // namespace
 
+/// Device ms of both merge paths forced (per-query scan, so only the merge differs),
+/// batch 1..128, k 10 and 100; "-" where the fast path's shared memory does not fit.
+void mergeTable(
+        GpuResources& res,
+        const faiss::IndexIVFFlat& cpu,
+        const Data& data,
+        const float* qDev) {
+    GpuIndexIVFFlatConfig fastCfg, heapCfg;
+    fastCfg.scanPath = heapCfg.scanPath = IvfScanPath::kPerQuery;
+    fastCfg.mergePath = IvfMergePath::kFast;
+    heapCfg.mergePath = IvfMergePath::kHeap;
+    GpuIndexIVFFlat fast(res, &cpu, fastCfg);
+    GpuIndexIVFFlat heap(res, &cpu, heapCfg);
+    GpuIndexIVFFlat automatic(res, &cpu);
+    const int64_t nq = std::min<int64_t>(data.nq, 10000);
+    auto dD = res.alloc<float>(size_t(128) * 100);
+    auto dI = res.alloc<int64_t>(size_t(128) * 100);
+    std::printf(
+            "\nMerge paths forced (per-query scan): device ms, CUDA events, median of 50 "
+            "after a warm-up; fast / heap < 1: the fast merge is faster\n\n");
+    std::printf(
+            "| k | batch | nprobe | candidates per query | fast ms | heap ms | fast / heap | "
+            "kAuto picks |\n");
+    std::printf("|---|---|---|---|---|---|---|---|\n");
+    for (int k : {10, 100}) {
+        for (int64_t batch : {int64_t(1), int64_t(16), int64_t(128)}) {
+            for (int64_t nprobe : {1, 4, 16, 32, 64, 128}) {
+                faiss::SearchParametersIVF params;
+                params.nprobe = size_t(nprobe);
+                auto timed = [&](const GpuIndexIVFFlat& index) {
+                    int rep = 0;
+                    return bench::median(bench::timeDevice(res, 1, 50, [&] {
+                        const int64_t q0 = (rep++ * batch) % std::max<int64_t>(nq - batch + 1, 1);
+                        index.searchDevice(
+                                batch, qDev + q0 * data.d, k, dD.data(), dI.data(), &params);
+                    }));
+                };
+                const IvfSearchPlan plan = automatic.plan(batch, k, int(nprobe));
+                const double h = timed(heap);
+                char fastText[32] = "-", ratioText[32] = "-";
+                if (plan.fastMergeSmemBytes <= res.maxSharedMemoryPerBlock()) {
+                    const double f = timed(fast);
+                    std::snprintf(fastText, sizeof(fastText), "%.3f", f);
+                    std::snprintf(ratioText, sizeof(ratioText), "%.2f", f / h);
+                }
+                std::printf(
+                        "| %d | %lld | %lld | %lld | %s | %.3f | %s | %s |\n", k, (long long)batch,
+                        (long long)nprobe, (long long)plan.candidatesPerQuery, fastText, h,
+                        ratioText, plan.fastMerge ? "fast" : "heap");
+                std::fflush(stdout);
+            }
+        }
+    }
+}
+
 int main(int argc, char** argv) {
     const char* siftDir = nullptr;
+    bool mergeOnly = false;
     int64_t nlist = 4096;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--sift") == 0 && i + 1 < argc) {
             siftDir = argv[++i];
+        } else if (std::strcmp(argv[i], "--merge-only") == 0) {
+            mergeOnly = true;
         } else {
             nlist = std::atoll(argv[i]);
         }
@@ -143,6 +203,13 @@ int main(int argc, char** argv) {
         trained.add(data.nb, data.xb.data());
         trained.copyTo(&cpu);
     }
+    const int64_t nq = std::min<int64_t>(data.nq, 10000);
+    auto qDev = res.alloc<float>(size_t(nq) * data.d);
+    copyToDevice(qDev.data(), data.xq.data(), size_t(nq) * data.d, res.stream());
+    if (mergeOnly) {
+        mergeTable(res, cpu, data, qDev.data());
+        return 0;
+    }
     GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;
     perQueryCfg.scanPath = IvfScanPath::kPerQuery;
     listMajorCfg.scanPath = IvfScanPath::kListMajor;
@@ -158,13 +225,10 @@ int main(int argc, char** argv) {
     const int64_t nprobes[] = {1, 4, 16, 32, 64, 128};
     const int64_t batches[] = {16, 128, 1024, 10000};
     const int64_t maxNprobe = nprobes[std::size(nprobes) - 1];
-    const int64_t nq = std::min<int64_t>(data.nq, 10000);
     std::vector<float> coarseD(size_t(nq * maxNprobe));
     std::vector<int64_t> probes(size_t(nq * maxNprobe));
     quantizer.search(nq, data.xq.data(), maxNprobe, coarseD.data(), probes.data());
 
-    auto qDev = res.alloc<float>(size_t(nq) * data.d);
-    copyToDevice(qDev.data(), data.xq.data(), size_t(nq) * data.d, res.stream());
     auto dD = res.alloc<float>(size_t(nq) * k);
     auto dI = res.alloc<int64_t>(size_t(nq) * k);
     std::printf(
@@ -202,5 +266,6 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
         }
     }
+    mergeTable(res, cpu, data, qDev.data());
     return 0;
 }

@@ -59,20 +59,22 @@ void expectValid(const IvfPlanInput& in, const IvfSearchPlan& p) {
 
 } // namespace
 
-TEST(IvfPlan, FastPathChosenExactlyWhenItsSharedMemoryFits) {
+TEST(IvfPlan, FastPathChosenForFewCandidatesThatFit) {
     std::vector<int64_t> lengths(1024, 1000);
     // k=10, nprobe=64: 640 candidates -> 1024 x 8 bytes, fits.
     IvfSearchPlan p = planIvfSearch(input(lengths, 10000, 64, 10));
     EXPECT_TRUE(p.fastMerge);
     EXPECT_EQ(p.fastMergeSmemBytes, size_t(1024) * 8);
-    // k=100, nprobe=64 (the seed's merge failure): 6400 -> 8192 x 8 = 64 KiB, above
-    // the 48 KiB default and below the device's opt-in limit: still fast.
+    // k=100, nprobe=64: 6400 -> 8192 x 8 = 64 KiB fits the device's opt-in limit, but
+    // the heap merge is faster for that many candidates.
     p = planIvfSearch(input(lengths, 10000, 64, 100));
-    EXPECT_TRUE(p.fastMerge);
+    EXPECT_FALSE(p.fastMerge);
     EXPECT_EQ(p.fastMergeSmemBytes, size_t(8192) * 8);
-    // The same search on a device with only 48 KiB per block goes to the heap path.
-    IvfPlanInput small = input(lengths, 10000, 64, 100);
-    small.maxSmemPerBlock = 48 * 1024;
+    // k=100, nprobe=10: 1000 candidates, fast; on a device whose shared memory per block
+    // cannot hold them, heap.
+    EXPECT_TRUE(planIvfSearch(input(lengths, 10000, 10, 100)).fastMerge);
+    IvfPlanInput small = input(lengths, 10000, 10, 100);
+    small.maxSmemPerBlock = 4 * 1024;
     EXPECT_FALSE(planIvfSearch(small).fastMerge);
     // k=2048, nprobe=2048 cannot fit any device.
     std::vector<int64_t> many(4096, 100);
@@ -114,7 +116,10 @@ TEST(IvfPlan, EveryKAndNprobeFitsTheDefaultBudget) {
                 IvfPlanInput in = input(lengths, nq, nprobe, k);
                 IvfSearchPlan p = planIvfSearch(in);
                 expectValid(in, p);
-                EXPECT_EQ(p.fastMerge, p.fastMergeSmemBytes <= kH100Smem);
+                EXPECT_EQ(
+                        p.fastMerge,
+                        p.fastMergeSmemBytes <= kH100Smem &&
+                                p.candidatesPerQuery <= kFastMergeMaxCandidates);
             }
         }
     }

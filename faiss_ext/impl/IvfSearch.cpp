@@ -141,7 +141,7 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     const bool fits = p.fastMergeSmemBytes <= in.maxSmemPerBlock;
     switch (in.mergePath) {
         case IvfMergePath::kAuto:
-            p.fastMerge = fits;
+            p.fastMerge = fits && p.candidatesPerQuery <= kFastMergeMaxCandidates;
             break;
         case IvfMergePath::kFast:
             FAISS_THROW_IF_NOT_FMT(
