@@ -115,6 +115,29 @@ void sharing(
 
 } // namespace
 
+/// Median device ms of `reps` searches (after a warm-up) of `batch` queries at nprobe,
+/// each from the next window of the nq device queries.
+double timeSearches(
+        GpuResources& res,
+        const GpuIndexIVFFlat& index,
+        const float* qDev,
+        int64_t nq,
+        int d,
+        int64_t batch,
+        int k,
+        int64_t nprobe,
+        int reps,
+        float* dD,
+        int64_t* dI) {
+    faiss::SearchParametersIVF params;
+    params.nprobe = size_t(nprobe);
+    int rep = 0;
+    return bench::median(bench::timeDevice(res, 1, reps, [&] {
+        const int64_t q0 = (rep++ * batch) % std::max<int64_t>(nq - batch + 1, 1);
+        index.searchDevice(batch, qDev + q0 * d, k, dD, dI, &params);
+    }));
+}
+
 /// Device ms of both merge paths forced (per-query scan, so only the merge differs),
 /// batch 1..128, k 10 and 100; "-" where the fast path's shared memory does not fit.
 void mergeTable(
@@ -142,15 +165,10 @@ void mergeTable(
     for (int k : {10, 100}) {
         for (int64_t batch : {int64_t(1), int64_t(16), int64_t(128)}) {
             for (int64_t nprobe : {1, 4, 16, 32, 64, 128}) {
-                faiss::SearchParametersIVF params;
-                params.nprobe = size_t(nprobe);
                 auto timed = [&](const GpuIndexIVFFlat& index) {
-                    int rep = 0;
-                    return bench::median(bench::timeDevice(res, 1, 50, [&] {
-                        const int64_t q0 = (rep++ * batch) % std::max<int64_t>(nq - batch + 1, 1);
-                        index.searchDevice(
-                                batch, qDev + q0 * data.d, k, dD.data(), dI.data(), &params);
-                    }));
+                    return timeSearches(
+                            res, index, qDev, nq, data.d, batch, k, nprobe, 50, dD.data(),
+                            dI.data());
                 };
                 const IvfSearchPlan plan = automatic.plan(batch, k, int(nprobe));
                 const double h = timed(heap);
@@ -245,16 +263,11 @@ int main(int argc, char** argv) {
         for (int64_t nprobe : nprobes) {
             double autoSharing = 0, tileSharing = 0;
             sharing(probes, maxNprobe, batch, nprobe, lengths, autoSharing, tileSharing);
-            faiss::SearchParametersIVF params;
-            params.nprobe = size_t(nprobe);
             const int reps = batch >= 10000 ? 5 : 20;
             auto timed = [&](const GpuIndexIVFFlat& index) {
-                int rep = 0;
-                return bench::median(bench::timeDevice(res, 1, reps, [&] {
-                    const int64_t q0 = (rep++ * batch) % std::max<int64_t>(nq - batch + 1, 1);
-                    index.searchDevice(
-                            batch, qDev.data() + q0 * data.d, k, dD.data(), dI.data(), &params);
-                }));
+                return timeSearches(
+                        res, index, qDev.data(), nq, data.d, batch, k, nprobe, reps, dD.data(),
+                        dI.data());
             };
             const double pq = timed(perQuery);
             const double lm = timed(listMajor);
