@@ -23,7 +23,8 @@ void ivfChunkOffsets(
 
 /// One list scan: every (query, chunk) pair selects the k best of the chunk's vectors,
 /// a thread block per pair, or a warp per pair when distances are precomputed and
-/// nextPow2(k) <= kMaxWarpSelectK.
+/// nextPow2(k) <= kMaxWarpSelectK (its selection in registers up to
+/// kMaxWarpRegisterSelectK, in shared memory above).
 struct IvfScanArgs {
     const float* queries = nullptr; ///< nq x d, row-major
     int64_t nq = 0;

@@ -17,11 +17,18 @@ constexpr int kMaxSelectK = 2048;
 /// Largest k the per-warp selection serves (larger k use the per-block one).
 constexpr int kMaxWarpSelectK = 256;
 
-/// Largest k for which selectRowsMin uses a warp per (row, segment). Above it the
-/// threshold of a short segment tightens too slowly (at k = 100 on 1024 columns the
-/// buffer refills and is re-sorted about eight times; measured 3-4x slower than the
-/// block path at batch 1 on H100, benchs/NOTES.md).
+/// Largest nextPow2(k) the register-resident warp selection holds (WarpSelect.cuh: one
+/// key of the best list a lane); above it, up to kMaxWarpSelectK, the warp keeps its list
+/// in shared memory (WarpSelectSmem.cuh).
+constexpr int kMaxWarpRegisterSelectK = 32;
+
+/// Largest k for which selectRowsMin uses a warp per (row, segment), with the register
+/// selection. Above it the shared-memory warp selection's threshold tightened too
+/// slowly on short segments (at k = 100 on 1024 columns the buffer refilled and was
+/// re-sorted about eight times; measured 3-4x slower than the block path at batch 1 on
+/// H100, benchs/NOTES.md).
 constexpr int kMaxWarpRowSelectK = 32;
+static_assert(kMaxWarpRowSelectK <= kMaxWarpRegisterSelectK, "the warp rows use registers");
 
 /// Shared memory one streaming-select block needs for k.
 size_t blockSelectSmemBytes(int k);

@@ -1,16 +1,32 @@
-// Streaming warp top-k: one warp selects the k smallest of a stream of (value,
-// position) pairs, k <= kMaxWarpSelectK, with no block barrier.
+// Streaming warp top-k in registers: one warp selects the k smallest of a stream of
+// (value, position) pairs, for nextPow2(k) = kKp <= kMaxWarpRegisterSelectK (32), with
+// no shared memory and no barrier (larger k: WarpSelectSmem.cuh). Studied from FAISS's
+// WarpSelect (per-lane queues, warp-wide sorted list, shuffle merge networks).
 //
-// Same scheme as BlockSelect.cuh, at warp scope: the best kp = nextPow2(k) keys sit
-// sorted in shared memory, candidates that beat the k-th best (the threshold) are
-// appended to a buffer by ballot (the count is a warp-uniform register, no atomics),
-// and a full buffer is bitonic-sorted and merged in with __syncwarp between stages.
-// The first flush comes as soon as k candidates have gathered, so the threshold is
-// finite after the first step instead of after a whole buffer: the fixed cost of a
-// warp is one sort of one step's candidates, which lets a warp own short segments.
+// Every key is selectKey(value, position) (BlockSelect.cuh): a total order, value first,
+// then position as unsigned. The warp keeps, in registers:
+//  - the best list: the kKp smallest keys merged so far, ascending; lane i holds entry
+//    i % kKp, so every aligned group of kKp lanes holds the whole list (the merge network
+//    below is then the same code in every lane, and lane i < k holds result i);
+//  - the threshold: entry k - 1 of the best list, the same in every lane (the empty key
+//    while fewer than k values have been merged);
+//  - a queue of kQueue keys a lane: its values whose key was below the threshold, not
+//    yet merged.
+// A value costs one key and one compare against the threshold. When some lane's queue
+// is full (a warp vote after each value offered), the warp merges: the queues' slots
+// are packed into rows of 32 keys (ballots; a slot's keys move into the row's empty
+// lanes while they fit), and each row is bitonic-sorted within groups of kKp lanes by
+// xor shuffles, the groups folded pairwise (the minimum of a sorted group and its
+// partner group reversed is a bitonic sequence holding the kKp smallest of both; a
+// bitonic merge sorts it) until every group holds the kKp smallest of the row, which is
+// folded into the best list the same way. Every network has compile-time sizes: a row
+// costs kKp = 16 21 compare-exchange stages, kKp = 1 six (a warp minimum).
+// The result is the k smallest keys of the stream whatever the order of the merges: a
+// key is dropped only when k smaller keys are already in the list.
 #pragma once
 
 #include <math_constants.h>
+#include <cassert>
 #include <cstdint>
 
 #include "BlockSelect.cuh"
@@ -19,139 +35,253 @@
 namespace faiss_ext {
 namespace kernels {
 
-constexpr int kWarpSelectItems = 4;
-constexpr int kWarpSelectStep = 32 * kWarpSelectItems;
+constexpr unsigned kWarpFullMask = 0xffffffffu;
 
-/// Candidate buffer of one warp: a power of two with room for the best list and a
-/// spare step.
-__host__ __device__ constexpr int warpSelectBufferCapacity(int k) {
-    return 2 * (nextPow2(k) > kWarpSelectStep ? nextPow2(k) : kWarpSelectStep);
+/// key from lane (this lane ^ laneMask).
+__device__ __forceinline__ uint64_t shuffleXorKey(uint64_t key, int laneMask) {
+    const uint32_t lo = __shfl_xor_sync(kWarpFullMask, uint32_t(key), laneMask);
+    const uint32_t hi = __shfl_xor_sync(kWarpFullMask, uint32_t(key >> 32), laneMask);
+    return (uint64_t(hi) << 32) | lo;
 }
 
-/// Shared memory keys (8 bytes each) one warp's selection state needs.
-__host__ __device__ constexpr int warpSelectSlots(int k) {
-    return nextPow2(k) + warpSelectBufferCapacity(k);
+/// key from lane srcLane.
+__device__ __forceinline__ uint64_t shuffleKey(uint64_t key, int srcLane) {
+    const uint32_t lo = __shfl_sync(kWarpFullMask, uint32_t(key), srcLane);
+    const uint32_t hi = __shfl_sync(kWarpFullMask, uint32_t(key >> 32), srcLane);
+    return (uint64_t(hi) << 32) | lo;
 }
 
-/// Sorts len (a power of two) keys ascending with the 32 lanes of one warp.
-__device__ inline void warpBitonicSort(uint64_t* keys, int len) {
-    const int lane = threadIdx.x & 31;
-    for (int size = 2; size <= len; size <<= 1) {
+__device__ __forceinline__ uint64_t minKey(uint64_t a, uint64_t b) {
+    return a < b ? a : b;
+}
+
+/// The lane of the n-th (from 0) set bit of mask; 31 or less when there is none.
+__device__ __forceinline__ int nthSetBit(unsigned mask, int n) {
+    int lane = 0;
+#pragma unroll
+    for (int width = 16; width > 0; width >>= 1) {
+        const int low = __popc(mask & ((1u << width) - 1));
+        if (n >= low) {
+            n -= low;
+            mask >>= width;
+            lane += width;
+        }
+    }
+    return lane;
+}
+
+/// One compare-exchange of a network across lanes: this lane and lane ^ stride swap keys
+/// into order; the lower lane of the pair ends with the smaller key when `ascending`.
+__device__ __forceinline__ uint64_t
+warpCompareExchange(uint64_t key, int stride, bool ascending, int lane) {
+    const uint64_t other = shuffleXorKey(key, stride);
+    const bool keepSmaller = ((lane & stride) == 0) == ascending;
+    return keepSmaller == (key < other) ? key : other;
+}
+
+/// Sorts the keys of every aligned group of kWidth lanes ascending (bitonic sort).
+template <int kWidth>
+__device__ __forceinline__ uint64_t warpSortGroups(uint64_t key, int lane) {
+#pragma unroll
+    for (int size = 2; size <= kWidth; size <<= 1) {
+        // Blocks of `size` alternate direction, so each pair of them is bitonic; the last
+        // pass sorts every group ascending.
+        const bool ascending = size == kWidth || (lane & size) == 0;
+#pragma unroll
         for (int stride = size >> 1; stride > 0; stride >>= 1) {
-            for (int i = lane; i < len / 2; i += 32) {
-                int lo = 2 * i - (i & (stride - 1));
-                compareSwap(keys, lo, lo + stride, (lo & size) == 0);
-            }
-            __syncwarp();
+            key = warpCompareExchange(key, stride, ascending, lane);
         }
     }
+    return key;
 }
 
-/// Sorts a bitonic sequence of len (a power of two) keys ascending, one warp.
-__device__ inline void warpBitonicMerge(uint64_t* keys, int len) {
-    const int lane = threadIdx.x & 31;
-    for (int stride = len >> 1; stride > 0; stride >>= 1) {
-        for (int i = lane; i < len / 2; i += 32) {
-            int lo = 2 * i - (i & (stride - 1));
-            compareSwap(keys, lo, lo + stride, true);
-        }
-        __syncwarp();
+/// Sorts the bitonic sequence held by every aligned group of kWidth lanes ascending.
+template <int kWidth>
+__device__ __forceinline__ uint64_t warpMergeGroups(uint64_t key, int lane) {
+#pragma unroll
+    for (int stride = kWidth >> 1; stride > 0; stride >>= 1) {
+        key = warpCompareExchange(key, stride, true, lane);
     }
+    return key;
 }
 
-/// One warp's selection state, carved from warpSelectSlots(k) keys of shared memory.
+/// The kWidth smallest of the warp's 32 keys (one a lane), ascending, in every aligned
+/// group of kWidth lanes.
+template <int kWidth>
+__device__ __forceinline__ uint64_t warpSmallestGroups(uint64_t key, int lane) {
+    key = warpSortGroups<kWidth>(key, lane);
+    // Level g: the groups of each half of a 2g-lane block hold the same list (the
+    // smallest of that half); lane ^ (g | (kWidth - 1)) is the same entry counted from
+    // the end in the other half.
+#pragma unroll
+    for (int g = kWidth; g < 32; g <<= 1) {
+        key = warpMergeGroups<kWidth>(minKey(key, shuffleXorKey(key, g | (kWidth - 1))), lane);
+    }
+    return key;
+}
+
+/// One warp's selection state for nextPow2(k) == kKp (all 32 lanes construct it and call
+/// run together).
+template <int kKp>
 struct WarpSelect {
-    uint64_t* top; ///< kp best keys, sorted
-    uint64_t* buf; ///< cap candidate keys
-    int k;
-    int kp;
-    int cap;
-    int count;       ///< candidates in buf (warp-uniform)
-    float threshold; ///< value of the k-th best so far (warp-uniform)
+    static_assert(
+            kKp >= 1 && kKp <= kMaxWarpRegisterSelectK && (kKp & (kKp - 1)) == 0,
+            "kKp is a power of two <= kMaxWarpRegisterSelectK");
+    /// Thread queue slots a lane. Counted on the host (this code on an emulated warp,
+    /// uniform values, k = 10 and 32 over 1024 to 4096 values, and the flat merge's
+    /// segment-sorted candidates): 6 slots take 5-25% fewer shuffles than 4 and about as
+    /// many as 8, which spills on sm_90; k <= 2 merges cheaply but the queues fill fast: 2.
+    static constexpr int kQueue = kKp <= 2 ? 2 : 6;
+    /// Values a lane loads per step; the next step's loads are issued before the current
+    /// step's values are offered (8 a step with 6 queue slots spilled on sm_90).
+    static constexpr int kItems = 4;
+    static constexpr int kStep = 32 * kItems;
 
-    __device__ WarpSelect(uint64_t* smem, int k_) : k(k_), kp(nextPow2(k_)) {
-        cap = warpSelectBufferCapacity(k_);
-        top = smem;
-        buf = smem + kp;
-        count = 0;
-        threshold = CUDART_INF_F;
-        for (int i = threadIdx.x & 31; i < kp; i += 32) {
-            top[i] = kSelectEmptyKey;
-        }
-        __syncwarp();
-    }
+    uint64_t best;          ///< entry lane % kKp of the best list
+    uint64_t threshold;     ///< entry k - 1 of the best list (every lane)
+    uint64_t queue[kQueue]; ///< newest first; slots past count hold kSelectEmptyKey
+    int count;              ///< keys in this lane's queue
+    const int kLast;        ///< k - 1
+    const int lane;
 
-    /// Offers one value per lane (all 32 lanes must call).
-    __device__ void add(float v, int position) {
-        const int lane = threadIdx.x & 31;
-        const bool pass = v < threshold; // false for NaN and +inf
-        const unsigned mask = __ballot_sync(0xffffffffu, pass);
-        if (pass) {
-            buf[count + __popc(mask & ((1u << lane) - 1))] = selectKey(v, position);
-        }
-        count += __popc(mask);
-    }
-
-    /// Merges the buffer in when it could overflow on the next step, or as soon as it
-    /// holds k candidates while the best list is still open (threshold +inf).
-    __device__ void maybeFlush() {
-        if (count > cap - kWarpSelectStep || (count >= k && threshold == CUDART_INF_F)) {
-            flush();
+    __device__ explicit WarpSelect(int k)
+            : best(kSelectEmptyKey),
+              threshold(kSelectEmptyKey),
+              count(0),
+              kLast(k - 1),
+              lane(threadIdx.x & 31) {
+#pragma unroll
+        for (int j = 0; j < kQueue; ++j) {
+            queue[j] = kSelectEmptyKey;
         }
     }
 
-    __device__ void flush() {
-        const int lane = threadIdx.x & 31;
-        const int len = nextPow2(count > kp ? count : kp);
-        for (int i = count + lane; i < len; i += 32) {
-            buf[i] = kSelectEmptyKey;
+    /// Offers this lane's value (no warp collective).
+    __device__ __forceinline__ void offer(float v, int position) {
+        const uint64_t key = selectKey(v, position);
+        // v < +inf: neither NaN (whose keys sort on either side) nor +inf is a candidate.
+        if (v < CUDART_INF_F && key < threshold) {
+#pragma unroll
+            for (int j = kQueue - 1; j > 0; --j) {
+                queue[j] = queue[j - 1];
+            }
+            queue[0] = key;
+            ++count;
         }
-        __syncwarp();
-        warpBitonicSort(buf, len);
-        // best (ascending) against the buffer's first kp reversed: the pointwise
-        // minimum is a bitonic sequence holding the kp smallest of both.
-        for (int i = lane; i < kp; i += 32) {
-            const uint64_t b = buf[kp - 1 - i];
-            if (b < top[i]) {
-                top[i] = b;
+    }
+
+    /// Drops slot 0 of this lane's queue (the others shift down).
+    __device__ __forceinline__ void popSlot() {
+#pragma unroll
+        for (int s = 0; s + 1 < kQueue; ++s) {
+            queue[s] = queue[s + 1];
+        }
+        queue[kQueue - 1] = kSelectEmptyKey;
+    }
+
+    /// Merges every lane's queue into the best list and empties the queues (all lanes).
+    /// The queues' slots are packed into rows of 32 keys (the next slot's keys move into
+    /// the row's empty lanes while they fit), so one lane with a full queue and few
+    /// candidates elsewhere costs one network, not one a slot. Keys no longer below the
+    /// threshold (tightened by the rows merged before) are dropped.
+    __device__ void merge() {
+        const unsigned lanesBelow = (1u << lane) - 1;
+        int taken = 0; // slots taken from every queue (slots past count are empty keys)
+#pragma unroll 1
+        while (__any_sync(kWarpFullMask, taken < count)) {
+            uint64_t row = queue[0] < threshold ? queue[0] : kSelectEmptyKey;
+            popSlot();
+            ++taken;
+            unsigned rowMask = __ballot_sync(kWarpFullMask, row != kSelectEmptyKey);
+#pragma unroll 1
+            while (__any_sync(kWarpFullMask, taken < count)) {
+                const unsigned slotMask = __ballot_sync(kWarpFullMask, queue[0] < threshold);
+                if (__popc(rowMask) + __popc(slotMask) > 32) {
+                    break;
+                }
+                if (slotMask != 0) {
+                    // The r-th empty lane of the row takes the slot's r-th key.
+                    const int r = __popc(~rowMask & lanesBelow);
+                    const uint64_t moved = shuffleKey(queue[0], nthSetBit(slotMask, r));
+                    if ((rowMask >> lane & 1) == 0 && r < __popc(slotMask)) {
+                        row = moved;
+                    }
+                    rowMask = __ballot_sync(kWarpFullMask, row != kSelectEmptyKey);
+                }
+                popSlot();
+                ++taken;
+            }
+            if (rowMask != 0) {
+                const uint64_t smallest = warpSmallestGroups<kKp>(row, lane);
+                // best ascending against the row's smallest reversed (lane ^ (kKp - 1)):
+                // the minimum is bitonic and holds the kKp smallest of both.
+                best = warpMergeGroups<kKp>(
+                        minKey(best, kKp == 1 ? smallest : shuffleXorKey(smallest, kKp - 1)), lane);
+                threshold = shuffleKey(best, kLast);
             }
         }
-        __syncwarp();
-        warpBitonicMerge(top, kp);
-        count = 0;
-        threshold = selectKeyValue(top[k - 1]);
-        __syncwarp();
+        count = 0; // every slot below count was popped: the queues hold empty keys only
     }
 
-    /// Runs the selection over positions [0, n): load(pos) gives the value at pos;
-    /// consecutive lanes load consecutive positions. Leaves the best k sorted in top
-    /// (position -1 where fewer than k values were finite).
+    template <typename Loader>
+    __device__ __forceinline__ void loadStep(
+            float (&v)[kItems],
+            int64_t base,
+            int64_t n,
+            const Loader& load) const {
+#pragma unroll
+        for (int j = 0; j < kItems; ++j) {
+            const int64_t pos = base + j * 32 + lane;
+            v[j] = pos < n ? load(pos) : CUDART_INF_F;
+        }
+    }
+
+    /// Runs the selection over positions [0, n) (n < 2^31): load(pos) gives the value at
+    /// pos; consecutive lanes load consecutive positions. Leaves the best k sorted in the
+    /// best list (+inf with position -1 where fewer than k values were finite or -inf).
     template <typename Loader>
     __device__ void run(int64_t n, const Loader& load) {
-        const int lane = threadIdx.x & 31;
-        for (int64_t base = 0; base < n; base += kWarpSelectStep) {
-            float v[kWarpSelectItems];
+        float next[kItems];
+        loadStep(next, 0, n, load);
+        for (int64_t base = 0; base < n; base += kStep) {
+            float v[kItems];
 #pragma unroll
-            for (int j = 0; j < kWarpSelectItems; ++j) {
-                const int64_t pos = base + j * 32 + lane;
-                v[j] = pos < n ? load(pos) : CUDART_INF_F;
+            for (int j = 0; j < kItems; ++j) {
+                v[j] = next[j];
             }
+            if (base + kStep < n) {
+                loadStep(next, base + kStep, n, load);
+            }
+            // One value a lane at a time (a lane's queue gains at most one), shifting
+            // v down so that it stays in registers without unrolling the merge.
+            int64_t pos = base + lane;
+#pragma unroll 1
+            for (int j = 0; j < kItems; ++j) {
+                offer(v[0], int(pos));
 #pragma unroll
-            for (int j = 0; j < kWarpSelectItems; ++j) {
-                add(v[j], int(base + j * 32 + lane));
+                for (int s = 0; s + 1 < kItems; ++s) {
+                    v[s] = v[s + 1];
+                }
+                pos += 32;
+                if (__any_sync(kWarpFullMask, count == kQueue)) {
+                    merge();
+                }
             }
-            maybeFlush();
         }
-        if (count > 0) {
-            flush();
+        if (__any_sync(kWarpFullMask, count > 0)) {
+            merge();
         }
     }
 
+    /// Entry i < k of the result is held by lane i (and lane i + kKp, ...): only lane i
+    /// may ask for it, as the callers' loops `for (i = lane; i < k; i += 32)` do.
     __device__ float value(int i) const {
-        return selectKeyValue(top[i]);
+        assert(i == lane);
+        return selectKeyValue(best);
     }
     __device__ int position(int i) const {
-        return selectKeyPosition(top[i]);
+        assert(i == lane);
+        return selectKeyPosition(best);
     }
 };
 

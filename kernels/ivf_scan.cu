@@ -3,25 +3,31 @@
 // from the interleaved layout (a warp reads 32 consecutive vectors' float4 group in one
 // 512-byte transaction) and feeds them to the block-wide streaming top-k. List-major
 // path: the same slots read the distances ivf_list_major.cu precomputed, one warp per
-// slot for k <= kMaxWarpSelectK, else one block.
+// slot for k <= kMaxWarpSelectK (IvfScanImpl.cuh, instantiated in ivf_scan_warp.cu),
+// else one block.
 #include <algorithm>
 
 #include <faiss_ext/utils/CudaCheck.h>
 
 #include "BlockSelect.cuh"
-#include "IdFilter.cuh"
 #include "IvfListLoader.cuh"
 #include "IvfScan.h"
+#include "IvfScanImpl.cuh"
 #include "IvfStore.h"
-#include "LastAtMost.cuh"
 #include "Select.h"
 #include "SmemLimit.cuh"
-#include "WarpSelect.cuh"
+#include "WarpSelectDispatch.h"
 
 namespace faiss_ext {
 namespace kernels {
 
 namespace {
+
+using scan::BufferLoader;
+using scan::chunkDistances;
+using scan::filtered;
+using scan::resolveSlot;
+using scan::ScanSlot;
 
 constexpr int kOffsetThreads = 128; // 4 warps, one query each
 
@@ -66,64 +72,6 @@ __global__ void chunkOffsetsKernel(
     }
 }
 
-/// Precomputed distances of one chunk (list-major path).
-struct BufferLoader {
-    const float* row; ///< the chunk's first distance
-    __device__ float operator()(int64_t pos) const {
-        return row[pos];
-    }
-};
-
-/// A loader whose positions the id filter may remove (+inf, never selected); with
-/// allow null it is the inner loader (a warp-uniform branch).
-template <typename Inner>
-struct FilteredLoader {
-    Inner inner;
-    const uint32_t* allow;
-    int64_t slot0; ///< the filter bit of position 0
-    __device__ float operator()(int64_t pos) const {
-        if (allow && !idFilterAllows(allow, slot0 + pos)) {
-            return CUDART_INF_F;
-        }
-        return inner(pos);
-    }
-};
-
-/// Where candidate slot `slot` of query q lies: its probe, list, first vector and
-/// length; slot beyond the query's chunks has n = -1.
-struct ScanSlot {
-    int probe;
-    int64_t list;
-    int64_t start;
-    int64_t n;
-};
-
-__device__ ScanSlot resolveSlot(const IvfScanArgs& a, int64_t q, int64_t slot) {
-    const int* off = a.offsets + q * (a.nprobe + 1);
-    ScanSlot s{0, -1, 0, -1};
-    if (slot >= off[a.nprobe]) {
-        return s;
-    }
-    // The probe holding this slot (empty probes repeat an offset: the last one owns it).
-    const int lo = lastAtMost(off, a.nprobe, slot);
-    s.probe = lo;
-    s.list = a.coarse[q * a.nprobe + lo];
-    s.start = (slot - off[lo]) * a.chunkLen;
-    s.n = min(a.chunkLen, a.listLen[s.list] - s.start);
-    return s;
-}
-
-template <typename Inner>
-__device__ FilteredLoader<Inner> filtered(const IvfScanArgs& a, const ScanSlot& s, Inner inner) {
-    return FilteredLoader<Inner>{
-            inner, a.allow, a.allow ? a.listBitBase[s.list] + s.start : int64_t(0)};
-}
-
-__device__ const float* chunkDistances(const IvfScanArgs& a, int64_t q, const ScanSlot& s) {
-    return a.distances + q * a.ldDistances + a.vectorOffsets[q * (a.nprobe + 1) + s.probe] +
-            s.start;
-}
-
 /// kSource: 0 computes L2 from the lists, 1 inner product, 2 reads precomputed distances.
 template <int kSource>
 __global__ void __launch_bounds__(kSelectThreads)
@@ -163,41 +111,6 @@ __global__ void __launch_bounds__(kSelectThreads)
     for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
         const int p = s.position(i);
         outD[i] = s.value(i);
-        outI[i] = p < 0 ? -1 : ids[p];
-    }
-}
-
-constexpr int kWarpScanWarps = kSelectThreads / 32;
-
-// One warp per (query, chunk) over precomputed distances.
-__global__ void __launch_bounds__(kSelectThreads)
-        warpScanKernel(IvfScanArgs a, int64_t queryOffset, int64_t nq) {
-    extern __shared__ __align__(16) uint64_t warpSmem[];
-    const int warp = threadIdx.x / 32;
-    const int lane = threadIdx.x & 31;
-    const int64_t w = int64_t(blockIdx.x) * kWarpScanWarps + warp;
-    if (w >= nq * a.chunksPerQuery) {
-        return;
-    }
-    const int64_t q = queryOffset + w / a.chunksPerQuery;
-    const int64_t slot = w % a.chunksPerQuery;
-    float* outD = a.candD + q * (a.chunksPerQuery * a.k) + slot * a.k;
-    int64_t* outI = a.candI + q * (a.chunksPerQuery * a.k) + slot * a.k;
-
-    const ScanSlot ss = resolveSlot(a, q, slot);
-    if (ss.n < 0) {
-        for (int i = lane; i < a.k; i += 32) {
-            outD[i] = CUDART_INF_F;
-            outI[i] = -1;
-        }
-        return;
-    }
-    WarpSelect sel(warpSmem + warp * warpSelectSlots(a.k), a.k);
-    sel.run(ss.n, filtered(a, ss, BufferLoader{chunkDistances(a, q, ss)}));
-    const int64_t* ids = a.listIds[ss.list] + ss.start;
-    for (int i = lane; i < a.k; i += 32) {
-        const int p = sel.position(i);
-        outD[i] = sel.value(i);
         outI[i] = p < 0 ? -1 : ids[p];
     }
 }
@@ -245,16 +158,13 @@ void ivfScan(const IvfScanArgs& a, cudaStream_t stream) {
     }
     const bool buffered = a.distances != nullptr;
     if (buffered && nextPow2(a.k) <= kMaxWarpSelectK) {
-        const size_t smem = size_t(kWarpScanWarps) * warpSelectSlots(a.k) * sizeof(uint64_t);
-        raiseDynamicSmemLimit(warpScanKernel, smem);
-        const int64_t maxQueries = std::max<int64_t>(1, (int64_t(1) << 30) / a.chunksPerQuery);
-        for (int64_t q0 = 0; q0 < a.nq; q0 += maxQueries) {
-            const int64_t nq = std::min(maxQueries, a.nq - q0);
-            const int64_t warps = nq * a.chunksPerQuery;
-            warpScanKernel<<<
-                    unsigned((warps + kWarpScanWarps - 1) / kWarpScanWarps), kSelectThreads, smem,
-                    stream>>>(a, q0, nq);
-            FAISS_EXT_CUDA_CHECK_LAUNCH();
+        // One warp per (query, chunk): the selection in registers up to
+        // kMaxWarpRegisterSelectK, in shared memory above.
+        if (nextPow2(a.k) <= kMaxWarpRegisterSelectK) {
+            dispatchWarpSelectCapacity(
+                    a.k, [&](auto kp) { scan::launchWarpScan<decltype(kp)::value>(a, stream); });
+        } else {
+            scan::launchWarpScan<kMaxWarpSelectK>(a, stream);
         }
         return;
     }

@@ -2,6 +2,7 @@
 // ids except ties, distances within 1e-4 relative; and against exact search.
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <set>
@@ -306,6 +307,51 @@ TEST(GpuIndexIVFFlat, ScanPathsGiveIdenticalResults) {
         perQuery.nprobe = listMajor.nprobe = size_t(nprobe);
         std::vector<float> D1(nq * k), D2(nq * k);
         std::vector<int64_t> I1(nq * k), I2(nq * k);
+        perQuery.search(nq, xq.data(), k, D1.data(), I1.data());
+        listMajor.search(nq, xq.data(), k, D2.data(), I2.data());
+        EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
+    }
+}
+
+// The list-major path's warp selection at every capacity: registers for nextPow2(k) in
+// {1, ..., 32}, shared memory for 64 to 256 (both sides of each power of two), against
+// the per-query path's block selection on the same distances, bit for bit.
+TEST(GpuIndexIVFFlat, ListMajorWarpSelectionAtEveryCapacity) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed());
+    const int ks[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 128, 129, 256};
+    // Chunks of 32 and 64 vectors (one or two values a lane) and the planner's own
+    // (at least 256: several steps a warp).
+    const int64_t chunks[] = {32, 64, 0};
+    for (size_t i = 0; i < std::size(ks); ++i) {
+        const int k = ks[i];
+        const int d = 4 + int(rng() % 30);
+        const int64_t nlist = 1 + int64_t(rng() % 60);
+        const int64_t nb = 500 + int64_t(rng() % 8000);
+        const int64_t nq = 1 + int64_t(rng() % 200);
+        const int64_t nprobe = 1 + int64_t(rng() % (nlist + 2));
+        const auto m = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
+        const uint64_t seed = rng();
+        SCOPED_TRACE(
+                testing::Message()
+                << "d=" << d << " nb=" << nb << " nlist=" << nlist << " nq=" << nq << " k=" << k
+                << " nprobe=" << nprobe << " chunk=" << chunks[i % 3] << " seed=" << seed);
+        auto xb = datasets::uniform(nb, d, seed);
+        auto xq = datasets::uniform(nq, d, seed + 1);
+        auto cent = datasets::uniform(nlist, d, seed + 2);
+        auto cpu = cpuIvf(d, nlist, m, cent.data());
+        cpu->add(nb, xb.data());
+        GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;
+        perQueryCfg.scanPath = IvfScanPath::kPerQuery;
+        listMajorCfg.scanPath = IvfScanPath::kListMajor;
+        perQueryCfg.listChunkVectors = listMajorCfg.listChunkVectors = chunks[i % 3];
+        GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
+        GpuIndexIVFFlat listMajor(res, cpu.get(), listMajorCfg);
+        ASSERT_TRUE(listMajor.plan(nq, k, nprobe).listMajor);
+        perQuery.nprobe = listMajor.nprobe = size_t(nprobe);
+        std::vector<float> D1(nq * k), D2(nq * k, 12345.f);
+        std::vector<int64_t> I1(nq * k), I2(nq * k, 777);
         perQuery.search(nq, xq.data(), k, D1.data(), I1.data());
         listMajor.search(nq, xq.data(), k, D2.data(), I2.data());
         EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);

@@ -1,0 +1,149 @@
+// Device code of selectRowsMin (Select.h) shared by its two paths: the loader of one
+// (row, segment), the writing of its k results, and the warp path (one warp per (row,
+// segment), register selection, nextPow2(k) <= kMaxWarpRowSelectK). select_rows.cu
+// holds the block path and the dispatch; select_rows_warp.cu instantiates the warp
+// launcher once per capacity (declared extern below).
+#pragma once
+
+#include <algorithm>
+
+#include <faiss_ext/utils/CudaCheck.h>
+
+#include "BlockSelect.cuh"
+#include "IdFilter.cuh"
+#include "Select.h"
+#include "WarpSelect.cuh"
+
+namespace faiss_ext {
+namespace kernels {
+namespace rows {
+
+struct BiasedRowLoader {
+    const float* row;
+    const float* bias;
+    const uint32_t* allow; ///< null: no filter
+    int64_t slot0;         ///< bit of column 0 of this segment
+    __device__ float operator()(int64_t i) const {
+        if (allow && !idFilterAllows(allow, slot0 + i)) {
+            return CUDART_INF_F;
+        }
+        return bias ? row[i] + bias[i] : row[i];
+    }
+};
+
+__device__ inline BiasedRowLoader rowLoader(
+        const SelectRowsArgs& a,
+        int64_t row,
+        int64_t segStart) {
+    return BiasedRowLoader{
+            a.dist + row * a.ldDist + segStart, a.colBias ? a.colBias + segStart : nullptr, a.allow,
+            a.idBase + segStart};
+}
+
+constexpr int kWarpRowThreads = 256;
+constexpr int kWarpRowWarps = kWarpRowThreads / 32;
+
+/// Writes the k results of one (row, segment) selection: ids from inIds or idBase.
+/// Every result is gathered before any is written: the output may alias the input ids.
+template <bool kWholeBlock, typename Top>
+__device__ void writeSegmentResults(
+        const SelectRowsArgs& a,
+        const Top& top,
+        int64_t row,
+        int64_t seg,
+        int64_t segStart,
+        int lane,
+        int stride) {
+    float outD[kSelectOutPerThread];
+    int64_t outI[kSelectOutPerThread];
+    const int per = (a.k + stride - 1) / stride;
+#pragma unroll
+    for (int j = 0; j < kSelectOutPerThread; ++j) {
+        const int i = lane + j * stride;
+        if (j < per && i < a.k) {
+            const int p = top.position(i);
+            outD[j] = top.value(i);
+            outI[j] = p < 0   ? -1
+                    : a.inIds ? a.inIds[row * a.ldIds + segStart + p]
+                              : a.idBase + segStart + p;
+        }
+    }
+    if (kWholeBlock) {
+        __syncthreads();
+    } else {
+        __syncwarp();
+    }
+    float* dRow = a.outD + row * a.ldOut + seg * a.k;
+    int64_t* iRow = a.outI + row * a.ldOut + seg * a.k;
+#pragma unroll
+    for (int j = 0; j < kSelectOutPerThread; ++j) {
+        const int i = lane + j * stride;
+        if (j < per && i < a.k) {
+            dRow[i] = outD[j];
+            iRow[i] = outI[j];
+        }
+    }
+}
+
+// One warp per (row, segment): no block barrier and no shared memory, so short segments
+// are cheap. Lane i < k writes result i.
+template <int kKp>
+__global__ void __launch_bounds__(kWarpRowThreads) warpSelectRowsKernel(
+        SelectRowsArgs a,
+        int64_t segLen,
+        int64_t nseg,
+        int64_t rowOffset,
+        int64_t nrows) {
+    const int warp = threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+    const int64_t w = int64_t(blockIdx.x) * kWarpRowWarps + warp;
+    if (w >= nrows * nseg) {
+        return;
+    }
+    const int64_t row = rowOffset + w / nseg;
+    const int64_t seg = w % nseg;
+    const int64_t segStart = seg * segLen;
+    const int64_t segN = min(segLen, a.ncols - segStart);
+
+    WarpSelect<kKp> sel(a.k);
+    sel.run(segN, rowLoader(a, row, segStart));
+    writeSegmentResults<false>(a, sel, row, seg, segStart, lane, 32);
+}
+
+/// The warp path for nextPow2(a.k) == kKp (arguments checked by selectRowsMin).
+template <int kKp>
+void launchWarpSelectRows(
+        const SelectRowsArgs& a,
+        int64_t segLen,
+        int64_t nseg,
+        cudaStream_t stream) {
+    // Rows per launch such that the grid's x dimension stays below 2^31.
+    const int64_t maxRows = std::max<int64_t>(1, (int64_t(1) << 30) / nseg);
+    for (int64_t r0 = 0; r0 < a.nrows; r0 += maxRows) {
+        const int64_t rows = std::min(maxRows, a.nrows - r0);
+        const int64_t warps = rows * nseg;
+        warpSelectRowsKernel<kKp>
+                <<<unsigned((warps + kWarpRowWarps - 1) / kWarpRowWarps), kWarpRowThreads, 0,
+                   stream>>>(a, segLen, nseg, r0, rows);
+        FAISS_EXT_CUDA_CHECK_LAUNCH();
+    }
+}
+
+extern template void launchWarpSelectRows<1>(const SelectRowsArgs&, int64_t, int64_t, cudaStream_t);
+extern template void launchWarpSelectRows<2>(const SelectRowsArgs&, int64_t, int64_t, cudaStream_t);
+extern template void launchWarpSelectRows<4>(const SelectRowsArgs&, int64_t, int64_t, cudaStream_t);
+extern template void launchWarpSelectRows<8>(const SelectRowsArgs&, int64_t, int64_t, cudaStream_t);
+extern template void launchWarpSelectRows<16>(
+        const SelectRowsArgs&,
+        int64_t,
+        int64_t,
+        cudaStream_t);
+extern template void launchWarpSelectRows<32>(
+        const SelectRowsArgs&,
+        int64_t,
+        int64_t,
+        cudaStream_t);
+
+} // namespace rows
+} // namespace kernels
+} // namespace faiss_ext

@@ -1,0 +1,178 @@
+// kernels::selectRowsMin's warp path (one warp per (row, segment), the selection in
+// registers for every k <= kMaxWarpRowSelectK) against a host reference on the same
+// total order: selectKey(value, position), value first (-0.0 before +0.0, -inf first),
+// then position. Ids and distance bits must match exactly, ties included.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <faiss_ext/GpuResources.h>
+#include <faiss_ext/utils/DeviceBuffer.h>
+#include <kernels/Select.h>
+
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+using namespace faiss_ext::test;
+
+namespace {
+
+uint32_t floatBits(float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, sizeof(u));
+    return u;
+}
+
+/// The device's selectKey (kernels/BlockSelect.cuh) on the host.
+uint64_t hostSelectKey(float v, int position) {
+    uint32_t u = floatBits(v);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return (uint64_t(u) << 32) | uint32_t(position);
+}
+
+/// The rows' contents, one kind a row.
+enum class RowKind {
+    kUniform,     ///< distinct values in [-1, 1)
+    kTies,        ///< values in {0, 1, 2, 3}: long runs of equal keys but for the position
+    kNonFinite,   ///< ties mixed with NaN of both signs, +inf and -inf
+    kFewFinite,   ///< about 2% finite (fewer than k in most segments), the rest +inf / NaN
+    kSignedZeros, ///< -0.0 and +0.0 (distinct keys, equal floats) and a few 1.0
+    kNothing,     ///< +inf and NaN only: every result missing
+    kDescending,  ///< each value beats all before it: the threshold tightens every step
+};
+constexpr int kRowKinds = 7;
+
+float rowValue(RowKind kind, int64_t col, int64_t ncols, std::mt19937_64& rng) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::uniform_real_distribution<float> uniform(-1.f, 1.f);
+    std::uniform_int_distribution<int> small(0, 3);
+    const int r = int(rng() % 100);
+    switch (kind) {
+        case RowKind::kUniform:
+            return uniform(rng);
+        case RowKind::kTies:
+            return float(small(rng));
+        case RowKind::kNonFinite:
+            return r < 10 ? nan : r < 15 ? -nan : r < 25 ? inf : r < 30 ? -inf : float(small(rng));
+        case RowKind::kFewFinite:
+            return r < 2 ? float(small(rng)) : r < 60 ? inf : r < 80 ? nan : -nan;
+        case RowKind::kSignedZeros:
+            return r < 45 ? 0.f : r < 90 ? -0.f : 1.f;
+        case RowKind::kNothing:
+            return r < 50 ? inf : nan;
+        case RowKind::kDescending:
+            return float(ncols - col) * 0.25f;
+    }
+    return 0.f;
+}
+
+} // namespace
+
+TEST(GpuSelectRows, WarpPathMatchesHostKeyOrderForEveryK) {
+    FAISS_EXT_REQUIRE_GPU();
+    const uint64_t seed = testSeed();
+    SCOPED_TRACE(seed);
+    std::mt19937_64 rng(seed);
+    GpuResources res;
+    cudaStream_t stream = res.stream();
+    const float inf = std::numeric_limits<float>::infinity();
+    constexpr int64_t kIdBase = 1000;
+
+    for (int64_t segLen : {1, 31, 32, 33, 1000, 4096}) {
+        // Three segments, the last one short (one column where segLen is 1).
+        const int64_t ncols = 2 * segLen + (segLen + 1) / 2;
+        const int64_t nseg = (ncols + segLen - 1) / segLen;
+        const int64_t nrows = 2 * kRowKinds;
+        std::vector<float> dist(size_t(nrows * ncols));
+        for (int64_t r = 0; r < nrows; ++r) {
+            for (int64_t c = 0; c < ncols; ++c) {
+                dist[size_t(r * ncols + c)] = rowValue(RowKind(r % kRowKinds), c, ncols, rng);
+            }
+        }
+        // Rows r and r + kRowKinds: the same kind, ids from idBase and from inIds.
+        std::vector<int64_t> ids(size_t(nrows * ncols));
+        for (auto& id : ids) {
+            id = int64_t(rng() % 1000000000);
+        }
+        auto dDist = res.alloc<float>(dist.size());
+        auto dIds = res.alloc<int64_t>(ids.size());
+        copyToDevice(dDist.data(), dist.data(), dist.size(), stream);
+        copyToDevice(dIds.data(), ids.data(), ids.size(), stream);
+
+        for (int k = 1; k <= kernels::kMaxWarpRowSelectK; ++k) {
+            for (bool withIds : {false, true}) {
+                SCOPED_TRACE(
+                        "segLen=" + std::to_string(segLen) + " k=" + std::to_string(k) +
+                        (withIds ? " inIds" : " idBase"));
+                const int64_t ldOut = nseg * k;
+                // Garbage in the outputs: every entry must be written.
+                std::vector<float> garbageD(size_t(nrows * ldOut), 12345.f);
+                std::vector<int64_t> garbageI(size_t(nrows * ldOut), 777);
+                auto outD = res.alloc<float>(garbageD.size());
+                auto outI = res.alloc<int64_t>(garbageI.size());
+                copyToDevice(outD.data(), garbageD.data(), garbageD.size(), stream);
+                copyToDevice(outI.data(), garbageI.data(), garbageI.size(), stream);
+
+                kernels::SelectRowsArgs a;
+                a.dist = dDist.data();
+                a.ldDist = ncols;
+                a.nrows = nrows;
+                a.ncols = ncols;
+                a.segLen = segLen;
+                a.inIds = withIds ? dIds.data() : nullptr;
+                a.ldIds = ncols;
+                a.idBase = kIdBase;
+                a.k = k;
+                a.outD = outD.data();
+                a.outI = outI.data();
+                a.ldOut = ldOut;
+                kernels::selectRowsMin(a, stream);
+                const auto D = copyToHostVector(outD.data(), garbageD.size(), stream);
+                const auto I = copyToHostVector(outI.data(), garbageI.size(), stream);
+
+                int64_t bad = 0;
+                for (int64_t r = 0; r < nrows; ++r) {
+                    for (int64_t s = 0; s < nseg; ++s) {
+                        const int64_t c0 = s * segLen;
+                        const int64_t c1 = std::min(ncols, c0 + segLen);
+                        std::vector<uint64_t> keys;
+                        for (int64_t c = c0; c < c1; ++c) {
+                            const float v = dist[size_t(r * ncols + c)];
+                            if (v < inf) { // NaN and +inf are never selected
+                                keys.push_back(hostSelectKey(v, int(c - c0)));
+                            }
+                        }
+                        const size_t found = std::min(keys.size(), size_t(k));
+                        std::partial_sort(keys.begin(), keys.begin() + found, keys.end());
+                        for (int j = 0; j < k; ++j) {
+                            float wantD = inf;
+                            int64_t wantI = -1;
+                            if (size_t(j) < found) {
+                                const int64_t c = c0 + int64_t(uint32_t(keys[size_t(j)]));
+                                wantD = dist[size_t(r * ncols + c)];
+                                wantI = withIds ? ids[size_t(r * ncols + c)] : kIdBase + c;
+                            }
+                            const size_t at = size_t(r * ldOut + s * k + j);
+                            if (floatBits(D[at]) != floatBits(wantD) || I[at] != wantI) {
+                                if (bad < 5) {
+                                    ADD_FAILURE() << "row " << r << " (kind " << r % kRowKinds
+                                                  << ") segment " << s << " rank " << j << ": got ("
+                                                  << D[at] << ", " << I[at] << ") want (" << wantD
+                                                  << ", " << wantI << ")";
+                                }
+                                ++bad;
+                            }
+                        }
+                    }
+                }
+                ASSERT_EQ(bad, 0);
+            }
+        }
+    }
+}
