@@ -71,8 +71,9 @@ inline std::vector<double> timeHost(int warmup, int reps, const std::function<vo
 
 /// Measured ceilings of the device: copy bandwidth and FP32 GEMM rate.
 struct Ceilings {
-    double bytesPerSec = 0; ///< device-to-device copy, bytes read + written
-    double flopsPerSec = 0; ///< cuBLAS SGEMM 8192^3, FP32 (no TF32)
+    double bytesPerSec = 0;     ///< device-to-device copy, bytes read + written
+    double flopsPerSec = 0;     ///< cuBLAS SGEMM 8192^3, FP32 (no TF32)
+    double tf32FlopsPerSec = 0; ///< the same GEMM on tensor cores in TF32
 };
 
 inline Ceilings measureCeilings(const GpuResources& res) {
@@ -99,6 +100,13 @@ inline Ceilings measureCeilings(const GpuResources& res) {
                 &zero, o.data(), n);
     }));
     c.flopsPerSec = 2.0 * n * double(n) * n / (gemmMs * 1e-3);
+    double tf32Ms = median(timeDevice(res, 1, 5, [&] {
+        cublasGemmEx(
+                res.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.data(), CUDA_R_32F, n,
+                b.data(), CUDA_R_32F, n, &zero, o.data(), CUDA_R_32F, n,
+                CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
+    }));
+    c.tf32FlopsPerSec = 2.0 * n * double(n) * n / (tf32Ms * 1e-3);
     return c;
 }
 
@@ -106,9 +114,10 @@ inline void printDevice(const GpuResources& res, const Ceilings& c) {
     cudaDeviceProp p;
     cudaGetDeviceProperties(&p, res.device());
     std::printf(
-            "device: %s, %d SMs, %.1f GiB; measured copy %.2f TB/s, SGEMM %.1f TFLOP/s\n", p.name,
-            p.multiProcessorCount, p.totalGlobalMem / double(1 << 30), c.bytesPerSec / 1e12,
-            c.flopsPerSec / 1e12);
+            "device: %s, %d SMs, %.1f GiB; measured copy %.2f TB/s, SGEMM %.1f TFLOP/s, TF32"
+            " GEMM %.1f TFLOP/s\n",
+            p.name, p.multiProcessorCount, p.totalGlobalMem / double(1 << 30), c.bytesPerSec / 1e12,
+            c.flopsPerSec / 1e12, c.tf32FlopsPerSec / 1e12);
 }
 
 } // namespace bench

@@ -9,6 +9,7 @@
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/impl/FlatThresholdSearch.h>
 
 #include "BenchUtil.h"
 #include "Synthetic.h"
@@ -58,10 +59,11 @@ int main(int argc, char** argv) {
             index.deviceMemoryBytes() / 1048576.0, double(index.deviceMemoryBytes()) / nb);
 
     std::printf(
-            "| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) |"
-            " FP32 GEMM tiles alone ms | floor ms (bytes) | floor ms (FP32 flops) |"
-            " floor / device | 3xTF32 |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+            "| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) | path |"
+            " tiles path ms | threshold path ms | FP32 GEMM tiles alone ms | floor ms (bytes) |"
+            " floor ms (FP32 flops) | floor ms (3xTF32 flops) | floor / device |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    const FlatStorage& stored = base;
     for (int64_t nq : {int64_t(1), int64_t(16), int64_t(256), int64_t(1024), int64_t(10000)}) {
         auto xq = makeQueries(nq);
         auto qDev = res.alloc<float>(size_t(nq) * d);
@@ -73,13 +75,27 @@ int main(int argc, char** argv) {
             double devMs = bench::median(bench::timeDevice(res, 2, reps, [&] {
                 index.searchDevice(nq, qDev.data(), k, dDev.data(), iDev.data());
             }));
-            // The same GEMM tiles alone: what the search costs beyond its GEMMs is
-            // the selection.
-            FlatSearchInput shape;
-            shape.nq = nq;
-            shape.nb = nb;
-            shape.d = d;
-            shape.tf32x3 = flatUsesTf32x3(cfg.precision);
+            // flatSearch with each path forced (same precision), on the same stored base.
+            FlatSearchInput in;
+            in.queries = qDev.data();
+            in.nq = nq;
+            in.base = stored.vectors();
+            in.baseNorms = stored.norms();
+            in.nb = nb;
+            in.d = d;
+            in.precision = cfg.precision;
+            auto timePath = [&](FlatSearchPath path) {
+                in.path = path;
+                return bench::median(bench::timeDevice(
+                        res, 1, reps, [&] { flatSearch(res, in, k, dDev.data(), iDev.data()); }));
+            };
+            const double tilesMs = timePath(FlatSearchPath::kTiles);
+            const double thresholdMs = timePath(FlatSearchPath::kThreshold);
+            in.path = FlatSearchPath::kAuto;
+            const bool threshold = flatThresholdPathFits(in, k, res.tempMemoryBytes());
+            // The tiles path's FP32 GEMMs alone: what it costs beyond them is the selection.
+            FlatSearchInput shape = in;
+            shape.precision = GpuFlatPrecision::kFloat32;
             const FlatTiling t = planFlatSearch(res, shape, k, res.tempMemoryBytes());
             auto tile = res.alloc<float>(size_t(t.queryTile) * t.baseTile);
             const float alpha = -2.f, beta = 0.f;
@@ -90,7 +106,7 @@ int main(int argc, char** argv) {
                         int n = int(std::min(t.queryTile, nq - q0));
                         cublasSgemm(
                                 res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, d, &alpha,
-                                base.vectors() + b0 * d, d, qDev.data() + q0 * d, d, &beta,
+                                stored.vectors() + b0 * d, d, qDev.data() + q0 * d, d, &beta,
                                 tile.data(), m);
                     }
                 }
@@ -104,13 +120,16 @@ int main(int argc, char** argv) {
             double flops = 2.0 * nq * double(nb) * d;
             double floorBytesMs = bytes / ceil.bytesPerSec * 1e3;
             double floorFlopsMs = flops / ceil.flopsPerSec * 1e3;
+            double floorTf32Ms = 3 * flops / ceil.tf32FlopsPerSec * 1e3;
+            const bool tf32x3 = flatUsesTf32x3(
+                    cfg.precision, threshold ? FlatSearchPath::kThreshold : FlatSearchPath::kTiles);
+            const double floorMs = std::max(floorBytesMs, tf32x3 ? floorTf32Ms : floorFlopsMs);
             std::printf(
-                    "| %lld | %d | %.3f | %.0f | %.3f | %.0f | %.3f | %.3f | %.3f | %.2f |"
-                    " %s |\n",
+                    "| %lld | %d | %.3f | %.0f | %.3f | %.0f | %s%s | %.3f | %.3f | %.3f | %.3f |"
+                    " %.3f | %.3f | %.2f |\n",
                     (long long)nq, k, devMs, nq / (devMs * 1e-3), apiMs, nq / (apiMs * 1e-3),
-                    gemmMs, floorBytesMs, floorFlopsMs,
-                    std::max(floorBytesMs, floorFlopsMs) / devMs,
-                    flatUsesTf32x3(cfg.precision) ? "yes" : "no");
+                    threshold ? "threshold" : "tiles", tf32x3 ? " 3xTF32" : "", tilesMs,
+                    thresholdMs, gemmMs, floorBytesMs, floorFlopsMs, floorTf32Ms, floorMs / devMs);
         }
     }
     return 0;

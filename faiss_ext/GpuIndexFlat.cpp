@@ -125,7 +125,7 @@ void GpuIndexFlat::searchImpl_(
     in.nb = ntotal;
     in.d = d;
     in.metric = metric_type;
-    in.tf32x3 = flatUsesTf32x3(flatConfig_.precision);
+    in.precision = flatConfig_.precision;
     const auto bits = filterOf_(params);
     in.allow = bits ? bits->words.data() : nullptr;
     flatSearch(res_, in, k, distancesDevice, labelsDevice);

@@ -13,7 +13,8 @@ void rowSquaredNorms(const float* x, int64_t n, int d, float* out, cudaStream_t 
 
 /// How raw selection keys become FAISS distances.
 enum class DistanceFinish {
-    /// key = |b|^2 - 2 q.b: add |q|^2 (rowNorms) and clamp at 0
+    /// key = |b|^2 - 2 q.b: add |q|^2 (rowNorms; null: the keys are whole distances)
+    /// and clamp at 0
     kL2,
     /// key = -q.b: negate
     kInnerProduct,

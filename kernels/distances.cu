@@ -52,7 +52,7 @@ __global__ void finishKnnKernel(
     int64_t id = inI[row * ldIn + col];
     float out;
     if (finish == DistanceFinish::kL2) {
-        out = id < 0 ? CUDART_INF_F : fmaxf(v + rowNorms[row], 0.f);
+        out = id < 0 ? CUDART_INF_F : fmaxf(v + (rowNorms ? rowNorms[row] : 0.f), 0.f);
     } else {
         out = id < 0 ? -CUDART_INF_F : -v;
     }

@@ -9,6 +9,7 @@
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/impl/ArgChecks.h>
 #include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/impl/FlatThresholdSearch.h>
 
 using namespace faiss_ext;
 
@@ -92,6 +93,70 @@ TEST(FlatTiling, PrefersWideBaseTilesOverTallQueryTiles) {
     t = planFlatTiling(10000, 1000000, 10, size_t(64) << 20, 528);
     EXPECT_EQ(t.queryTile, 1024);
     EXPECT_LT(t.baseTile, 131072);
+}
+
+TEST(FlatThresholdPlan, FitsHalfTheBudgetAndSizesTheSampleByK) {
+    for (size_t budget : {size_t(16) << 20, size_t(1) << 30}) {
+        for (int k : {1, 10, 100, 1024, 2048}) {
+            for (int64_t nq : {int64_t(1), int64_t(300), int64_t(10000)}) {
+                for (int64_t nb : {int64_t(1), int64_t(5000), int64_t(100000000)}) {
+                    for (int d : {1, 128, 2048}) {
+                        for (bool tf32x3 : {false, true}) {
+                            SCOPED_TRACE(
+                                    testing::Message()
+                                    << "budget=" << budget << " k=" << k << " nq=" << nq
+                                    << " nb=" << nb << " d=" << d << " tf32x3=" << tf32x3);
+                            const FlatThresholdPlan p =
+                                    planFlatThreshold(nq, nb, d, k, tf32x3, budget);
+                            if (p.queryGroup == 0) {
+                                // Only a large base's sample or a small budget.
+                                EXPECT_TRUE(nb == 100000000 || budget < (size_t(1) << 30) || k >= 1024);
+                                continue;
+                            }
+                            EXPECT_LE(p.bytes, budget / 2);
+                            EXPECT_GE(p.capacity, std::max<int64_t>(1024, std::min(32 * k, 32768)));
+                            EXPECT_GE(p.sampleRows, std::min<int64_t>(nb, k));
+                            EXPECT_LE(p.sampleRows * p.sampleStride, nb);
+                            EXPECT_GE(p.sampleStride, 1);
+                            EXPECT_GE(p.queryGroup, 1);
+                            EXPECT_LE(p.queryGroup, nq);
+                            EXPECT_LE(p.queryTile, p.queryGroup);
+                            EXPECT_LE(p.baseTile, nb);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(FlatThresholdPlan, AutomaticChoiceNeedsABatchABaseAndNoFilter) {
+    FlatSearchInput in;
+    in.nq = 10000;
+    in.nb = 1000000;
+    in.d = 128;
+    const size_t budget = size_t(1) << 30;
+    EXPECT_TRUE(flatThresholdPathFits(in, 10, budget));
+    EXPECT_TRUE(flatThresholdPathFits(in, 1024, budget));
+    in.nq = 16;
+    EXPECT_FALSE(flatThresholdPathFits(in, 10, budget)); // bandwidth-bound: the tiles path
+    in.nq = 10000;
+    in.nb = 10000;
+    EXPECT_FALSE(flatThresholdPathFits(in, 10, budget)); // the sample: most of the base
+    in.nb = 10000000;
+    EXPECT_TRUE(flatThresholdPathFits(in, 10, budget));
+    EXPECT_FALSE(flatThresholdPathFits(in, 100, budget)); // its sample's copy: > budget / 2
+    in.nb = 1000000;
+    const uint32_t words[1] = {1};
+    in.allow = words;
+    EXPECT_FALSE(flatThresholdPathFits(in, 10, budget));
+}
+
+TEST(FlatSearchPrecision, ThresholdPathRunsTf32x3UnlessFp32IsForced) {
+    EXPECT_TRUE(flatUsesTf32x3(GpuFlatPrecision::kAuto, FlatSearchPath::kThreshold));
+    EXPECT_FALSE(flatUsesTf32x3(GpuFlatPrecision::kAuto, FlatSearchPath::kTiles));
+    EXPECT_FALSE(flatUsesTf32x3(GpuFlatPrecision::kFloat32, FlatSearchPath::kThreshold));
+    EXPECT_TRUE(flatUsesTf32x3(GpuFlatPrecision::kTF32x3, FlatSearchPath::kTiles));
 }
 
 TEST(FlatTiling, SmallBudgetStillPlansOneQuery) {

@@ -26,7 +26,6 @@ struct FlatCase {
     int k;
     faiss::MetricType metric;
     uint64_t seed;
-    GpuFlatPrecision precision = GpuFlatPrecision::kAuto;
 };
 
 const char* precisionName(GpuFlatPrecision p) {
@@ -41,12 +40,25 @@ const char* precisionName(GpuFlatPrecision p) {
     return "?";
 }
 
-/// The precisions a case of dimension d is checked in against FAISS CPU to 1e-4. 3xTF32
+const char* pathName(FlatSearchPath p) {
+    switch (p) {
+        case FlatSearchPath::kAuto:
+            return "auto (through GpuIndexFlat)";
+        case FlatSearchPath::kTiles:
+            return "tiles";
+        case FlatSearchPath::kThreshold:
+            return "threshold";
+    }
+    return "?";
+}
+
+/// The precisions checked on a path at dimension d against FAISS CPU to 1e-4. The
+/// threshold path re-ranks in FP32, so every precision is exact there; elsewhere 3xTF32
 /// only up to d = 256: its one-sided accumulation error grows with d (IndexConfig.h)
 /// and passes 1e-4 of these uniform sets' distances near d = 2048.
-std::vector<GpuFlatPrecision> precisionsFor(int d) {
+std::vector<GpuFlatPrecision> precisionsFor(int d, FlatSearchPath path) {
     std::vector<GpuFlatPrecision> out{GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32};
-    if (d <= 256) {
+    if (d <= 256 || path == FlatSearchPath::kThreshold) {
         out.push_back(GpuFlatPrecision::kTF32x3);
     }
     return out;
@@ -56,30 +68,77 @@ std::string describe(const FlatCase& c) {
     return "nb=" + std::to_string(c.nb) + " nq=" + std::to_string(c.nq) +
             " d=" + std::to_string(c.d) + " k=" + std::to_string(c.k) +
             " metric=" + (c.metric == faiss::METRIC_L2 ? "L2" : "IP") +
-            " seed=" + std::to_string(c.seed) + " precision=" + precisionName(c.precision);
+            " seed=" + std::to_string(c.seed);
 }
 
+/// flatSearch on `path` in precision p over base rows xb (host), results to the host.
+void searchPath(
+        GpuResources& res,
+        const std::vector<float>& xb,
+        const std::vector<float>& xq,
+        int d,
+        int k,
+        faiss::MetricType metric,
+        FlatSearchPath path,
+        GpuFlatPrecision p,
+        std::vector<float>& D,
+        std::vector<int64_t>& I) {
+    const int64_t nb = int64_t(xb.size()) / d, nq = int64_t(xq.size()) / d;
+    FlatStorage base(res, d);
+    base.append(nb, xb.data());
+    auto q = res.alloc<float>(xq.size());
+    auto dDev = res.alloc<float>(size_t(nq) * k);
+    auto iDev = res.alloc<int64_t>(size_t(nq) * k);
+    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
+    FlatSearchInput in;
+    in.queries = q.data();
+    in.nq = nq;
+    in.base = base.vectors();
+    in.baseNorms = base.norms();
+    in.nb = nb;
+    in.d = d;
+    in.metric = metric;
+    in.precision = p;
+    in.path = path;
+    flatSearch(res, in, k, dDev.data(), iDev.data());
+    D = copyToHostVector(dDev.data(), size_t(nq) * k, res.stream());
+    I = copyToHostVector(iDev.data(), size_t(nq) * k, res.stream());
+}
+
+/// Every path (GpuIndexFlat's own choice, and each forced through flatSearch) in every
+/// precision checked on it, against faiss::IndexFlat.
 void runCase(GpuResources& res, const FlatCase& c) {
     SCOPED_TRACE(describe(c));
     auto xb = datasets::uniform(c.nb, c.d, c.seed);
     auto xq = datasets::uniform(c.nq, c.d, c.seed + 1);
     faiss::IndexFlat cpu(c.d, c.metric);
     cpu.add(c.nb, xb.data());
-    GpuIndexFlatConfig cfg;
-    cfg.precision = c.precision;
-    GpuIndexFlat gpu(res, c.d, c.metric, cfg);
-    // Two adds, to exercise storage growth.
-    gpu.add(c.nb / 2 + 1, xb.data());
-    if (c.nb / 2 + 1 < c.nb) {
-        gpu.add(c.nb - (c.nb / 2 + 1), xb.data() + (c.nb / 2 + 1) * c.d);
-    }
-    ASSERT_EQ(gpu.ntotal, c.nb);
-
-    std::vector<float> refD(c.nq * c.k), D(c.nq * c.k, 12345.f);
-    std::vector<int64_t> refI(c.nq * c.k), I(c.nq * c.k, 777);
+    std::vector<float> refD(c.nq * c.k);
+    std::vector<int64_t> refI(c.nq * c.k);
     cpu.search(c.nq, xq.data(), c.k, refD.data(), refI.data());
-    gpu.search(c.nq, xq.data(), c.k, D.data(), I.data());
-    EXPECT_EQ(compareKnn(refD, refI, D, I, c.nq, c.k, 1e-4f, 1e-5f), 0);
+    for (FlatSearchPath path :
+         {FlatSearchPath::kAuto, FlatSearchPath::kTiles, FlatSearchPath::kThreshold}) {
+        for (GpuFlatPrecision p : precisionsFor(c.d, path)) {
+            SCOPED_TRACE(std::string(pathName(path)) + ", " + precisionName(p));
+            std::vector<float> D(c.nq * c.k, 12345.f);
+            std::vector<int64_t> I(c.nq * c.k, 777);
+            if (path == FlatSearchPath::kAuto) {
+                GpuIndexFlatConfig cfg;
+                cfg.precision = p;
+                GpuIndexFlat gpu(res, c.d, c.metric, cfg);
+                // Two adds, to exercise storage growth.
+                gpu.add(c.nb / 2 + 1, xb.data());
+                if (c.nb / 2 + 1 < c.nb) {
+                    gpu.add(c.nb - (c.nb / 2 + 1), xb.data() + (c.nb / 2 + 1) * c.d);
+                }
+                ASSERT_EQ(gpu.ntotal, c.nb);
+                gpu.search(c.nq, xq.data(), c.k, D.data(), I.data());
+            } else {
+                searchPath(res, xb, xq, c.d, c.k, c.metric, path, p, D, I);
+            }
+            EXPECT_EQ(compareKnn(refD, refI, D, I, c.nq, c.k, 1e-4f, 1e-5f), 0);
+        }
+    }
 }
 
 } // namespace
@@ -90,25 +149,22 @@ TEST(GpuIndexFlat, MatchesCpuOnFixedShapes) {
     const uint64_t seed = test::testSeed();
     for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
         for (int k : {1, 10, 100, 1024, 2048}) {
-            for (GpuFlatPrecision p : precisionsFor(64)) {
-                runCase(res, {5000, 37, 64, k, m, seed + k, p});
-            }
+            runCase(res, {5000, 37, 64, k, m, seed + k});
         }
         for (int d : {1, 3, 32, 96, 128, 256, 960, 2048}) {
-            for (GpuFlatPrecision p : precisionsFor(d)) {
-                runCase(res, {3000, 100, d, 10, m, seed + d, p});
-            }
+            runCase(res, {3000, 100, d, 10, m, seed + d});
         }
-        for (GpuFlatPrecision p : precisionsFor(128)) {
-            // Several base tiles and segments: nb above one segment.
-            runCase(res, {70000, 5, 32, 1024, m, seed + 3, p});
-            // A single query, across several selection segments.
-            runCase(res, {20000, 1, 128, 100, m, seed + 5, p});
-            // k above nb: -1 padding.
-            runCase(res, {50, 7, 16, 100, m, seed + 4, p});
-        }
-        // k at the maximum (FP32 only).
+        // Several base tiles and segments: nb above one segment.
+        runCase(res, {70000, 5, 32, 1024, m, seed + 3});
+        // A single query, across several selection segments.
+        runCase(res, {20000, 1, 128, 100, m, seed + 5});
+        // k above nb: -1 padding.
+        runCase(res, {50, 7, 16, 100, m, seed + 4});
+        // k at the maximum.
         runCase(res, {70000, 5, 32, 2048, m, seed + 6});
+        // A batch and base the automatic choice sends down the threshold path, with
+        // several base tiles of it.
+        runCase(res, {40000, 300, 48, 10, m, seed + 7});
     }
 }
 
@@ -126,8 +182,6 @@ TEST(GpuIndexFlat, MatchesCpuOnRandomShapes) {
         c.nq = 1 + int64_t(rng() % 300);
         c.metric = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
         c.seed = rng();
-        const auto precisions = precisionsFor(c.d);
-        c.precision = precisions[rng() % precisions.size()];
         runCase(res, c);
     }
 }
@@ -272,6 +326,49 @@ TEST(GpuIndexFlat, PrecisionsOnTightlyPackedAndSpreadVectors) {
                                 k, 1e-4f, 1e-4f),
                         0);
             }
+        }
+    }
+    // The threshold path re-ranks its candidates in FP32: both halves exact, 3xTF32
+    // included.
+    for (GpuFlatPrecision p : {GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
+        SCOPED_TRACE(std::string("threshold path, ") + precisionName(p));
+        std::vector<float> D;
+        std::vector<int64_t> I;
+        searchPath(res, xb, xq, d, k, faiss::METRIC_L2, FlatSearchPath::kThreshold, p, D, I);
+        EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-4f), 0);
+    }
+}
+
+// A quarter of the base is one vector repeated: the queries next to it see thousands of
+// ties at their k-th distance, more than the threshold path lists, and are re-searched
+// by the tiles path; the others are not. Both must match FAISS CPU.
+TEST(GpuFlatSearch, ThresholdPathReSearchesQueriesWithTooManyTies) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 32, k = 10;
+    const int64_t nb = 40000, nq = 300;
+    auto xb = datasets::uniform(nb, d, test::testSeed());
+    auto xq = datasets::uniform(nq, d, test::testSeed() + 1);
+    for (int64_t i = 0; i < nb; i += 4) {
+        std::copy(xb.begin() + 1 * d, xb.begin() + 2 * d, xb.begin() + i * d);
+    }
+    for (int64_t q = 0; q < nq; q += 2) {
+        for (int j = 0; j < d; ++j) {
+            xq[q * d + j] = xb[size_t(d) + j] + 1e-3f * xq[q * d + j];
+        }
+    }
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        faiss::IndexFlat cpu(d, m);
+        cpu.add(nb, xb.data());
+        std::vector<float> refD(nq * k);
+        std::vector<int64_t> refI(nq * k);
+        cpu.search(nq, xq.data(), k, refD.data(), refI.data());
+        for (GpuFlatPrecision p : {GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
+            SCOPED_TRACE(std::string(m == faiss::METRIC_L2 ? "L2 " : "IP ") + precisionName(p));
+            std::vector<float> D;
+            std::vector<int64_t> I;
+            searchPath(res, xb, xq, d, k, m, FlatSearchPath::kThreshold, p, D, I);
+            EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-5f), 0);
         }
     }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <faiss_ext/impl/FlatThresholdSearch.h>
 #include <kernels/Distances.h>
 #include <kernels/Select.h>
 #include <kernels/Tf32Split.h>
@@ -68,15 +69,38 @@ FlatTiling planFlatTiling(
     return t;
 }
 
-bool flatUsesTf32x3(GpuFlatPrecision p) {
+bool flatUsesTf32x3(GpuFlatPrecision p, FlatSearchPath path) {
+    FAISS_THROW_IF_NOT_MSG(path != FlatSearchPath::kAuto, "flatUsesTf32x3: resolve the path first");
     switch (p) {
         case GpuFlatPrecision::kAuto:
+            return path == FlatSearchPath::kThreshold;
         case GpuFlatPrecision::kFloat32:
             return false;
         case GpuFlatPrecision::kTF32x3:
             return true;
     }
     FAISS_THROW_FMT("unknown GpuFlatPrecision %d", int(p));
+}
+
+void flatProductTile(
+        const GpuResources& res,
+        faiss::MetricType metric,
+        const float* q,
+        int64_t nq,
+        const float* b,
+        int64_t nb,
+        int d,
+        bool tf32x3,
+        float* dist) {
+    const int K = tf32x3 ? 3 * d : d;
+    // dist = alpha * Q B^T: |b|^2 (and |q|^2) are added later for L2.
+    const float alpha = metric == faiss::METRIC_L2 ? -2.f : -1.f;
+    const float beta = 0.f;
+    // Row-major C[nq x nb] = Q B^T is column-major C^T = B^T(op) Q.
+    FAISS_EXT_CUBLAS_CHECK(cublasGemmEx(
+            res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nq), K, &alpha, b, CUDA_R_32F, K,
+            q, CUDA_R_32F, K, &beta, dist, CUDA_R_32F, int(nb),
+            tf32x3 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void flatDistanceTile(
@@ -89,20 +113,12 @@ void flatDistanceTile(
         float* baseSplit,
         float* dist) {
     const bool split = baseSplit != nullptr;
-    const int K = split ? 3 * in.d : in.d;
     const float* base = in.base + b0 * in.d;
     if (split) {
         kernels::splitTF32(base, nb, in.d, kernels::Tf32SplitRole::kBase, baseSplit, res.stream());
         base = baseSplit;
     }
-    // dist = alpha * Q B^T: |b|^2 (and |q|^2) are added later for L2.
-    const float alpha = in.metric == faiss::METRIC_L2 ? -2.f : -1.f;
-    const float beta = 0.f;
-    // Row-major C[nq x nb] = Q B^T is column-major C^T = B^T(op) Q.
-    FAISS_EXT_CUBLAS_CHECK(cublasGemmEx(
-            res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nq), K, &alpha, base, CUDA_R_32F,
-            K, q, CUDA_R_32F, K, &beta, dist, CUDA_R_32F, int(nb),
-            split ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    flatProductTile(res, in.metric, q, nq, base, nb, in.d, split, dist);
 }
 
 namespace {
@@ -182,7 +198,7 @@ FlatTiling planFlatSearch(
         int k,
         size_t budget) {
     size_t perBaseColumn = 0;
-    if (in.tf32x3) {
+    if (flatUsesTf32x3(in.precision, FlatSearchPath::kTiles)) {
         const size_t querySplit = size_t(std::min<int64_t>(in.nq, 4096)) * splitBytes(in.d);
         FAISS_THROW_IF_NOT_FMT(
                 querySplit < budget,
@@ -199,6 +215,46 @@ FlatTiling planFlatSearch(
     return planFlatTiling(in.nq, in.nb, k, budget, 4 * sms, 4096, perBaseColumn);
 }
 
+void flatSearchTiles(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        float* outD,
+        int64_t* outI) {
+    cudaStream_t stream = res.stream();
+    const FlatTiling t = planFlatSearch(res, in, k, budgetBytes);
+    const bool l2 = in.metric == faiss::METRIC_L2;
+    const bool tf32x3 = flatUsesTf32x3(in.precision, FlatSearchPath::kTiles);
+    const int64_t segsPerTile = (t.baseTile + t.segLen - 1) / t.segLen;
+    const int64_t candLd = (1 + segsPerTile) * k;
+
+    auto dist = res.alloc<float>(size_t(t.queryTile) * t.baseTile);
+    auto candD = res.alloc<float>(size_t(t.queryTile) * candLd);
+    auto candI = res.alloc<int64_t>(size_t(t.queryTile) * candLd);
+    auto qNorms = res.alloc<float>(l2 ? size_t(t.queryTile) : 0);
+    auto querySplit = res.alloc<float>(tf32x3 ? size_t(t.queryTile) * 3 * in.d : 0);
+    auto baseSplit = res.alloc<float>(tf32x3 ? size_t(t.baseTile) * 3 * in.d : 0);
+    for (int64_t q0 = 0; q0 < in.nq; q0 += t.queryTile) {
+        const int64_t nq = std::min(t.queryTile, in.nq - q0);
+        const float* q = in.queries + q0 * in.d;
+        if (l2) {
+            kernels::rowSquaredNorms(q, nq, in.d, qNorms.data(), stream);
+        }
+        if (tf32x3) {
+            kernels::splitTF32(
+                    q, nq, in.d, kernels::Tf32SplitRole::kQuery, querySplit.data(), stream);
+            q = querySplit.data();
+        }
+        selectOverBase(
+                res, in, t, q, nq, k, tf32x3 ? baseSplit.data() : nullptr, dist.data(),
+                candD.data(), candI.data(), candLd);
+        kernels::finishKnn(
+                candD.data(), candI.data(), candLd, nq, k, finishOf(in.metric), qNorms.data(),
+                outD + q0 * k, outI + q0 * k, stream);
+    }
+}
+
 void flatSearch(
         const GpuResources& res,
         const FlatSearchInput& in,
@@ -208,39 +264,19 @@ void flatSearch(
     if (in.nq == 0) {
         return;
     }
-    cudaStream_t stream = res.stream();
     if (in.nb == 0) {
-        kernels::fillMissingResults(outD, outI, in.nq * k, finishOf(in.metric), stream);
+        kernels::fillMissingResults(outD, outI, in.nq * k, finishOf(in.metric), res.stream());
         return;
     }
-    const FlatTiling t = planFlatSearch(res, in, k, res.tempMemoryBytes());
-    const bool l2 = in.metric == faiss::METRIC_L2;
-    const int64_t segsPerTile = (t.baseTile + t.segLen - 1) / t.segLen;
-    const int64_t candLd = (1 + segsPerTile) * k;
-
-    auto dist = res.alloc<float>(size_t(t.queryTile) * t.baseTile);
-    auto candD = res.alloc<float>(size_t(t.queryTile) * candLd);
-    auto candI = res.alloc<int64_t>(size_t(t.queryTile) * candLd);
-    auto qNorms = res.alloc<float>(l2 ? size_t(t.queryTile) : 0);
-    auto querySplit = res.alloc<float>(in.tf32x3 ? size_t(t.queryTile) * 3 * in.d : 0);
-    auto baseSplit = res.alloc<float>(in.tf32x3 ? size_t(t.baseTile) * 3 * in.d : 0);
-    for (int64_t q0 = 0; q0 < in.nq; q0 += t.queryTile) {
-        const int64_t nq = std::min(t.queryTile, in.nq - q0);
-        const float* q = in.queries + q0 * in.d;
-        if (l2) {
-            kernels::rowSquaredNorms(q, nq, in.d, qNorms.data(), stream);
-        }
-        if (in.tf32x3) {
-            kernels::splitTF32(
-                    q, nq, in.d, kernels::Tf32SplitRole::kQuery, querySplit.data(), stream);
-            q = querySplit.data();
-        }
-        selectOverBase(
-                res, in, t, q, nq, k, in.tf32x3 ? baseSplit.data() : nullptr, dist.data(),
-                candD.data(), candI.data(), candLd);
-        kernels::finishKnn(
-                candD.data(), candI.data(), candLd, nq, k, finishOf(in.metric), qNorms.data(),
-                outD + q0 * k, outI + q0 * k, stream);
+    FlatSearchPath path = in.path;
+    if (path == FlatSearchPath::kAuto) {
+        path = flatThresholdPathFits(in, k, res.tempMemoryBytes()) ? FlatSearchPath::kThreshold
+                                                                   : FlatSearchPath::kTiles;
+    }
+    if (path == FlatSearchPath::kThreshold) {
+        flatSearchThreshold(res, in, k, res.tempMemoryBytes(), outD, outI);
+    } else {
+        flatSearchTiles(res, in, k, res.tempMemoryBytes(), outD, outI);
     }
 }
 

@@ -34,8 +34,22 @@ FlatTiling planFlatTiling(
         int64_t minSegLen = 4096,
         size_t bytesPerBaseColumn = 0);
 
-/// Whether a GpuIndexFlat search in precision p runs 3xTF32.
-bool flatUsesTf32x3(GpuFlatPrecision p);
+/// How flatSearch finds each query's k nearest.
+enum class FlatSearchPath {
+    /// the threshold path for batches and bases large enough to pay for its sample
+    /// (flatThresholdPathFits), the tiles path else
+    kAuto,
+    /// GEMM tiles + streaming k-selection per (query, segment), then a merge
+    kTiles,
+    /// a per-query threshold from a sample of the base, GEMM tiles filtered against it,
+    /// the survivors re-ranked exactly (impl/FlatThresholdSearch.h)
+    kThreshold,
+};
+
+/// Whether the GEMMs of a search in precision p on the given path (kTiles or
+/// kThreshold) run 3xTF32: on the threshold path everything but kFloat32 does (its
+/// exact re-rank makes the result FP32's either way), on the tiles path kTF32x3 only.
+bool flatUsesTf32x3(GpuFlatPrecision p, FlatSearchPath path);
 
 /// Vectors of one flat search, all in device memory.
 struct FlatSearchInput {
@@ -46,30 +60,44 @@ struct FlatSearchInput {
     int64_t nb = 0;
     int d = 0;
     faiss::MetricType metric = faiss::METRIC_L2;
-    /// false: FP32 GEMM on CUDA cores. true: 3xTF32 on tensor cores (kernels/Tf32Split.h:
-    /// one TF32 GEMM over the split operands, K = 3d), whose products carry FP32-level
-    /// error; the selection is the same either way.
-    bool tf32x3 = false;
+    /// The GEMMs' arithmetic (flatUsesTf32x3): FP32 on CUDA cores, or 3xTF32 on tensor
+    /// cores (kernels/Tf32Split.h: one TF32 GEMM over the split operands, K = 3d).
+    GpuFlatPrecision precision = GpuFlatPrecision::kAuto;
+    /// kAuto: chosen per search (FlatSearchPath).
+    FlatSearchPath path = FlatSearchPath::kAuto;
     /// Filtered search (null: none): a device bitmap over base rows (kernels/IdFilter.h);
     /// only rows whose bit is set are results, and fewer than k allowed rows leave -1 /
     /// +-inf.
     const uint32_t* allow = nullptr;
 };
 
-/// The tiling flatSearch uses for `in` within `budgetBytes`: the selection geometry
-/// of its path (warp selection for small k, block selection else) and, for 3xTF32, the
-/// queries' split set aside and each base column's split charged.
+/// The tiling the tiles path uses for `in` within `budgetBytes`: the selection geometry
+/// (warp selection for small k, block selection else) and, for 3xTF32, the queries'
+/// split set aside and each base column's split charged.
 FlatTiling planFlatSearch(
         const GpuResources& res,
         const FlatSearchInput& in,
         int k,
         size_t budgetBytes);
 
-/// dist (nq x nb, row-major) = -2 Q B^T (L2) or -Q B^T (inner product) for the nq
-/// queries against base rows [b0, b0 + nb) of in.base: the keys before the norms.
+/// dist (nq x nb, row-major) = -2 Q B^T (L2) or -Q B^T (inner product): the keys
+/// before the norms. tf32x3 false: q (nq x d) and b (nb x d) as they are, FP32 GEMM.
+/// true: q and b are splits (nq x 3d and nb x 3d, kernels::splitTF32), one TF32 GEMM.
+void flatProductTile(
+        const GpuResources& res,
+        faiss::MetricType metric,
+        const float* q,
+        int64_t nq,
+        const float* b,
+        int64_t nb,
+        int d,
+        bool tf32x3,
+        float* dist);
+
+/// flatProductTile for the nq queries against base rows [b0, b0 + nb) of in.base.
 /// baseSplit null: q holds the queries (nq x d), FP32 GEMM. Otherwise 3xTF32: q holds
-/// the queries' split (nq x 3d, kernels::splitTF32) and the base rows are split into
-/// baseSplit (nb x 3d) first.
+/// the queries' split (nq x 3d) and the base rows are split into baseSplit (nb x 3d)
+/// first.
 void flatDistanceTile(
         const GpuResources& res,
         const FlatSearchInput& in,
@@ -79,6 +107,16 @@ void flatDistanceTile(
         int64_t nb,
         float* baseSplit,
         float* dist);
+
+/// The tiles path for all of `in` within budgetBytes of temporaries (flatSearch's
+/// contract).
+void flatSearchTiles(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        float* outD,
+        int64_t* outI);
 
 /// Writes the k nearest of each query, best first, to outD / outI (device, nq x k),
 /// in FAISS conventions (ids are base row numbers, -1 / +-inf when nb < k).

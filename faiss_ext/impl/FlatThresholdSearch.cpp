@@ -1,0 +1,239 @@
+#include <faiss_ext/impl/FlatThresholdSearch.h>
+
+#include <algorithm>
+
+#include <faiss/impl/FaissAssert.h>
+
+#include <faiss_ext/utils/CudaCheck.h>
+#include <faiss_ext/utils/DeviceBuffer.h>
+#include <faiss_ext/utils/MathUtils.h>
+#include <kernels/Distances.h>
+#include <kernels/GatherRows.h>
+#include <kernels/Select.h>
+#include <kernels/Tf32Split.h>
+#include <kernels/ThresholdFilter.h>
+
+namespace faiss_ext {
+
+namespace {
+
+/// Below this many queries the sample and the base's split cost more than the
+/// selection they save (bench_flat, both paths forced).
+constexpr int64_t kThresholdMinQueries = 256;
+/// The listed ids a query may hold; the sample is sized so that about a quarter of it
+/// is used.
+constexpr int64_t kMaxCapacity = 32768;
+/// Queries per GEMM, and the distance tile's bytes: small enough to stay in L2 between
+/// the GEMM that writes it and the filter that reads it.
+constexpr int64_t kMaxQueryTile = 2048;
+constexpr size_t kDistTileBytes = size_t(32) << 20;
+/// The filter kernel takes one query per grid row.
+constexpr int64_t kMaxQueryGroup = 65535;
+
+int64_t capacityFor(int k) {
+    return std::min<int64_t>(kMaxCapacity, nextPow2(std::max(1024, 32 * k)));
+}
+
+kernels::DistanceFinish finishOf(faiss::MetricType metric) {
+    return metric == faiss::METRIC_L2 ? kernels::DistanceFinish::kL2
+                                      : kernels::DistanceFinish::kInnerProduct;
+}
+
+} // namespace
+
+FlatThresholdPlan planFlatThreshold(
+        int64_t nq,
+        int64_t nb,
+        int d,
+        int k,
+        bool tf32x3,
+        size_t budgetBytes) {
+    FAISS_THROW_IF_NOT_FMT(
+            nq > 0 && nb > 0 && d > 0 && k >= 1 && k <= kernels::kMaxSelectK,
+            "bad threshold search shape nq=%lld nb=%lld d=%d k=%d", (long long)nq, (long long)nb, d,
+            k);
+    FlatThresholdPlan p;
+    p.capacity = capacityFor(k);
+    // Expected listed ids: the sample's k-th is about the (k nb / S)-th neighbour.
+    p.sampleRows =
+            std::min(nb, std::max<int64_t>(k, divUp<int64_t>(int64_t(4) * k * nb, p.capacity)));
+    p.sampleStride = nb / p.sampleRows;
+    const size_t splitRow = tf32x3 ? size_t(3) * d * sizeof(float) : 0;
+    const size_t sampleBytes = size_t(p.sampleRows) * (d + 1) * sizeof(float);
+    // Listed ids (4 bytes), their re-ranked keys and ids (12), count, threshold, |q|^2,
+    // overflow row (20), the query's split.
+    const size_t perQuery = size_t(p.capacity) * 16 + 20 + splitRow;
+    const size_t budget = budgetBytes / 2;
+    for (int64_t g = std::min(nq, kMaxQueryGroup);; g = (g + 1) / 2) {
+        const int64_t qt = std::min(g, kMaxQueryTile);
+        const int64_t bt = std::min<int64_t>(
+                nb,
+                std::max<int64_t>(
+                        256, int64_t(kDistTileBytes / (size_t(qt) * sizeof(float))) / 256 * 256));
+        const size_t bytes = size_t(g) * perQuery + size_t(qt) * bt * sizeof(float) +
+                size_t(bt) * splitRow + sampleBytes;
+        if (bytes <= budget) {
+            p.queryGroup = g;
+            p.queryTile = qt;
+            p.baseTile = bt;
+            p.bytes = bytes;
+            return p;
+        }
+        if (g == 1) {
+            return p; // queryGroup 0: does not fit
+        }
+    }
+}
+
+bool flatThresholdPathFits(const FlatSearchInput& in, int k, size_t budgetBytes) {
+    return in.allow == nullptr && k >= 1 && k <= kernels::kMaxSelectK &&
+            in.nq >= kThresholdMinQueries && in.nb >= 16 * capacityFor(k) &&
+            in.nb < (int64_t(1) << 31) &&
+            planFlatThreshold(
+                    in.nq, in.nb, in.d, k, flatUsesTf32x3(in.precision, FlatSearchPath::kThreshold),
+                    budgetBytes)
+                    .queryGroup > 0;
+}
+
+void flatSearchThreshold(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        float* outD,
+        int64_t* outI) {
+    FAISS_THROW_IF_NOT_MSG(in.allow == nullptr, "the flat threshold path takes no id filter");
+    FAISS_THROW_IF_NOT_FMT(
+            in.nb < (int64_t(1) << 31), "the flat threshold path lists ids in 32 bits (nb=%lld)",
+            (long long)in.nb);
+    cudaStream_t stream = res.stream();
+    const bool l2 = in.metric == faiss::METRIC_L2;
+    const bool tf32x3 = flatUsesTf32x3(in.precision, FlatSearchPath::kThreshold);
+    const int d = in.d;
+    const FlatThresholdPlan p = planFlatThreshold(in.nq, in.nb, d, k, tf32x3, budgetBytes);
+    FAISS_THROW_IF_NOT_FMT(
+            p.queryGroup > 0,
+            "temporary memory budget of %zu bytes is too small for the flat threshold path "
+            "(nb=%lld, d=%d, k=%d)",
+            budgetBytes, (long long)in.nb, d, k);
+    const size_t restBudget = budgetBytes - p.bytes;
+    const int64_t C = p.capacity;
+
+    // The sample (every sampleStride-th base row) and the largest base norm.
+    auto sample = res.alloc<float>(size_t(p.sampleRows) * d);
+    auto sampleNorms = res.alloc<float>(l2 ? size_t(p.sampleRows) : 0);
+    FAISS_EXT_CUDA_CHECK(cudaMemcpy2DAsync(
+            sample.data(), size_t(d) * sizeof(float), in.base,
+            size_t(p.sampleStride) * d * sizeof(float), size_t(d) * sizeof(float),
+            size_t(p.sampleRows), cudaMemcpyDeviceToDevice, stream));
+    if (l2) {
+        FAISS_EXT_CUDA_CHECK(cudaMemcpy2DAsync(
+                sampleNorms.data(), sizeof(float), in.baseNorms,
+                size_t(p.sampleStride) * sizeof(float), sizeof(float), size_t(p.sampleRows),
+                cudaMemcpyDeviceToDevice, stream));
+    }
+    auto maxNorm = res.alloc<float>(1);
+    kernels::maxSquaredNorm(in.base, l2 ? in.baseNorms : nullptr, in.nb, d, maxNorm.data(), stream);
+    const kernels::KeyErrorBound bound = kernels::keyErrorBound(d, tf32x3);
+    // The sample is searched in the same arithmetic as the base: its error is in the bound.
+    FlatSearchInput sampleIn = in;
+    sampleIn.base = sample.data();
+    sampleIn.baseNorms = l2 ? sampleNorms.data() : nullptr;
+    sampleIn.nb = p.sampleRows;
+    sampleIn.path = FlatSearchPath::kTiles;
+    sampleIn.precision = tf32x3 ? GpuFlatPrecision::kTF32x3 : GpuFlatPrecision::kFloat32;
+
+    const int64_t G = p.queryGroup;
+    auto ids = res.alloc<int32_t>(size_t(G) * C);
+    auto counts = res.alloc<uint32_t>(size_t(G));
+    auto thresholds = res.alloc<float>(size_t(G));
+    auto qNorms = res.alloc<float>(size_t(G));
+    auto keys = res.alloc<float>(size_t(G) * C);
+    auto keyIds = res.alloc<int64_t>(size_t(G) * C);
+    auto overRows = res.alloc<int64_t>(size_t(G));
+    auto nOver = res.alloc<int>(1);
+    auto querySplit = res.alloc<float>(tf32x3 ? size_t(G) * 3 * d : 0);
+    auto dist = res.alloc<float>(size_t(p.queryTile) * p.baseTile);
+    auto baseSplit = res.alloc<float>(tf32x3 ? size_t(p.baseTile) * 3 * d : 0);
+    const int K = tf32x3 ? 3 * d : d;
+
+    for (int64_t g0 = 0; g0 < in.nq; g0 += G) {
+        const int64_t ng = std::min(G, in.nq - g0);
+        const float* q = in.queries + g0 * d;
+        float* gD = outD + g0 * k;
+        int64_t* gI = outI + g0 * k;
+        // 1. The sample's k nearest (into the group's results, overwritten below).
+        sampleIn.queries = q;
+        sampleIn.nq = ng;
+        flatSearchTiles(res, sampleIn, k, restBudget, gD, gI);
+        kernels::rowSquaredNorms(q, ng, d, qNorms.data(), stream);
+        kernels::keyThresholds(
+                gD + (k - 1), k, ng, qNorms.data(), maxNorm.data(), bound, l2, thresholds.data(),
+                stream);
+        // 2. Every base tile against the thresholds.
+        FAISS_EXT_CUDA_CHECK(
+                cudaMemsetAsync(counts.data(), 0, size_t(ng) * sizeof(uint32_t), stream));
+        const float* qs = q;
+        if (tf32x3) {
+            kernels::splitTF32(q, ng, d, kernels::Tf32SplitRole::kQuery, querySplit.data(), stream);
+            qs = querySplit.data();
+        }
+        for (int64_t b0 = 0; b0 < in.nb; b0 += p.baseTile) {
+            const int64_t nbt = std::min(p.baseTile, in.nb - b0);
+            const float* b = in.base + b0 * d;
+            if (tf32x3) {
+                kernels::splitTF32(
+                        b, nbt, d, kernels::Tf32SplitRole::kBase, baseSplit.data(), stream);
+                b = baseSplit.data();
+            }
+            for (int64_t q0 = 0; q0 < ng; q0 += p.queryTile) {
+                const int64_t nqt = std::min(p.queryTile, ng - q0);
+                flatProductTile(res, in.metric, qs + q0 * K, nqt, b, nbt, d, tf32x3, dist.data());
+                kernels::appendUnderThreshold(
+                        dist.data(), nbt, nqt, nbt, l2 ? in.baseNorms + b0 : nullptr,
+                        thresholds.data() + q0, int32_t(b0), ids.data() + q0 * C, C,
+                        counts.data() + q0, stream);
+            }
+        }
+        // 3. The listed ids re-ranked exactly, then the k best of each list.
+        kernels::rerankListed(
+                q, in.base, d, l2, ids.data(), counts.data(), ng, C, keys.data(), keyIds.data(),
+                stream);
+        kernels::SelectRowsArgs sel;
+        sel.dist = keys.data();
+        sel.ldDist = C;
+        sel.nrows = ng;
+        sel.ncols = C;
+        sel.inIds = keyIds.data();
+        sel.ldIds = C;
+        sel.k = k;
+        sel.outD = gD;
+        sel.outI = gI;
+        sel.ldOut = k;
+        kernels::selectRowsMin(sel, stream);
+        kernels::finishKnn(gD, gI, k, ng, k, finishOf(in.metric), nullptr, gD, gI, stream);
+        // 4. Queries whose lists overflowed (many vectors tied with the k-th, say): the
+        // tiles path in FP32 for them alone.
+        kernels::overflowRows(counts.data(), ng, C, overRows.data(), nOver.data(), stream);
+        int over = 0;
+        copyToHost(&over, nOver.data(), 1, stream);
+        if (over > 0) {
+            auto oq = res.alloc<float>(size_t(over) * d);
+            auto oD = res.alloc<float>(size_t(over) * k);
+            auto oI = res.alloc<int64_t>(size_t(over) * k);
+            kernels::gatherRows(q, overRows.data(), over, d, oq.data(), stream);
+            FlatSearchInput oin = in;
+            oin.queries = oq.data();
+            oin.nq = over;
+            oin.path = FlatSearchPath::kTiles;
+            oin.precision = GpuFlatPrecision::kFloat32;
+            const size_t taken = size_t(over) * (size_t(d) * sizeof(float) + size_t(k) * 12);
+            flatSearchTiles(
+                    res, oin, k, restBudget > taken ? restBudget - taken : 0, oD.data(), oI.data());
+            kernels::scatterResultRows(
+                    oD.data(), oI.data(), overRows.data(), over, k, gD, gI, stream);
+        }
+    }
+}
+
+} // namespace faiss_ext

@@ -1,0 +1,54 @@
+// The flat search's threshold path: each query's k-th distance over an evenly spaced
+// sample of the base bounds its true k-th from above; GEMM tiles of the whole base are
+// then only compared with that bound (plus a proven margin for the GEMM's rounding), the
+// ids under it listed, and the listed ids re-ranked exactly in FP32. No per-(query,
+// segment) selection state, so the distance tiles can be sized for L2, and the GEMMs can
+// run 3xTF32 on tensor cores with results that are FP32's (benchs/NOTES.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <faiss_ext/impl/FlatSearch.h>
+
+namespace faiss_ext {
+
+/// How one threshold search is cut.
+struct FlatThresholdPlan {
+    int64_t capacity = 0;     ///< ids listed per query (more: re-searched by the tiles path)
+    int64_t sampleRows = 0;   ///< sampled base rows: 0, stride, 2 stride, ...
+    int64_t sampleStride = 0; ///< base rows between two sampled ones
+    int64_t queryGroup = 0;   ///< queries whose lists are held at once
+    int64_t queryTile = 0;    ///< queries per GEMM
+    int64_t baseTile = 0;     ///< base vectors per GEMM
+    size_t bytes = 0;         ///< temporaries of the group (the sample's search comes on top)
+};
+
+/// Plans a threshold search of nq queries against nb vectors of dimension d for k within
+/// budgetBytes (at most half of it for the plan's own buffers, the sample's copy
+/// included; the sample's search gets the rest). Pure host arithmetic. queryGroup 0:
+/// it does not fit (a large base's sample, say).
+FlatThresholdPlan planFlatThreshold(
+        int64_t nq,
+        int64_t nb,
+        int d,
+        int k,
+        bool tf32x3,
+        size_t budgetBytes);
+
+/// Whether kAuto takes the threshold path for `in` and k: no id filter, a batch of at
+/// least kThresholdMinQueries, a base at least 16x the capacity (so that the sample is
+/// at most a quarter of it), and a plan within budgetBytes.
+bool flatThresholdPathFits(const FlatSearchInput& in, int k, size_t budgetBytes);
+
+/// flatSearch's contract on the threshold path, within budgetBytes of temporaries.
+/// Needs in.allow null and in.nb < 2^31.
+void flatSearchThreshold(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        float* outD,
+        int64_t* outI);
+
+} // namespace faiss_ext

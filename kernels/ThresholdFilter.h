@@ -1,0 +1,105 @@
+// Host entry points of the flat search's threshold path (impl/FlatThresholdSearch.h): a
+// per-query key threshold with a proven error margin, a filter that keeps the ids of the
+// keys under it, and an exact FP32 re-rank of the kept ids.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace faiss_ext {
+namespace kernels {
+
+/// What bounds the error of one GEMM key (|b|^2 - 2 q.b for L2, -q.b for inner product)
+/// against the same key in exact arithmetic: |error| <= dotRel |q| B (times 2 for L2)
+/// plus, for L2, normRel B^2, with B the largest base norm.
+struct KeyErrorBound {
+    float dotRel = 0;  ///< relative error of one dot product, of |q| |b|
+    float normRel = 0; ///< relative error of one stored squared norm, and the key's sum
+};
+
+/// The bound for dimension d: FP32 products (tf32x3 false) or 3xTF32 on tensor cores.
+KeyErrorBound keyErrorBound(int d, bool tf32x3);
+
+/// *out = the largest squared norm of the nb base rows: from norms (nb floats) when not
+/// null, else computed from base (nb x d). out is one device float.
+void maxSquaredNorm(
+        const float* base,
+        const float* norms,
+        int64_t nb,
+        int d,
+        float* out,
+        cudaStream_t stream);
+
+/// thresholds[r] for r < n: an upper bound on the GEMM key (|b|^2 - 2 q.b for L2, -q.b
+/// for inner product) of every one of query r's true k nearest. kth[r * ldKth] is the
+/// query's k-th distance over a sample of the base as flatSearch returns it (L2: squared
+/// distance, |q|^2 = queryNorms[r] added and clamped at 0; inner product: the product);
+/// the threshold is its key plus twice the KeyErrorBound of the query against
+/// *maxBaseNorm (squared): once for the sample's GEMM, once for the filtered one.
+void keyThresholds(
+        const float* kth,
+        int64_t ldKth,
+        int64_t n,
+        const float* queryNorms,
+        const float* maxBaseNorm,
+        KeyErrorBound bound,
+        bool l2,
+        float* thresholds,
+        cudaStream_t stream);
+
+/// For each row r < nrows and column c < ncols of the key tile dist (row-major, ldDist),
+/// key = dist[r * ldDist + c] + (colBias ? colBias[c] : 0): when key <= thresholds[r],
+/// appends idBase + c to row r's list ids[r * capacity + ...] (order unspecified) and
+/// counts it in counts[r]; counts past capacity are counted but not stored.
+void appendUnderThreshold(
+        const float* dist,
+        int64_t ldDist,
+        int64_t nrows,
+        int64_t ncols,
+        const float* colBias,
+        const float* thresholds,
+        int32_t idBase,
+        int32_t* ids,
+        int64_t capacity,
+        uint32_t* counts,
+        cudaStream_t stream);
+
+/// For each row r < nrows, the exact keys of its min(counts[r], capacity) listed ids:
+/// sum_j (q_j - b_j)^2 (l2) or -sum_j q_j b_j, in FP32, to outD / outI (row r at
+/// r * capacity; slots past the count get +inf and id -1).
+void rerankListed(
+        const float* queries,
+        const float* base,
+        int d,
+        bool l2,
+        const int32_t* ids,
+        const uint32_t* counts,
+        int64_t nrows,
+        int64_t capacity,
+        float* outD,
+        int64_t* outI,
+        cudaStream_t stream);
+
+/// rows[0 .. *nOver) = the rows r < nrows whose count exceeds capacity, ascending.
+void overflowRows(
+        const uint32_t* counts,
+        int64_t nrows,
+        int64_t capacity,
+        int64_t* rows,
+        int* nOver,
+        cudaStream_t stream);
+
+/// outD[rows[i] * k + j] = inD[i * k + j] (and outI likewise) for i < n, j < k.
+void scatterResultRows(
+        const float* inD,
+        const int64_t* inI,
+        const int64_t* rows,
+        int64_t n,
+        int k,
+        float* outD,
+        int64_t* outI,
+        cudaStream_t stream);
+
+} // namespace kernels
+} // namespace faiss_ext

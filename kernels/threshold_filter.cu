@@ -1,0 +1,348 @@
+// The flat search's threshold path (ThresholdFilter.h).
+#include <algorithm>
+
+#include <math_constants.h>
+
+#include <faiss_ext/utils/CudaCheck.h>
+#include <faiss_ext/utils/MathUtils.h>
+
+#include "ThresholdFilter.h"
+
+namespace faiss_ext {
+namespace kernels {
+
+namespace {
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+/// A non-negative float's bits order like the float: atomicMax on them is a float max.
+__global__ void maxSquaredNormKernel(
+        const float* base,
+        const float* norms,
+        int64_t nb,
+        int d,
+        unsigned* out) {
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = int64_t(gridDim.x) * blockDim.x / 32;
+    float best = 0.f;
+    for (int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < nb;
+         row += warps) {
+        float v = 0.f;
+        if (norms != nullptr) {
+            v = norms[row];
+        } else {
+            const float* x = base + row * d;
+            for (int j = lane; j < d; j += 32) {
+                v += x[j] * x[j];
+            }
+            for (int off = 16; off > 0; off >>= 1) {
+                v += __shfl_xor_sync(kFullMask, v, off);
+            }
+        }
+        best = fmaxf(best, v);
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        best = fmaxf(best, __shfl_xor_sync(kFullMask, best, off));
+    }
+    if (lane == 0) {
+        atomicMax(out, __float_as_uint(best));
+    }
+}
+
+__global__ void keyThresholdsKernel(
+        const float* kth,
+        int64_t ldKth,
+        int64_t n,
+        const float* queryNorms,
+        const float* maxBaseNorm,
+        KeyErrorBound bound,
+        bool l2,
+        float* thresholds) {
+    const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (r >= n) {
+        return;
+    }
+    const float qb = sqrtf(fmaxf(queryNorms[r], 0.f)) * sqrtf(*maxBaseNorm);
+    const float e = l2 ? 2.f * bound.dotRel * qb + bound.normRel * (*maxBaseNorm + 2.f * qb)
+                       : (bound.dotRel + bound.normRel) * qb;
+    const float qn = fmaxf(queryNorms[r], 0.f);
+    const float dist = kth[r * ldKth];
+    const float key = l2 ? dist - qn : -dist;
+    // The subtraction and the sum round too: a relative 2^-22 of the terms on top.
+    thresholds[r] = key + 2.f * e + (fabsf(dist) + qn) * 2.4e-7f;
+}
+
+constexpr int kFilterThreads = 256;
+constexpr int kFilterItems = 16; ///< columns per thread: 16 independent loads in flight
+
+__global__ void __launch_bounds__(kFilterThreads) appendUnderThresholdKernel(
+        const float* dist,
+        int64_t ldDist,
+        int64_t ncols,
+        const float* colBias,
+        const float* thresholds,
+        int32_t idBase,
+        int32_t* ids,
+        int64_t capacity,
+        uint32_t* counts) {
+    const int64_t r = blockIdx.y;
+    const int64_t c0 = int64_t(blockIdx.x) * kFilterThreads * kFilterItems + threadIdx.x;
+    const float* row = dist + r * ldDist;
+    const float t = thresholds[r];
+    unsigned pass = 0;
+#pragma unroll
+    for (int i = 0; i < kFilterItems; ++i) {
+        const int64_t c = c0 + int64_t(i) * kFilterThreads;
+        if (c < ncols) {
+            const float key = row[c] + (colBias != nullptr ? colBias[c] : 0.f);
+            pass |= unsigned(key <= t) << i;
+        }
+    }
+    // Survivors are rare (about C / 4 of a query's nb keys): most warps stop here.
+    if (__ballot_sync(kFullMask, pass != 0) == 0) {
+        return;
+    }
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < kFilterItems; ++i) {
+        const bool mine = (pass >> i) & 1u;
+        const unsigned m = __ballot_sync(kFullMask, mine);
+        if (m == 0) {
+            continue;
+        }
+        const int leader = __ffs(m) - 1;
+        uint32_t first = 0;
+        if (lane == leader) {
+            first = atomicAdd(&counts[r], uint32_t(__popc(m)));
+        }
+        first = __shfl_sync(kFullMask, first, leader);
+        if (mine) {
+            const int64_t pos = int64_t(first) + __popc(m & ((1u << lane) - 1u));
+            if (pos < capacity) {
+                ids[r * capacity + pos] = idBase + int32_t(c0 + int64_t(i) * kFilterThreads);
+            }
+        }
+    }
+}
+
+constexpr int kRerankThreads = 256; ///< 8 warps, each re-ranks 32 listed ids in turn
+
+__global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
+        const float* queries,
+        const float* base,
+        int d,
+        bool l2,
+        const int32_t* ids,
+        const uint32_t* counts,
+        int64_t capacity,
+        float* outD,
+        int64_t* outI) {
+    const int64_t r = blockIdx.y;
+    const int64_t j0 = int64_t(blockIdx.x) * kRerankThreads;
+    const int64_t listed = counts[r];
+    const int64_t count = listed < capacity ? listed : capacity;
+    const int64_t pad = j0 + threadIdx.x;
+    if (pad < capacity && pad >= count) {
+        outD[r * capacity + pad] = CUDART_INF_F;
+        outI[r * capacity + pad] = -1;
+    }
+    const int warp = threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+    const float* q = queries + r * d;
+    for (int s = 0; s < 32; ++s) {
+        const int64_t j = j0 + warp * 32 + s;
+        if (j >= count) {
+            break;
+        }
+        const int32_t id = ids[r * capacity + j];
+        const float* b = base + int64_t(id) * d;
+        float acc = 0.f;
+        for (int i = lane; i < d; i += 32) {
+            if (l2) {
+                const float t = q[i] - b[i];
+                acc += t * t;
+            } else {
+                acc += q[i] * b[i];
+            }
+        }
+        for (int off = 16; off > 0; off >>= 1) {
+            acc += __shfl_xor_sync(kFullMask, acc, off);
+        }
+        if (lane == 0) {
+            outD[r * capacity + j] = l2 ? acc : -acc;
+            outI[r * capacity + j] = id;
+        }
+    }
+}
+
+__global__ void overflowRowsKernel(
+        const uint32_t* counts,
+        int64_t nrows,
+        int64_t capacity,
+        int64_t* rows,
+        int* nOver) {
+    const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (r < nrows && int64_t(counts[r]) > capacity) {
+        rows[atomicAdd(nOver, 1)] = r;
+    }
+}
+
+__global__ void scatterResultRowsKernel(
+        const float* inD,
+        const int64_t* inI,
+        const int64_t* rows,
+        int64_t n,
+        int k,
+        float* outD,
+        int64_t* outI) {
+    const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (idx >= n * k) {
+        return;
+    }
+    const int64_t i = idx / k;
+    const int64_t j = idx - i * k;
+    outD[rows[i] * k + j] = inD[idx];
+    outI[rows[i] * k + j] = inI[idx];
+}
+
+int blocksFor(int64_t work, int threads) {
+    return int(std::max<int64_t>(1, divUp<int64_t>(work, threads)));
+}
+
+} // namespace
+
+KeyErrorBound keyErrorBound(int d, bool tf32x3) {
+    constexpr double u = 1.0 / (1 << 24); // FP32's unit roundoff
+    KeyErrorBound b;
+    // Squared norms (rowSquaredNorms: d / 32 terms a lane, then 5 shuffle sums) and the
+    // key's own sum: far below (d + 8) u, doubled for margin.
+    b.normRel = float(2 * (d + 8) * u);
+    if (tf32x3) {
+        // Per product, the dropped lo.lo term (2^-22) and the TF32 conversion of both lo
+        // parts (2^-21 each); then the tensor cores' accumulation, which truncates once
+        // per k-step of 8 products (3d / 8 steps), taken at 3 ulps a step (2^-23 each)
+        // plus 16 for cuBLAS's reductions; doubled for margin.
+        b.dotRel = float(2 * (1.25 / (1 << 20) + (9.0 * d / 8 + 16) / (1 << 23)));
+    } else {
+        // FP32 accumulation in any order: gamma_d = d u, doubled for margin.
+        b.dotRel = float(2 * (d + 4) * u);
+    }
+    return b;
+}
+
+void maxSquaredNorm(
+        const float* base,
+        const float* norms,
+        int64_t nb,
+        int d,
+        float* out,
+        cudaStream_t stream) {
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float), stream));
+    if (nb == 0) {
+        return;
+    }
+    constexpr int kThreads = 256;
+    const int blocks = int(std::min<int64_t>(divUp<int64_t>(nb * 32, kThreads), 4096));
+    maxSquaredNormKernel<<<blocks, kThreads, 0, stream>>>(
+            base, norms, nb, d, reinterpret_cast<unsigned*>(out));
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+void keyThresholds(
+        const float* kth,
+        int64_t ldKth,
+        int64_t n,
+        const float* queryNorms,
+        const float* maxBaseNorm,
+        KeyErrorBound bound,
+        bool l2,
+        float* thresholds,
+        cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    keyThresholdsKernel<<<blocksFor(n, 256), 256, 0, stream>>>(
+            kth, ldKth, n, queryNorms, maxBaseNorm, bound, l2, thresholds);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+void appendUnderThreshold(
+        const float* dist,
+        int64_t ldDist,
+        int64_t nrows,
+        int64_t ncols,
+        const float* colBias,
+        const float* thresholds,
+        int32_t idBase,
+        int32_t* ids,
+        int64_t capacity,
+        uint32_t* counts,
+        cudaStream_t stream) {
+    if (nrows == 0 || ncols == 0) {
+        return;
+    }
+    FAISS_THROW_IF_NOT_FMT(nrows <= 65535, "appendUnderThreshold: %lld rows", (long long)nrows);
+    const dim3 grid(
+            unsigned(divUp<int64_t>(ncols, kFilterThreads * kFilterItems)), unsigned(nrows));
+    appendUnderThresholdKernel<<<grid, kFilterThreads, 0, stream>>>(
+            dist, ldDist, ncols, colBias, thresholds, idBase, ids, capacity, counts);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+void rerankListed(
+        const float* queries,
+        const float* base,
+        int d,
+        bool l2,
+        const int32_t* ids,
+        const uint32_t* counts,
+        int64_t nrows,
+        int64_t capacity,
+        float* outD,
+        int64_t* outI,
+        cudaStream_t stream) {
+    if (nrows == 0) {
+        return;
+    }
+    FAISS_THROW_IF_NOT_FMT(nrows <= 65535, "rerankListed: %lld rows", (long long)nrows);
+    const dim3 grid(unsigned(divUp<int64_t>(capacity, kRerankThreads)), unsigned(nrows));
+    rerankListedKernel<<<grid, kRerankThreads, 0, stream>>>(
+            queries, base, d, l2, ids, counts, capacity, outD, outI);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+void overflowRows(
+        const uint32_t* counts,
+        int64_t nrows,
+        int64_t capacity,
+        int64_t* rows,
+        int* nOver,
+        cudaStream_t stream) {
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(nOver, 0, sizeof(int), stream));
+    if (nrows == 0) {
+        return;
+    }
+    overflowRowsKernel<<<blocksFor(nrows, 256), 256, 0, stream>>>(
+            counts, nrows, capacity, rows, nOver);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+void scatterResultRows(
+        const float* inD,
+        const int64_t* inI,
+        const int64_t* rows,
+        int64_t n,
+        int k,
+        float* outD,
+        int64_t* outI,
+        cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    scatterResultRowsKernel<<<blocksFor(n * k, 256), 256, 0, stream>>>(
+            inD, inI, rows, n, k, outD, outI);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace kernels
+} // namespace faiss_ext
