@@ -66,10 +66,12 @@ FlatThresholdPlan planFlatThreshold(
     const size_t budget = budgetBytes / 2;
     for (int64_t g = std::min(nq, kMaxQueryGroup);; g = (g + 1) / 2) {
         const int64_t qt = std::min(g, kMaxQueryTile);
-        const int64_t bt = std::min<int64_t>(
-                nb,
-                std::max<int64_t>(
-                        256, int64_t(kDistTileBytes / (size_t(qt) * sizeof(float))) / 256 * 256));
+        // The tile's keys and, for 3xTF32, its base split: each within kDistTileBytes.
+        int64_t bt = int64_t(kDistTileBytes / (size_t(qt) * sizeof(float)));
+        if (splitRow > 0) {
+            bt = std::min(bt, int64_t(kDistTileBytes / splitRow));
+        }
+        bt = std::min(nb, std::max<int64_t>(256, bt / 256 * 256));
         const size_t bytes = size_t(g) * perQuery + size_t(qt) * bt * sizeof(float) +
                 size_t(bt) * splitRow + sampleBytes;
         if (bytes <= budget) {
