@@ -13,6 +13,15 @@
 
 namespace faiss_ext {
 
+/// The GEMM tile of the main pass: the keys of queryTile x baseTile pairs, written by the
+/// GEMM and read once by the filter. `overlap`: the filter of one tile runs on a second
+/// stream beside the next tile's GEMM (two tiles in memory).
+struct FlatThresholdTiles {
+    int64_t maxQueryTile = 2048;
+    size_t distTileBytes = size_t(32) << 20;
+    bool overlap = true;
+};
+
 /// How one threshold search is cut.
 struct FlatThresholdPlan {
     int64_t capacity = 0;     ///< ids listed per query (more: re-searched by the tiles path)
@@ -34,7 +43,8 @@ FlatThresholdPlan planFlatThreshold(
         int d,
         int k,
         bool tf32x3,
-        size_t budgetBytes);
+        size_t budgetBytes,
+        const FlatThresholdTiles& tiles = FlatThresholdTiles());
 
 /// Whether kAuto takes the threshold path for `in` and k: no id filter, a batch of at
 /// least kThresholdMinQueries, a base at least 16x the capacity (so that the sample is
@@ -49,6 +59,7 @@ void flatSearchThreshold(
         int k,
         size_t budgetBytes,
         float* outD,
-        int64_t* outI);
+        int64_t* outI,
+        const FlatThresholdTiles& tiles = FlatThresholdTiles());
 
 } // namespace faiss_ext

@@ -1,0 +1,95 @@
+// GpuIndexFlat's threshold path (impl/FlatThresholdSearch.h) against the shape of its
+// main-pass tiles: queries per GEMM, bytes of the distance tile (L2-sized or not), and
+// whether the filter overlaps the next GEMM on a second stream. 10000 queries, k 10 and
+// 100, uniform [0,1) vectors; device ms: CUDA events around flatSearchThreshold, median
+// of 5 after a warm-up. With --profile, one search at the default tiles (k 10) runs
+// alone between cudaProfilerStart and cudaProfilerStop, for
+//   ncu --profile-from-start off --print-summary per-kernel ... bench_flat_threshold --profile
+// Usage: bench_flat_threshold [n_base (1M)] [d (128)] [--profile]
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <cuda_profiler_api.h>
+
+#include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/impl/FlatThresholdSearch.h>
+
+#include "BenchUtil.h"
+#include "Synthetic.h"
+
+using namespace faiss_ext;
+
+int main(int argc, char** argv) {
+    if (GpuResources::deviceCount() == 0) {
+        std::fprintf(
+                stderr, "bench_flat_threshold: no CUDA device found; this benchmark needs a GPU\n");
+        return 2;
+    }
+    const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
+    const int d = argc > 2 ? std::atoi(argv[2]) : 128;
+    const bool profile = argc > 3 && std::string(argv[3]) == "--profile";
+    const int64_t nq = 10000;
+    GpuResources res;
+    if (!profile) {
+        bench::printDevice(res, bench::measureCeilings(res));
+    }
+    const auto xb = datasets::uniform(nb, d, 1);
+    const auto xq = datasets::uniform(nq, d, 2);
+    FlatStorage base(res, d);
+    base.append(nb, xb.data());
+    auto q = res.alloc<float>(xq.size());
+    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
+    FlatSearchInput in;
+    in.queries = q.data();
+    in.nq = nq;
+    in.base = base.vectors();
+    in.baseNorms = base.norms();
+    in.nb = nb;
+    in.d = d;
+    in.path = FlatSearchPath::kThreshold;
+
+    auto search = [&](int k, const FlatThresholdTiles& tiles) {
+        auto D = res.alloc<float>(size_t(nq) * k);
+        auto I = res.alloc<int64_t>(size_t(nq) * k);
+        return bench::median(bench::timeDevice(res, 1, 5, [&] {
+            flatSearchThreshold(res, in, k, res.tempMemoryBytes(), D.data(), I.data(), tiles);
+        }));
+    };
+    if (profile) {
+        auto D = res.alloc<float>(size_t(nq) * 10);
+        auto I = res.alloc<int64_t>(size_t(nq) * 10);
+        flatSearchThreshold(res, in, 10, res.tempMemoryBytes(), D.data(), I.data());
+        res.synchronize();
+        cudaProfilerStart();
+        flatSearchThreshold(res, in, 10, res.tempMemoryBytes(), D.data(), I.data());
+        res.synchronize();
+        cudaProfilerStop();
+        return 0;
+    }
+    std::printf(
+            "n_base=%lld d=%d n_query=%lld, 3xTF32 GEMMs, uniform [0,1)\n\n"
+            "| k | query tile | distance tile MB | overlap | base tile | device ms |\n"
+            "|---|---|---|---|---|---|\n",
+            (long long)nb, d, (long long)nq);
+    for (int k : {10, 100}) {
+        for (int64_t qt : {int64_t(1024), int64_t(2048), int64_t(4096)}) {
+            for (size_t mb : {size_t(16), size_t(32), size_t(64), size_t(128)}) {
+                for (bool overlap : {false, true}) {
+                    FlatThresholdTiles tiles;
+                    tiles.maxQueryTile = qt;
+                    tiles.distTileBytes = mb << 20;
+                    tiles.overlap = overlap;
+                    const FlatThresholdPlan p =
+                            planFlatThreshold(nq, nb, d, k, true, res.tempMemoryBytes(), tiles);
+                    std::printf(
+                            "| %d | %lld | %zu | %s | %lld | %.3f |\n", k, (long long)qt, mb,
+                            overlap ? "yes" : "no", (long long)p.baseTile, search(k, tiles));
+                }
+            }
+        }
+    }
+    return 0;
+}
