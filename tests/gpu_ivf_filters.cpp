@@ -1,5 +1,6 @@
 // GpuIndexIVFFlat's filtered search, range_search and remove_ids against
 // faiss::IndexIVFFlat (same centroids, same lists, ids that are not row numbers).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,53 @@ TEST(GpuIvfFilters, FilteredSearchFollowsEveryChangeOfTheLists) {
     gpu.copyFrom(other.get());
     cpu = std::move(other);
     check(gpu, "copyFrom another index");
+}
+
+TEST(GpuIvfFilters, VectorsAddedBackAfterRemoveIdsKeepTheirIds) {
+    // One list of 40 vectors (room for 64) loses 7 and gets them back through
+    // addPreassigned without growing: the 7 ids go past the 33 kept, within the list's
+    // capacity, so its id array must have room for the capacity, not for what was kept.
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 8;
+    const int64_t n = 40, b0 = 3, nBack = 7;
+    const std::vector<float> xb = datasets::uniform(n, d, 11);
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; i < n; ++i) {
+        ids.push_back(1000 + 3 * i);
+    }
+    auto cpu = cpuIvf(d, 1, faiss::METRIC_L2, xb.data());
+    cpu->add_with_ids(n, xb.data(), ids.data());
+    GpuIndexIVFFlat gpu(res, cpu.get());
+    const faiss::IDSelectorRange gone(ids[size_t(b0)], ids[size_t(b0 + nBack)]);
+    ASSERT_EQ(cpu->remove_ids(gone), size_t(nBack));
+    ASSERT_EQ(gpu.remove_ids(gone), size_t(nBack));
+    const std::vector<int64_t> listNos(size_t(nBack), 0);
+    cpu->add_core(nBack, xb.data() + b0 * d, ids.data() + b0, listNos.data());
+    gpu.addPreassigned(nBack, xb.data() + b0 * d, listNos.data(), ids.data() + b0);
+
+    // faiss's remove_ids moves the last entries into the holes: compared as sets.
+    std::vector<int64_t> got = gpu.listIds(0), want = ids;
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want);
+    const std::vector<uint8_t> bytes = serialize_index(&gpu);
+    auto loaded = deserialize_index(bytes.data(), bytes.size(), res);
+    const std::vector<int64_t> batchIds(ids.begin(), ids.begin() + 20);
+    faiss::IDSelectorBatch batch(batchIds.size(), batchIds.data());
+    faiss::SearchParametersIVF params;
+    params.nprobe = 1;
+    params.sel = &batch;
+    const int k = 10;
+    std::vector<float> rD(size_t(n) * k), D(rD.size());
+    std::vector<int64_t> rI(rD.size()), I(rD.size());
+    cpu->search(n, xb.data(), k, rD.data(), rI.data(), &params);
+    infForMissing(rD, rI, faiss::METRIC_L2);
+    const std::vector<bool> noTies(size_t(n), false);
+    for (const faiss::Index* index : std::vector<const faiss::Index*>{&gpu, loaded.get()}) {
+        index->search(n, xb.data(), k, D.data(), I.data(), &params);
+        EXPECT_EQ(compareKnnRows(rD, rI, D, I, n, k, noTies, 1e-4f, 1e-4f), 0);
+    }
 }
 
 TEST(GpuIvfFilters, RangeSearchMatchesCpu) {

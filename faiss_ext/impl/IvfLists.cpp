@@ -9,6 +9,33 @@
 
 namespace faiss_ext {
 
+IvfHostList ivfCompactList(
+        const float* raw,
+        const int64_t* ids,
+        int64_t len,
+        int dp,
+        const std::function<bool(int64_t)>& removed) {
+    IvfHostList out;
+    for (int64_t p = 0; p < len; ++p) {
+        out.len += removed(p) ? 0 : 1;
+    }
+    const int64_t cap = roundUp<int64_t>(out.len, 32);
+    out.data.assign(size_t(cap) * dp, 0.f);
+    out.ids.assign(size_t(cap), -1);
+    int64_t v = 0;
+    for (int64_t p = 0; p < len; ++p) {
+        if (removed(p)) {
+            continue;
+        }
+        for (int j = 0; j < dp; ++j) {
+            out.data[kernels::ivfLayoutIndex(v, j, dp)] = raw[kernels::ivfLayoutIndex(p, j, dp)];
+        }
+        out.ids[size_t(v)] = ids[p];
+        ++v;
+    }
+    return out;
+}
+
 IvfLists::IvfLists(const GpuResources& res, int d, int64_t nlist)
         : res_(&res),
           d_(d),
@@ -75,34 +102,23 @@ int64_t IvfLists::removeSlots(const std::vector<uint32_t>& removeSlots) {
         if (gone == 0) {
             continue;
         }
-        const int64_t keep = len - gone;
         std::vector<float> raw(size_t(roundUp<int64_t>(len, 32)) * dp_);
         copyToHost(raw.data(), data_[l].data(), raw.size(), stream);
         std::vector<int64_t> ids = copyToHostVector(ids_[l].data(), size_t(len), stream);
-        std::vector<float> outRaw(size_t(roundUp<int64_t>(keep, 32)) * dp_, 0.f);
-        std::vector<int64_t> outIds;
-        outIds.reserve(size_t(keep));
-        for (int64_t p = 0; p < len; ++p) {
-            if (removed(slotBase_[l] + p)) {
-                continue;
-            }
-            const int64_t v = int64_t(outIds.size());
-            for (int j = 0; j < dp_; ++j) {
-                outRaw[kernels::ivfLayoutIndex(v, j, dp_)] =
-                        raw[kernels::ivfLayoutIndex(p, j, dp_)];
-            }
-            outIds.push_back(ids[p]);
-        }
+        const int64_t base = slotBase_[l];
+        IvfHostList out = ivfCompactList(
+                raw.data(), ids.data(), len, dp_, [&](int64_t p) { return removed(base + p); });
+        // Both buffers sized for the capacity: append writes ids up to cap_[l] in place.
         DeviceBuffer<float> data;
         DeviceBuffer<int64_t> idBuf;
-        if (keep > 0) {
-            data = res_->alloc<float>(outRaw.size());
-            idBuf = res_->alloc<int64_t>(outIds.size());
-            copyToDevice(data.data(), outRaw.data(), outRaw.size(), stream);
-            copyToDevice(idBuf.data(), outIds.data(), outIds.size(), stream);
+        if (out.len > 0) {
+            data = res_->alloc<float>(out.data.size());
+            idBuf = res_->alloc<int64_t>(out.ids.size());
+            copyToDevice(data.data(), out.data.data(), out.data.size(), stream);
+            copyToDevice(idBuf.data(), out.ids.data(), out.ids.size(), stream);
         }
         changed.push_back(l);
-        newLen.push_back(keep);
+        newLen.push_back(out.len);
         newData.push_back(std::move(data));
         newIds.push_back(std::move(idBuf));
         count += gone;
@@ -115,7 +131,7 @@ int64_t IvfLists::removeSlots(const std::vector<uint32_t>& removeSlots) {
         data_[l] = std::move(newData[c]);
         ids_[l] = std::move(newIds[c]);
         len_[l] = newLen[c];
-        cap_[l] = roundUp<int64_t>(newLen[c], 32);
+        cap_[l] = int64_t(ids_[l].size()); // what the buffers hold, not what was kept
     }
     total_ -= count;
     uploadPointers_();

@@ -4,12 +4,34 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/impl/Progress.h>
 
 namespace faiss_ext {
+
+/// One list in host memory: its vectors in the interleaved layout and its ids, both
+/// with room for capacity() vectors (a multiple of 32; the ids past len are -1).
+struct IvfHostList {
+    std::vector<float> data;  ///< capacity() * dp floats
+    std::vector<int64_t> ids; ///< capacity() ids
+    int64_t len = 0;
+    int64_t capacity() const {
+        return int64_t(ids.size());
+    }
+};
+
+/// List `len` vectors (raw: the interleaved layout, roundUp(len, 32) * dp floats; ids:
+/// len ids) without those whose position p has removed(p): the others in order, with
+/// capacity roundUp(kept, 32), so that IvfLists::append may fill it without growing.
+IvfHostList ivfCompactList(
+        const float* raw,
+        const int64_t* ids,
+        int64_t len,
+        int dp,
+        const std::function<bool(int64_t)>& removed);
 
 class IvfLists {
    public:
@@ -109,6 +131,8 @@ class IvfLists {
     int64_t total_ = 0;
     std::vector<int64_t> len_;
     std::vector<int64_t> lenDesc_;
+    /// Vectors list l has room for: data_[l] holds cap_[l] * dp_ floats and ids_[l]
+    /// cap_[l] ids (append writes up to cap_[l] without growing).
     std::vector<int64_t> cap_;
     std::vector<DeviceBuffer<float>> data_;
     std::vector<DeviceBuffer<int64_t>> ids_;
