@@ -1,6 +1,6 @@
 // GpuIndexFlat's threshold path (impl/FlatThresholdSearch.h) against the shape of its
-// main-pass tiles: queries per GEMM, bytes of the distance tile (L2-sized or not), and
-// whether the filter overlaps the next GEMM on a second stream. 10000 queries, k 10 and
+// main-pass tiles: queries per GEMM and bytes of the distance tile (L2-sized or not).
+// 10000 queries, k 10 and
 // 100, uniform [0,1) vectors; device ms: CUDA events around flatSearchThreshold, median
 // of 5 after a warm-up. With --profile, one search at the default tiles (k 10) runs
 // alone between cudaProfilerStart and cudaProfilerStop, for
@@ -71,23 +71,20 @@ int main(int argc, char** argv) {
     }
     std::printf(
             "n_base=%lld d=%d n_query=%lld, 3xTF32 GEMMs, uniform [0,1)\n\n"
-            "| k | query tile | distance tile MB | overlap | base tile | device ms |\n"
-            "|---|---|---|---|---|---|\n",
+            "| k | query tile | distance tile MB | base tile | device ms |\n"
+            "|---|---|---|---|---|\n",
             (long long)nb, d, (long long)nq);
     for (int k : {10, 100}) {
         for (int64_t qt : {int64_t(1024), int64_t(2048), int64_t(4096)}) {
-            for (size_t mb : {size_t(16), size_t(32), size_t(64), size_t(128)}) {
-                for (bool overlap : {false, true}) {
-                    FlatThresholdTiles tiles;
-                    tiles.maxQueryTile = qt;
-                    tiles.distTileBytes = mb << 20;
-                    tiles.overlap = overlap;
-                    const FlatThresholdPlan p =
-                            planFlatThreshold(nq, nb, d, k, true, res.tempMemoryBytes(), tiles);
-                    std::printf(
-                            "| %d | %lld | %zu | %s | %lld | %.3f |\n", k, (long long)qt, mb,
-                            overlap ? "yes" : "no", (long long)p.baseTile, search(k, tiles));
-                }
+            for (size_t mb : {size_t(32), size_t(64), size_t(128), size_t(256)}) {
+                FlatThresholdTiles tiles;
+                tiles.maxQueryTile = qt;
+                tiles.distTileBytes = mb << 20;
+                const FlatThresholdPlan p =
+                        planFlatThreshold(nq, nb, d, k, true, res.tempMemoryBytes(), tiles);
+                std::printf(
+                        "| %d | %lld | %zu | %lld | %.3f |\n", k, (long long)qt, mb,
+                        (long long)p.baseTile, search(k, tiles));
             }
         }
     }

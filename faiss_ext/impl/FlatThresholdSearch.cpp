@@ -30,78 +30,6 @@ int64_t capacityFor(int k) {
     return std::min<int64_t>(kMaxCapacity, nextPow2(std::max(1024, 32 * k)));
 }
 
-/// The main pass's pipeline: with overlap, the filter of one distance tile runs on its own
-/// stream while the main stream's GEMM writes the other of two tiles. Each tile has a
-/// "written" event (its GEMM done) and a "read" event (its filter done). Without
-/// overlap everything stays on the main stream. The destructor joins the filter stream
-/// into the main one, so nothing the filters read is released under them.
-class TilePipeline {
-   public:
-    TilePipeline(cudaStream_t main, bool overlap) : main_(main), filter_(main) {
-        if (!overlap) {
-            return;
-        }
-        FAISS_EXT_CUDA_CHECK(cudaStreamCreateWithFlags(&filter_, cudaStreamNonBlocking));
-        for (int i = 0; i < 2; ++i) {
-            FAISS_EXT_CUDA_CHECK(cudaEventCreateWithFlags(&written_[i], cudaEventDisableTiming));
-            FAISS_EXT_CUDA_CHECK(cudaEventCreateWithFlags(&read_[i], cudaEventDisableTiming));
-        }
-    }
-    TilePipeline(const TilePipeline&) = delete;
-    TilePipeline& operator=(const TilePipeline&) = delete;
-    ~TilePipeline() {
-        if (filter_ == main_) {
-            return;
-        }
-        join();
-        for (int i = 0; i < 2; ++i) {
-            cudaEventDestroy(written_[i]);
-            cudaEventDestroy(read_[i]);
-        }
-        cudaStreamDestroy(filter_);
-    }
-    /// The stream the filters run on.
-    cudaStream_t filterStream() const {
-        return filter_;
-    }
-    /// The tile buffer the next GEMM writes: the main stream first waits until the
-    /// filter that read it before is done.
-    int beginGemm() {
-        const int buf = tiles_++ & 1;
-        if (filter_ != main_ && tiles_ > 2) {
-            FAISS_EXT_CUDA_CHECK(cudaStreamWaitEvent(main_, read_[buf], 0));
-        }
-        return filter_ == main_ ? 0 : buf;
-    }
-    /// After the GEMM into buf: its filter, queued next, waits for it.
-    void endGemm(int buf) {
-        if (filter_ != main_) {
-            FAISS_EXT_CUDA_CHECK(cudaEventRecord(written_[buf], main_));
-            FAISS_EXT_CUDA_CHECK(cudaStreamWaitEvent(filter_, written_[buf], 0));
-        }
-    }
-    /// After the filter of buf.
-    void endFilter(int buf) {
-        if (filter_ != main_) {
-            FAISS_EXT_CUDA_CHECK(cudaEventRecord(read_[buf], filter_));
-        }
-    }
-    /// The main stream waits for every filter queued so far.
-    void join() {
-        if (filter_ != main_ && tiles_ > 0) {
-            cudaEvent_t last = read_[(tiles_ - 1) & 1];
-            cudaStreamWaitEvent(main_, last, 0);
-        }
-    }
-
-   private:
-    cudaStream_t main_;
-    cudaStream_t filter_;
-    cudaEvent_t written_[2] = {nullptr, nullptr};
-    cudaEvent_t read_[2] = {nullptr, nullptr};
-    int64_t tiles_ = 0;
-};
-
 kernels::DistanceFinish finishOf(faiss::MetricType metric) {
     return metric == faiss::METRIC_L2 ? kernels::DistanceFinish::kL2
                                       : kernels::DistanceFinish::kInnerProduct;
@@ -141,8 +69,7 @@ FlatThresholdPlan planFlatThreshold(
             bt = std::min(bt, int64_t(tiles.distTileBytes / splitRow));
         }
         bt = std::min(nb, std::max<int64_t>(256, bt / 256 * 256));
-        const size_t bytes = size_t(g) * perQuery +
-                size_t(tiles.overlap ? 2 : 1) * size_t(qt) * bt * sizeof(float) +
+        const size_t bytes = size_t(g) * perQuery + size_t(qt) * bt * sizeof(float) +
                 size_t(bt) * splitRow + sampleBytes;
         if (bytes <= budget) {
             p.queryGroup = g;
@@ -226,9 +153,7 @@ void flatSearchThreshold(
     auto overRows = res.alloc<int64_t>(size_t(G));
     auto nOver = res.alloc<int>(1);
     auto querySplit = res.alloc<float>(tf32x3 ? size_t(G) * 3 * d : 0);
-    DeviceBuffer<float> dist[2] = {
-            res.alloc<float>(size_t(p.queryTile) * p.baseTile),
-            res.alloc<float>(tiles.overlap ? size_t(p.queryTile) * p.baseTile : 0)};
+    auto dist = res.alloc<float>(size_t(p.queryTile) * p.baseTile);
     auto baseSplit = res.alloc<float>(tf32x3 ? size_t(p.baseTile) * 3 * d : 0);
     const int K = tf32x3 ? 3 * d : d;
 
@@ -253,7 +178,6 @@ void flatSearchThreshold(
             kernels::splitTF32(q, ng, d, kernels::Tf32SplitRole::kQuery, querySplit.data(), stream);
             qs = querySplit.data();
         }
-        TilePipeline pipe(stream, tiles.overlap);
         for (int64_t b0 = 0; b0 < in.nb; b0 += p.baseTile) {
             const int64_t nbt = std::min(p.baseTile, in.nb - b0);
             const float* b = in.base + b0 * d;
@@ -264,18 +188,13 @@ void flatSearchThreshold(
             }
             for (int64_t q0 = 0; q0 < ng; q0 += p.queryTile) {
                 const int64_t nqt = std::min(p.queryTile, ng - q0);
-                const int buf = pipe.beginGemm();
-                flatProductTile(
-                        res, in.metric, qs + q0 * K, nqt, b, nbt, d, tf32x3, dist[buf].data());
-                pipe.endGemm(buf);
+                flatProductTile(res, in.metric, qs + q0 * K, nqt, b, nbt, d, tf32x3, dist.data());
                 kernels::appendUnderThreshold(
-                        dist[buf].data(), nbt, nqt, nbt, l2 ? in.baseNorms + b0 : nullptr,
+                        dist.data(), nbt, nqt, nbt, l2 ? in.baseNorms + b0 : nullptr,
                         thresholds.data() + q0, int32_t(b0), ids.data() + q0 * C, C,
-                        counts.data() + q0, pipe.filterStream());
-                pipe.endFilter(buf);
+                        counts.data() + q0, stream);
             }
         }
-        pipe.join();
         // 3. The listed ids re-ranked exactly, then the k best of each list.
         kernels::rerankListed(
                 q, in.base, d, l2, ids.data(), counts.data(), ng, C, keys.data(), keyIds.data(),

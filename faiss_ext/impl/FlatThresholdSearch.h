@@ -14,12 +14,12 @@
 namespace faiss_ext {
 
 /// The GEMM tile of the main pass: the keys of queryTile x baseTile pairs, written by the
-/// GEMM and read once by the filter. `overlap`: the filter of one tile runs on a second
-/// stream beside the next tile's GEMM (two tiles in memory).
+/// GEMM and read once by the filter. The defaults are bench_flat_threshold's best on
+/// the H100 (1M x 128, 10000 queries: 128 MB beat L2-sized 32 MB tiles by 10%, fewer
+/// launches outweighing the DRAM round trip; benchs/NOTES.md).
 struct FlatThresholdTiles {
     int64_t maxQueryTile = 2048;
-    size_t distTileBytes = size_t(32) << 20;
-    bool overlap = true;
+    size_t distTileBytes = size_t(128) << 20;
 };
 
 /// How one threshold search is cut.
