@@ -110,7 +110,8 @@ TEST(FlatThresholdPlan, FitsHalfTheBudgetAndSizesTheSampleByK) {
                                     planFlatThreshold(nq, nb, d, k, tf32x3, budget);
                             if (p.queryGroup == 0) {
                                 // Only a large base's sample or a small budget.
-                                EXPECT_TRUE(nb == 100000000 || budget < (size_t(1) << 30) || k >= 1024);
+                                EXPECT_TRUE(
+                                        nb == 100000000 || budget < (size_t(1) << 30) || k >= 1024);
                                 continue;
                             }
                             EXPECT_LE(p.bytes, budget / 2);
