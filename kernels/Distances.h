@@ -5,6 +5,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <faiss/MetricType.h>
+
 namespace faiss_ext {
 namespace kernels {
 
@@ -19,6 +21,11 @@ enum class DistanceFinish {
     /// key = -q.b: negate
     kInnerProduct,
 };
+
+/// The finish of a metric's selection keys.
+inline DistanceFinish distanceFinishFor(faiss::MetricType metric) {
+    return metric == faiss::METRIC_L2 ? DistanceFinish::kL2 : DistanceFinish::kInnerProduct;
+}
 
 /// Writes n x k results: outD[i*k+j] = finish(inD[i*ldIn+j]); outI likewise copied.
 /// Slots with id -1 get +inf (L2) or -inf (inner product). In and out may be the

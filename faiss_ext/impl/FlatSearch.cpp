@@ -182,11 +182,6 @@ void selectOverBase(
     }
 }
 
-kernels::DistanceFinish finishOf(faiss::MetricType metric) {
-    return metric == faiss::METRIC_L2 ? kernels::DistanceFinish::kL2
-                                      : kernels::DistanceFinish::kInnerProduct;
-}
-
 } // namespace
 
 // Selection geometry: the warp path (small k) owns short segments cheaply, so it plans
@@ -250,8 +245,8 @@ void flatSearchTiles(
                 res, in, t, q, nq, k, tf32x3 ? baseSplit.data() : nullptr, dist.data(),
                 candD.data(), candI.data(), candLd);
         kernels::finishKnn(
-                candD.data(), candI.data(), candLd, nq, k, finishOf(in.metric), qNorms.data(),
-                outD + q0 * k, outI + q0 * k, stream);
+                candD.data(), candI.data(), candLd, nq, k, kernels::distanceFinishFor(in.metric),
+                qNorms.data(), outD + q0 * k, outI + q0 * k, stream);
     }
 }
 
@@ -265,7 +260,8 @@ void flatSearch(
         return;
     }
     if (in.nb == 0) {
-        kernels::fillMissingResults(outD, outI, in.nq * k, finishOf(in.metric), res.stream());
+        kernels::fillMissingResults(
+                outD, outI, in.nq * k, kernels::distanceFinishFor(in.metric), res.stream());
         return;
     }
     FlatSearchPath path = in.path;

@@ -30,11 +30,6 @@ int64_t capacityFor(int k) {
     return std::min<int64_t>(kMaxCapacity, nextPow2(std::max(1024, 32 * k)));
 }
 
-kernels::DistanceFinish finishOf(faiss::MetricType metric) {
-    return metric == faiss::METRIC_L2 ? kernels::DistanceFinish::kL2
-                                      : kernels::DistanceFinish::kInnerProduct;
-}
-
 } // namespace
 
 FlatThresholdPlan planFlatThreshold(
@@ -211,7 +206,8 @@ void flatSearchThreshold(
         sel.outI = gI;
         sel.ldOut = k;
         kernels::selectRowsMin(sel, stream);
-        kernels::finishKnn(gD, gI, k, ng, k, finishOf(in.metric), nullptr, gD, gI, stream);
+        kernels::finishKnn(
+                gD, gI, k, ng, k, kernels::distanceFinishFor(in.metric), nullptr, gD, gI, stream);
         // 4. Queries whose lists overflowed (many vectors tied with the k-th, say): the
         // tiles path in FP32 for them alone.
         kernels::overflowRows(counts.data(), ng, C, overRows.data(), nOver.data(), stream);
