@@ -51,7 +51,8 @@ void keyThresholds(
 /// For each row r < nrows and column c < ncols of the key tile dist (row-major, ldDist),
 /// key = dist[r * ldDist + c] + (colBias ? colBias[c] : 0): when key <= thresholds[r],
 /// appends idBase + c to row r's list ids[r * capacity + ...] (order unspecified) and
-/// counts it in counts[r]; counts past capacity are counted but not stored.
+/// counts it in counts[r]; counts past capacity are counted but not stored. With allow
+/// (a bitmap over ids, kernels/IdFilter.h) only ids whose bit is set are listed.
 void appendUnderThreshold(
         const float* dist,
         int64_t ldDist,
@@ -59,6 +60,7 @@ void appendUnderThreshold(
         int64_t ncols,
         const float* colBias,
         const float* thresholds,
+        const uint32_t* allow,
         int32_t idBase,
         int32_t* ids,
         int64_t capacity,
@@ -81,7 +83,15 @@ void rerankListed(
         int64_t* outI,
         cudaStream_t stream);
 
-/// rows[0 .. *nOver) = the rows r < nrows whose count exceeds capacity, ascending.
+/// out (idFilterWords(rows) words): bit i = bit i * stride of allow, for i < rows.
+void strideBitmap(
+        const uint32_t* allow,
+        int64_t stride,
+        int64_t rows,
+        uint32_t* out,
+        cudaStream_t stream);
+
+/// rows[0 .. *nOver) = the rows r < nrows whose count exceeds capacity (any order).
 void overflowRows(
         const uint32_t* counts,
         int64_t nrows,

@@ -81,6 +81,7 @@ __global__ void __launch_bounds__(kFilterThreads) appendUnderThresholdKernel(
         int64_t ncols,
         const float* colBias,
         const float* thresholds,
+        const uint32_t* allow,
         int32_t idBase,
         int32_t* ids,
         int64_t capacity,
@@ -95,7 +96,9 @@ __global__ void __launch_bounds__(kFilterThreads) appendUnderThresholdKernel(
         const int64_t c = c0 + int64_t(i) * kFilterThreads;
         if (c < ncols) {
             const float key = row[c] + (colBias != nullptr ? colBias[c] : 0.f);
-            pass |= unsigned(key <= t) << i;
+            const int64_t id = idBase + c;
+            const bool allowed = allow == nullptr || ((allow[id >> 5] >> (id & 31)) & 1u);
+            pass |= unsigned(key <= t && allowed) << i;
         }
     }
     // Survivors are rare (about C / 4 of a query's nb keys): most warps stop here.
@@ -173,6 +176,23 @@ __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
             outI[r * capacity + j] = id;
         }
     }
+}
+
+__global__ void strideBitmapKernel(
+        const uint32_t* allow,
+        int64_t stride,
+        int64_t rows,
+        uint32_t* out) {
+    const int64_t w = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (w * 32 >= rows) {
+        return;
+    }
+    uint32_t word = 0;
+    for (int j = 0; j < 32 && w * 32 + j < rows; ++j) {
+        const int64_t id = (w * 32 + j) * stride;
+        word |= ((allow[id >> 5] >> (id & 31)) & 1u) << j;
+    }
+    out[w] = word;
 }
 
 __global__ void overflowRowsKernel(
@@ -273,6 +293,7 @@ void appendUnderThreshold(
         int64_t ncols,
         const float* colBias,
         const float* thresholds,
+        const uint32_t* allow,
         int32_t idBase,
         int32_t* ids,
         int64_t capacity,
@@ -285,7 +306,7 @@ void appendUnderThreshold(
     const dim3 grid(
             unsigned(divUp<int64_t>(ncols, kFilterThreads * kFilterItems)), unsigned(nrows));
     appendUnderThresholdKernel<<<grid, kFilterThreads, 0, stream>>>(
-            dist, ldDist, ncols, colBias, thresholds, idBase, ids, capacity, counts);
+            dist, ldDist, ncols, colBias, thresholds, allow, idBase, ids, capacity, counts);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -308,6 +329,20 @@ void rerankListed(
     const dim3 grid(unsigned(divUp<int64_t>(capacity, kRerankThreads)), unsigned(nrows));
     rerankListedKernel<<<grid, kRerankThreads, 0, stream>>>(
             queries, base, d, l2, ids, counts, capacity, outD, outI);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+void strideBitmap(
+        const uint32_t* allow,
+        int64_t stride,
+        int64_t rows,
+        uint32_t* out,
+        cudaStream_t stream) {
+    const int64_t words = divUp<int64_t>(rows, 32);
+    if (words == 0) {
+        return;
+    }
+    strideBitmapKernel<<<blocksFor(words, 256), 256, 0, stream>>>(allow, stride, rows, out);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 

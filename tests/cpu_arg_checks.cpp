@@ -131,7 +131,7 @@ TEST(FlatThresholdPlan, FitsHalfTheBudgetAndSizesTheSampleByK) {
     }
 }
 
-TEST(FlatThresholdPlan, AutomaticChoiceNeedsABatchABaseAndNoFilter) {
+TEST(FlatThresholdPlan, AutomaticChoiceNeedsABatchAndABase) {
     FlatSearchInput in;
     in.nq = 10000;
     in.nb = 1000000;
@@ -149,8 +149,8 @@ TEST(FlatThresholdPlan, AutomaticChoiceNeedsABatchABaseAndNoFilter) {
     EXPECT_FALSE(flatThresholdPathFits(in, 100, budget)); // its sample's copy: > budget / 2
     in.nb = 1000000;
     const uint32_t words[1] = {1};
-    in.allow = words;
-    EXPECT_FALSE(flatThresholdPathFits(in, 10, budget));
+    in.allow = words; // filtered search too
+    EXPECT_TRUE(flatThresholdPathFits(in, 10, budget));
 }
 
 TEST(FlatSearchPrecision, ThresholdPathRunsTf32x3UnlessFp32IsForced) {

@@ -23,8 +23,10 @@ struct FlatData {
     std::vector<float> xb, xq;
 };
 
-FlatData flatData(uint64_t seed) {
+FlatData flatData(uint64_t seed, int64_t nb = 3000, int64_t nq = 40) {
     FlatData f;
+    f.nb = nb;
+    f.nq = nq;
     f.xb = datasets::uniform(f.nb, f.d, seed);
     f.xq = datasets::uniform(f.nq, f.d, seed + 1);
     return f;
@@ -57,6 +59,27 @@ void expectFilteredMatchesCpu(
     for (size_t i = 0; i < I.size(); ++i) {
         if (I[i] >= 0) {
             ASSERT_TRUE(s.sel->is_member(I[i])) << "id " << I[i] << " is not selected";
+        }
+    }
+}
+
+// A batch and base large enough for the threshold path (impl/FlatThresholdSearch.h):
+// its sample's k-th is taken over the sample's allowed rows and only allowed ids are
+// listed; selections of fewer than k ids (or none) pad with -1.
+TEST(GpuFlatFilters, ThresholdPathMatchesCpuForEverySelector) {
+    FAISS_EXT_REQUIRE_GPU();
+    const uint64_t seed = testSeed();
+    SCOPED_TRACE(seed);
+    GpuResources res;
+    const FlatData f = flatData(seed, 40000, 300);
+    for (faiss::MetricType metric : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        faiss::IndexFlat cpu(f.d, metric);
+        cpu.add(f.nb, f.xb.data());
+        GpuIndexFlat gpu(res, &cpu, GpuIndexFlatConfig());
+        for (const NamedSelector& s : selectorsOver(iota(f.nb), seed)) {
+            for (int k : {1, 10}) {
+                expectFilteredMatchesCpu(gpu, cpu, f, k, s);
+            }
         }
     }
 }

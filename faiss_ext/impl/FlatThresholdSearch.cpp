@@ -51,7 +51,9 @@ FlatThresholdPlan planFlatThreshold(
             std::min(nb, std::max<int64_t>(k, divUp<int64_t>(int64_t(4) * k * nb, p.capacity)));
     p.sampleStride = nb / p.sampleRows;
     const size_t splitRow = tf32x3 ? size_t(3) * d * sizeof(float) : 0;
-    const size_t sampleBytes = size_t(p.sampleRows) * (d + 1) * sizeof(float);
+    // The sample's vectors, norms and (filtered search) allowed bits.
+    const size_t sampleBytes =
+            size_t(p.sampleRows) * (d + 1) * sizeof(float) + size_t(p.sampleRows) / 8 + 4;
     // Listed ids (4 bytes), their re-ranked keys and ids (12), count, threshold, |q|^2,
     // overflow row (20), the query's split.
     const size_t perQuery = size_t(p.capacity) * 16 + 20 + splitRow;
@@ -80,9 +82,8 @@ FlatThresholdPlan planFlatThreshold(
 }
 
 bool flatThresholdPathFits(const FlatSearchInput& in, int k, size_t budgetBytes) {
-    return in.allow == nullptr && k >= 1 && k <= kernels::kMaxSelectK &&
-            in.nq >= kThresholdMinQueries && in.nb >= 16 * capacityFor(k) &&
-            in.nb < (int64_t(1) << 31) &&
+    return k >= 1 && k <= kernels::kMaxSelectK && in.nq >= kThresholdMinQueries &&
+            in.nb >= 16 * capacityFor(k) && in.nb < (int64_t(1) << 31) &&
             planFlatThreshold(
                     in.nq, in.nb, in.d, k, flatUsesTf32x3(in.precision, FlatSearchPath::kThreshold),
                     budgetBytes)
@@ -97,7 +98,6 @@ void flatSearchThreshold(
         float* outD,
         int64_t* outI,
         const FlatThresholdTiles& tiles) {
-    FAISS_THROW_IF_NOT_MSG(in.allow == nullptr, "the flat threshold path takes no id filter");
     FAISS_THROW_IF_NOT_FMT(
             in.nb < (int64_t(1) << 31), "the flat threshold path lists ids in 32 bits (nb=%lld)",
             (long long)in.nb);
@@ -135,6 +135,13 @@ void flatSearchThreshold(
     sampleIn.base = sample.data();
     sampleIn.baseNorms = l2 ? sampleNorms.data() : nullptr;
     sampleIn.nb = p.sampleRows;
+    // Filtered search: the sample's k-th over its allowed rows (fewer than k: no bound,
+    // every allowed id is listed, or the query is re-searched if they overflow).
+    auto sampleAllow = res.alloc<uint32_t>(in.allow ? size_t(divUp<int64_t>(p.sampleRows, 32)) : 0);
+    if (in.allow != nullptr) {
+        kernels::strideBitmap(in.allow, p.sampleStride, p.sampleRows, sampleAllow.data(), stream);
+        sampleIn.allow = sampleAllow.data();
+    }
     sampleIn.path = FlatSearchPath::kTiles;
     sampleIn.precision = tf32x3 ? GpuFlatPrecision::kTF32x3 : GpuFlatPrecision::kFloat32;
 
@@ -186,7 +193,7 @@ void flatSearchThreshold(
                 flatProductTile(res, in.metric, qs + q0 * K, nqt, b, nbt, d, tf32x3, dist.data());
                 kernels::appendUnderThreshold(
                         dist.data(), nbt, nqt, nbt, l2 ? in.baseNorms + b0 : nullptr,
-                        thresholds.data() + q0, int32_t(b0), ids.data() + q0 * C, C,
+                        thresholds.data() + q0, in.allow, int32_t(b0), ids.data() + q0 * C, C,
                         counts.data() + q0, stream);
             }
         }

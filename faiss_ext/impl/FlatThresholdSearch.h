@@ -46,13 +46,13 @@ FlatThresholdPlan planFlatThreshold(
         size_t budgetBytes,
         const FlatThresholdTiles& tiles = FlatThresholdTiles());
 
-/// Whether kAuto takes the threshold path for `in` and k: no id filter, a batch of at
-/// least kThresholdMinQueries, a base at least 16x the capacity (so that the sample is
+/// Whether kAuto takes the threshold path for `in` and k: a batch of at least
+/// kThresholdMinQueries, a base at least 16x the capacity (so that the sample is
 /// at most a quarter of it), and a plan within budgetBytes.
 bool flatThresholdPathFits(const FlatSearchInput& in, int k, size_t budgetBytes);
 
-/// flatSearch's contract on the threshold path, within budgetBytes of temporaries.
-/// Needs in.allow null and in.nb < 2^31.
+/// flatSearch's contract on the threshold path, within budgetBytes of temporaries, id
+/// filter included. Needs in.nb < 2^31.
 void flatSearchThreshold(
         const GpuResources& res,
         const FlatSearchInput& in,
