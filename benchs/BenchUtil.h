@@ -74,6 +74,7 @@ struct Ceilings {
     double bytesPerSec = 0;     ///< device-to-device copy, bytes read + written
     double flopsPerSec = 0;     ///< cuBLAS SGEMM 8192^3, FP32 (no TF32)
     double tf32FlopsPerSec = 0; ///< the same GEMM on tensor cores in TF32
+    double bf16FlopsPerSec = 0; ///< the same GEMM on bf16 operands, FP32 accumulation
 };
 
 inline Ceilings measureCeilings(const GpuResources& res) {
@@ -107,6 +108,14 @@ inline Ceilings measureCeilings(const GpuResources& res) {
                 CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
     }));
     c.tf32FlopsPerSec = 2.0 * n * double(n) * n / (tf32Ms * 1e-3);
+    // bf16 operands: the FP32 buffers hold twice the elements needed.
+    double bf16Ms = median(timeDevice(res, 1, 5, [&] {
+        cublasGemmEx(
+                res.cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.data(), CUDA_R_16BF, n,
+                b.data(), CUDA_R_16BF, n, &zero, o.data(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                CUBLAS_GEMM_DEFAULT);
+    }));
+    c.bf16FlopsPerSec = 2.0 * n * double(n) * n / (bf16Ms * 1e-3);
     return c;
 }
 
@@ -115,9 +124,9 @@ inline void printDevice(const GpuResources& res, const Ceilings& c) {
     cudaGetDeviceProperties(&p, res.device());
     std::printf(
             "device: %s, %d SMs, %.1f GiB; measured copy %.2f TB/s, SGEMM %.1f TFLOP/s, TF32"
-            " GEMM %.1f TFLOP/s\n",
+            " GEMM %.1f TFLOP/s, bf16 GEMM %.1f TFLOP/s\n",
             p.name, p.multiProcessorCount, p.totalGlobalMem / double(1 << 30), c.bytesPerSec / 1e12,
-            c.flopsPerSec / 1e12, c.tf32FlopsPerSec / 1e12);
+            c.flopsPerSec / 1e12, c.tf32FlopsPerSec / 1e12, c.bf16FlopsPerSec / 1e12);
 }
 
 } // namespace bench

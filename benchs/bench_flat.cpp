@@ -61,8 +61,9 @@ int main(int argc, char** argv) {
     std::printf(
             "| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) | path |"
             " tiles path ms | threshold path ms | FP32 GEMM tiles alone ms | floor ms (bytes) |"
-            " floor ms (FP32 flops) | floor ms (3xTF32 flops) | floor / device |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+            " floor ms (FP32 flops) | floor ms (3xTF32 flops) | floor ms (bf16x3 flops) |"
+            " floor / device |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const FlatStorage& stored = base;
     for (int64_t nq : {int64_t(1), int64_t(16), int64_t(256), int64_t(1024), int64_t(10000)}) {
         auto xq = makeQueries(nq);
@@ -121,15 +122,23 @@ int main(int argc, char** argv) {
             double floorBytesMs = bytes / ceil.bytesPerSec * 1e3;
             double floorFlopsMs = flops / ceil.flopsPerSec * 1e3;
             double floorTf32Ms = 3 * flops / ceil.tf32FlopsPerSec * 1e3;
-            const bool tf32x3 = flatUsesTf32x3(
+            double floorBf16Ms = 3 * flops / ceil.bf16FlopsPerSec * 1e3;
+            // The main pass's arithmetic on the path taken, and its floor.
+            const kernels::GemmProduct product = flatGemmProduct(
                     cfg.precision, threshold ? FlatSearchPath::kThreshold : FlatSearchPath::kTiles);
-            const double floorMs = std::max(floorBytesMs, tf32x3 ? floorTf32Ms : floorFlopsMs);
+            const double floorProductMs = product == kernels::GemmProduct::kBF16x3 ? floorBf16Ms
+                    : product == kernels::GemmProduct::kTF32x3                     ? floorTf32Ms
+                                                                                   : floorFlopsMs;
+            const char* productName = product == kernels::GemmProduct::kBF16x3 ? " bf16x3"
+                    : product == kernels::GemmProduct::kTF32x3                 ? " 3xTF32"
+                                                                               : "";
+            const double floorMs = std::max(floorBytesMs, floorProductMs);
             std::printf(
                     "| %lld | %d | %.3f | %.0f | %.3f | %.0f | %s%s | %.3f | %.3f | %.3f | %.3f |"
-                    " %.3f | %.3f | %.2f |\n",
+                    " %.3f | %.3f | %.3f | %.2f |\n",
                     (long long)nq, k, devMs, nq / (devMs * 1e-3), apiMs, nq / (apiMs * 1e-3),
-                    threshold ? "threshold" : "tiles", tf32x3 ? " 3xTF32" : "", tilesMs,
-                    thresholdMs, gemmMs, floorBytesMs, floorFlopsMs, floorTf32Ms, floorMs / devMs);
+                    threshold ? "threshold" : "tiles", productName, tilesMs, thresholdMs, gemmMs,
+                    floorBytesMs, floorFlopsMs, floorTf32Ms, floorBf16Ms, floorMs / devMs);
         }
     }
     return 0;

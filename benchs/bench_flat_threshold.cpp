@@ -1,11 +1,11 @@
-// GpuIndexFlat's threshold path (impl/FlatThresholdSearch.h) against the shape of its
-// main-pass tiles: queries per GEMM and bytes of the distance tile (L2-sized or not).
-// 10000 queries, k 10 and
-// 100, uniform [0,1) vectors; device ms: CUDA events around flatSearchThreshold, median
-// of 5 after a warm-up. With --profile, one search at the default tiles (k 10) runs
-// alone between cudaProfilerStart and cudaProfilerStop, for
+// GpuIndexFlat's threshold path (impl/FlatThresholdSearch.h): its main pass in 3xTF32
+// and in bf16x3 at the default tiles for k 10, 100, 1024, then bf16x3 against the shape
+// of the main-pass tiles (queries per GEMM, bytes of the distance tile). 10000 queries,
+// uniform [0,1) vectors; device ms: CUDA events around flatSearchThreshold, median of 5
+// after a warm-up. With --profile [k], one search at the default tiles and precision
+// (k 10 unless given) runs alone between cudaProfilerStart and cudaProfilerStop, for
 //   ncu --profile-from-start off --print-summary per-kernel ... bench_flat_threshold --profile
-// Usage: bench_flat_threshold [n_base (1M)] [d (128)] [--profile]
+// Usage: bench_flat_threshold [n_base (1M)] [d (128)] [--profile [k]]
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
     const int d = argc > 2 ? std::atoi(argv[2]) : 128;
     const bool profile = argc > 3 && std::string(argv[3]) == "--profile";
+    const int profileK = profile && argc > 4 ? std::atoi(argv[4]) : 10;
     const int64_t nq = 10000;
     GpuResources res;
     if (!profile) {
@@ -59,33 +60,43 @@ int main(int argc, char** argv) {
         }));
     };
     if (profile) {
-        auto D = res.alloc<float>(size_t(nq) * 10);
-        auto I = res.alloc<int64_t>(size_t(nq) * 10);
-        flatSearchThreshold(res, in, 10, res.tempMemoryBytes(), D.data(), I.data());
+        auto D = res.alloc<float>(size_t(nq) * profileK);
+        auto I = res.alloc<int64_t>(size_t(nq) * profileK);
+        flatSearchThreshold(res, in, profileK, res.tempMemoryBytes(), D.data(), I.data());
         res.synchronize();
         cudaProfilerStart();
-        flatSearchThreshold(res, in, 10, res.tempMemoryBytes(), D.data(), I.data());
+        flatSearchThreshold(res, in, profileK, res.tempMemoryBytes(), D.data(), I.data());
         res.synchronize();
         cudaProfilerStop();
         return 0;
     }
     std::printf(
-            "n_base=%lld d=%d n_query=%lld, 3xTF32 GEMMs, uniform [0,1)\n\n"
-            "| k | query tile | distance tile MB | base tile | device ms |\n"
-            "|---|---|---|---|---|\n",
+            "n_base=%lld d=%d n_query=%lld, uniform [0,1)\n\n"
+            "| main pass | k | query tile | distance tile MB | base tile | device ms |\n"
+            "|---|---|---|---|---|---|\n",
             (long long)nb, d, (long long)nq);
-    for (int k : {10, 100}) {
-        for (int64_t qt : {int64_t(1024), int64_t(2048), int64_t(4096)}) {
-            for (size_t mb : {size_t(32), size_t(64), size_t(128), size_t(256)}) {
-                FlatThresholdTiles tiles;
-                tiles.maxQueryTile = qt;
-                tiles.distTileBytes = mb << 20;
-                const FlatThresholdPlan p =
-                        planFlatThreshold(nq, nb, d, k, true, res.tempMemoryBytes(), tiles);
-                std::printf(
-                        "| %d | %lld | %zu | %lld | %.3f |\n", k, (long long)qt, mb,
-                        (long long)p.baseTile, search(k, tiles));
-            }
+    auto row = [&](GpuFlatPrecision precision, int k, const FlatThresholdTiles& tiles) {
+        in.precision = precision;
+        const kernels::GemmProduct product = flatGemmProduct(precision, FlatSearchPath::kThreshold);
+        const FlatThresholdPlan p =
+                planFlatThreshold(nq, nb, d, k, product, res.tempMemoryBytes(), tiles);
+        std::printf(
+                "| %s | %d | %lld | %zu | %lld | %.3f |\n",
+                product == kernels::GemmProduct::kBF16x3 ? "bf16x3" : "3xTF32", k,
+                (long long)tiles.maxQueryTile, tiles.distTileBytes >> 20, (long long)p.baseTile,
+                search(k, tiles));
+    };
+    for (int k : {10, 100, 1024}) {
+        for (GpuFlatPrecision precision : {GpuFlatPrecision::kTF32x3, GpuFlatPrecision::kAuto}) {
+            row(precision, k, FlatThresholdTiles());
+        }
+    }
+    for (int64_t qt : {int64_t(1024), int64_t(2048), int64_t(4096)}) {
+        for (size_t mb : {size_t(64), size_t(128), size_t(256)}) {
+            FlatThresholdTiles tiles;
+            tiles.maxQueryTile = qt;
+            tiles.distTileBytes = mb << 20;
+            row(GpuFlatPrecision::kAuto, 10, tiles);
         }
     }
     return 0;

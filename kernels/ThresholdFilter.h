@@ -7,6 +7,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "OperandSplit.h"
+
 namespace faiss_ext {
 namespace kernels {
 
@@ -16,10 +18,15 @@ namespace kernels {
 struct KeyErrorBound {
     float dotRel = 0;  ///< relative error of one dot product, of |q| |b|
     float normRel = 0; ///< relative error of one stored squared norm, and the key's sum
+
+    /// The bound of a difference of two keys computed with these two errors.
+    KeyErrorBound operator+(const KeyErrorBound& o) const {
+        return {dotRel + o.dotRel, normRel + o.normRel};
+    }
 };
 
-/// The bound for dimension d: FP32 products (tf32x3 false) or 3xTF32 on tensor cores.
-KeyErrorBound keyErrorBound(int d, bool tf32x3);
+/// The bound for dimension d and the GEMM's product.
+KeyErrorBound keyErrorBound(int d, GemmProduct product);
 
 /// *out = the largest squared norm of the nb base rows: from norms (nb floats) when not
 /// null, else computed from base (nb x d). out is one device float.
@@ -35,8 +42,8 @@ void maxSquaredNorm(
 /// for inner product) of every one of query r's true k nearest. kth[r * ldKth] is the
 /// query's k-th distance over a sample of the base as flatSearch returns it (L2: squared
 /// distance, |q|^2 = queryNorms[r] added and clamped at 0; inner product: the product);
-/// the threshold is its key plus twice the KeyErrorBound of the query against
-/// *maxBaseNorm (squared): once for the sample's GEMM, once for the filtered one.
+/// the threshold is its key plus `bound` for the query against *maxBaseNorm (squared):
+/// the sum of the sample GEMM's bound and the main pass's.
 void keyThresholds(
         const float* kth,
         int64_t ldKth,

@@ -3,6 +3,8 @@
 
 #include <math_constants.h>
 
+#include <faiss/impl/FaissAssert.h>
+
 #include <faiss_ext/utils/CudaCheck.h>
 #include <faiss_ext/utils/MathUtils.h>
 
@@ -69,7 +71,7 @@ __global__ void keyThresholdsKernel(
     const float dist = kth[r * ldKth];
     const float key = l2 ? dist - qn : -dist;
     // The subtraction and the sum round too: a relative 2^-22 of the terms on top.
-    thresholds[r] = key + 2.f * e + (fabsf(dist) + qn) * 2.4e-7f;
+    thresholds[r] = key + e + (fabsf(dist) + qn) * 2.4e-7f;
 }
 
 constexpr int kFilterThreads = 256;
@@ -231,23 +233,32 @@ int blocksFor(int64_t work, int threads) {
 
 } // namespace
 
-KeyErrorBound keyErrorBound(int d, bool tf32x3) {
+KeyErrorBound keyErrorBound(int d, GemmProduct product) {
     constexpr double u = 1.0 / (1 << 24); // FP32's unit roundoff
     KeyErrorBound b;
     // Squared norms (rowSquaredNorms: d / 32 terms a lane, then 5 shuffle sums) and the
     // key's own sum: far below (d + 8) u, doubled for margin.
     b.normRel = float(2 * (d + 8) * u);
-    if (tf32x3) {
-        // Per product, the dropped lo.lo term (2^-22) and the TF32 conversion of both lo
-        // parts (2^-21 each); then the tensor cores' accumulation, which truncates once
-        // per k-step of 8 products (3d / 8 steps), taken at 3 ulps a step (2^-23 each)
-        // plus 16 for cuBLAS's reductions; doubled for margin.
-        b.dotRel = float(2 * (1.25 / (1 << 20) + (9.0 * d / 8 + 16) / (1 << 23)));
-    } else {
-        // FP32 accumulation in any order: gamma_d = d u, doubled for margin.
-        b.dotRel = float(2 * (d + 4) * u);
+    switch (product) {
+        case GemmProduct::kFloat32:
+            // FP32 accumulation in any order: gamma_d = d u, doubled for margin.
+            b.dotRel = float(2 * (d + 4) * u);
+            return b;
+        case GemmProduct::kTF32x3:
+            // Per product, the dropped lo.lo term (2^-22) and the TF32 conversion of both
+            // lo parts (2^-21 each); then the tensor cores' accumulation, which truncates
+            // once per k-step of 8 products (3d / 8 steps), taken at 3 ulps a step (2^-23
+            // each) plus 16 for cuBLAS's reductions; doubled for margin.
+            b.dotRel = float(2 * (1.25 / (1 << 20) + (9.0 * d / 8 + 16) / (1 << 23)));
+            return b;
+        case GemmProduct::kBF16x3:
+            // Per product, the dropped h.l, l.h and m.m terms, each at most
+            // 2^-16 (1 + 2^-8)^2 of |q_j| |b_j| (bf16 keeps 8 significant bits); then the
+            // accumulation as for 3xTF32 but with k-steps of 16 products; doubled.
+            b.dotRel = float(2 * (3.05 / (1 << 16) + (9.0 * d / 16 + 16) / (1 << 23)));
+            return b;
     }
-    return b;
+    FAISS_THROW_FMT("unknown GemmProduct %d", int(product));
 }
 
 void maxSquaredNorm(

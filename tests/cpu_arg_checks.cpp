@@ -101,13 +101,15 @@ TEST(FlatThresholdPlan, FitsHalfTheBudgetAndSizesTheSampleByK) {
             for (int64_t nq : {int64_t(1), int64_t(300), int64_t(10000)}) {
                 for (int64_t nb : {int64_t(1), int64_t(5000), int64_t(100000000)}) {
                     for (int d : {1, 128, 2048}) {
-                        for (bool tf32x3 : {false, true}) {
+                        for (kernels::GemmProduct product :
+                             {kernels::GemmProduct::kFloat32, kernels::GemmProduct::kTF32x3,
+                              kernels::GemmProduct::kBF16x3}) {
                             SCOPED_TRACE(
                                     testing::Message()
                                     << "budget=" << budget << " k=" << k << " nq=" << nq
-                                    << " nb=" << nb << " d=" << d << " tf32x3=" << tf32x3);
+                                    << " nb=" << nb << " d=" << d << " product=" << int(product));
                             const FlatThresholdPlan p =
-                                    planFlatThreshold(nq, nb, d, k, tf32x3, budget);
+                                    planFlatThreshold(nq, nb, d, k, product, budget);
                             if (p.queryGroup == 0) {
                                 // Only a large base's sample or a small budget.
                                 EXPECT_TRUE(
@@ -153,11 +155,32 @@ TEST(FlatThresholdPlan, AutomaticChoiceNeedsABatchAndABase) {
     EXPECT_TRUE(flatThresholdPathFits(in, 10, budget));
 }
 
-TEST(FlatSearchPrecision, ThresholdPathRunsTf32x3UnlessFp32IsForced) {
-    EXPECT_TRUE(flatUsesTf32x3(GpuFlatPrecision::kAuto, FlatSearchPath::kThreshold));
-    EXPECT_FALSE(flatUsesTf32x3(GpuFlatPrecision::kAuto, FlatSearchPath::kTiles));
-    EXPECT_FALSE(flatUsesTf32x3(GpuFlatPrecision::kFloat32, FlatSearchPath::kThreshold));
-    EXPECT_TRUE(flatUsesTf32x3(GpuFlatPrecision::kTF32x3, FlatSearchPath::kTiles));
+TEST(FlatSearchPrecision, ThresholdPathRunsBf16x3UnlessAProductIsForced) {
+    using kernels::GemmProduct;
+    EXPECT_EQ(
+            flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kThreshold),
+            GemmProduct::kBF16x3);
+    EXPECT_EQ(
+            flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kTiles),
+            GemmProduct::kFloat32);
+    EXPECT_EQ(
+            flatGemmProduct(GpuFlatPrecision::kFloat32, FlatSearchPath::kThreshold),
+            GemmProduct::kFloat32);
+    EXPECT_EQ(
+            flatGemmProduct(GpuFlatPrecision::kTF32x3, FlatSearchPath::kThreshold),
+            GemmProduct::kTF32x3);
+    EXPECT_EQ(
+            flatGemmProduct(GpuFlatPrecision::kTF32x3, FlatSearchPath::kTiles),
+            GemmProduct::kTF32x3);
+    EXPECT_THROW(
+            flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kAuto), faiss::FaissException);
+}
+
+TEST(FlatSearchPrecision, SplitRowsHalveTheirBytesInBf16) {
+    using kernels::GemmProduct;
+    EXPECT_EQ(kernels::splitRowBytes(GemmProduct::kFloat32, 128), 0u);
+    EXPECT_EQ(kernels::splitRowBytes(GemmProduct::kTF32x3, 128), 3u * 128 * 4);
+    EXPECT_EQ(kernels::splitRowBytes(GemmProduct::kBF16x3, 128), 3u * 128 * 2);
 }
 
 TEST(FlatTiling, SmallBudgetStillPlansOneQuery) {

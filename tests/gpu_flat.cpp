@@ -328,9 +328,10 @@ TEST(GpuIndexFlat, PrecisionsOnTightlyPackedAndSpreadVectors) {
             }
         }
     }
-    // The threshold path re-ranks its candidates in FP32: both halves exact, 3xTF32
-    // included.
-    for (GpuFlatPrecision p : {GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
+    // The threshold path re-ranks its candidates in FP32: both halves exact, whatever
+    // its main pass runs (kAuto: bf16x3).
+    for (GpuFlatPrecision p :
+         {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
         SCOPED_TRACE(std::string("threshold path, ") + precisionName(p));
         std::vector<float> D;
         std::vector<int64_t> I;
@@ -363,7 +364,8 @@ TEST(GpuFlatSearch, ThresholdPathReSearchesQueriesWithTooManyTies) {
         std::vector<float> refD(nq * k);
         std::vector<int64_t> refI(nq * k);
         cpu.search(nq, xq.data(), k, refD.data(), refI.data());
-        for (GpuFlatPrecision p : {GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
+        for (GpuFlatPrecision p :
+             {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
             SCOPED_TRACE(std::string(m == faiss::METRIC_L2 ? "L2 " : "IP ") + precisionName(p));
             std::vector<float> D;
             std::vector<int64_t> I;

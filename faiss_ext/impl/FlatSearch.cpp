@@ -5,7 +5,6 @@
 #include <faiss_ext/impl/FlatThresholdSearch.h>
 #include <kernels/Distances.h>
 #include <kernels/Select.h>
-#include <kernels/Tf32Split.h>
 
 namespace faiss_ext {
 
@@ -69,15 +68,17 @@ FlatTiling planFlatTiling(
     return t;
 }
 
-bool flatUsesTf32x3(GpuFlatPrecision p, FlatSearchPath path) {
-    FAISS_THROW_IF_NOT_MSG(path != FlatSearchPath::kAuto, "flatUsesTf32x3: resolve the path first");
+kernels::GemmProduct flatGemmProduct(GpuFlatPrecision p, FlatSearchPath path) {
+    FAISS_THROW_IF_NOT_MSG(
+            path != FlatSearchPath::kAuto, "flatGemmProduct: resolve the path first");
+    const bool threshold = path == FlatSearchPath::kThreshold;
     switch (p) {
         case GpuFlatPrecision::kAuto:
-            return path == FlatSearchPath::kThreshold;
+            return threshold ? kernels::GemmProduct::kBF16x3 : kernels::GemmProduct::kFloat32;
         case GpuFlatPrecision::kFloat32:
-            return false;
+            return kernels::GemmProduct::kFloat32;
         case GpuFlatPrecision::kTF32x3:
-            return true;
+            return kernels::GemmProduct::kTF32x3;
     }
     FAISS_THROW_FMT("unknown GpuFlatPrecision %d", int(p));
 }
@@ -85,61 +86,62 @@ bool flatUsesTf32x3(GpuFlatPrecision p, FlatSearchPath path) {
 void flatProductTile(
         const GpuResources& res,
         faiss::MetricType metric,
-        const float* q,
+        const void* q,
         int64_t nq,
-        const float* b,
+        const void* b,
         int64_t nb,
         int d,
-        bool tf32x3,
+        kernels::GemmProduct product,
         float* dist) {
-    const int K = tf32x3 ? 3 * d : d;
+    using kernels::GemmProduct;
+    const int K = product == GemmProduct::kFloat32 ? d : 3 * d;
+    const cudaDataType_t operand = product == GemmProduct::kBF16x3 ? CUDA_R_16BF : CUDA_R_32F;
+    const cublasComputeType_t compute =
+            product == GemmProduct::kTF32x3 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     // dist = alpha * Q B^T: |b|^2 (and |q|^2) are added later for L2.
     const float alpha = metric == faiss::METRIC_L2 ? -2.f : -1.f;
     const float beta = 0.f;
     // Row-major C[nq x nb] = Q B^T is column-major C^T = B^T(op) Q.
     FAISS_EXT_CUBLAS_CHECK(cublasGemmEx(
-            res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nq), K, &alpha, b, CUDA_R_32F, K,
-            q, CUDA_R_32F, K, &beta, dist, CUDA_R_32F, int(nb),
-            tf32x3 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            res.cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(nb), int(nq), K, &alpha, b, operand, K, q,
+            operand, K, &beta, dist, CUDA_R_32F, int(nb), compute, CUBLAS_GEMM_DEFAULT));
 }
 
 void flatDistanceTile(
         const GpuResources& res,
         const FlatSearchInput& in,
-        const float* q,
+        const void* q,
         int64_t nq,
         int64_t b0,
         int64_t nb,
-        float* baseSplit,
+        kernels::GemmProduct product,
+        void* baseSplit,
         float* dist) {
-    const bool split = baseSplit != nullptr;
-    const float* base = in.base + b0 * in.d;
-    if (split) {
-        kernels::splitTF32(base, nb, in.d, kernels::Tf32SplitRole::kBase, baseSplit, res.stream());
+    const void* base = in.base + b0 * in.d;
+    if (product != kernels::GemmProduct::kFloat32) {
+        kernels::splitRows(
+                product, in.base + b0 * in.d, nb, in.d, kernels::SplitRole::kBase, baseSplit,
+                res.stream());
         base = baseSplit;
     }
-    flatProductTile(res, in.metric, q, nq, base, nb, in.d, split, dist);
+    flatProductTile(res, in.metric, q, nq, base, nb, in.d, product, dist);
 }
 
 namespace {
 
-/// Bytes of one query's or one base vector's 3xTF32 split (3d floats).
-size_t splitBytes(int d) {
-    return size_t(3) * d * sizeof(float);
-}
-
 /// Leaves each of nq queries' best k keys over the whole base, ascending, in columns
 /// [0, k) of candD / candI (L2 keys are |b|^2 - 2 q.b: |q|^2 is added later).
-/// 3xTF32 (baseSplit not null): q is the queries' split (nq x 3d) and each base tile is
-/// split into baseSplit before its GEMM.
+/// A split product: q holds the queries' split rows and each base tile is split into
+/// baseSplit before its GEMM.
 void selectOverBase(
         const GpuResources& res,
         const FlatSearchInput& in,
         const FlatTiling& t,
-        const float* q,
+        const void* q,
         int64_t nq,
         int k,
-        float* baseSplit,
+        kernels::GemmProduct product,
+        void* baseSplit,
         float* dist,
         float* candD,
         int64_t* candI,
@@ -148,7 +150,7 @@ void selectOverBase(
     const bool l2 = in.metric == faiss::METRIC_L2;
     for (int64_t b0 = 0; b0 < in.nb; b0 += t.baseTile) {
         const int64_t nb = std::min(t.baseTile, in.nb - b0);
-        flatDistanceTile(res, in, q, nq, b0, nb, baseSplit, dist);
+        flatDistanceTile(res, in, q, nq, b0, nb, product, baseSplit, dist);
         // Per-segment best k into candidate slots 1.., then merge with slot 0.
         kernels::SelectRowsArgs seg;
         seg.dist = dist;
@@ -192,22 +194,22 @@ FlatTiling planFlatSearch(
         const FlatSearchInput& in,
         int k,
         size_t budget) {
-    size_t perBaseColumn = 0;
-    if (flatUsesTf32x3(in.precision, FlatSearchPath::kTiles)) {
-        const size_t querySplit = size_t(std::min<int64_t>(in.nq, 4096)) * splitBytes(in.d);
+    const size_t splitRow =
+            kernels::splitRowBytes(flatGemmProduct(in.precision, FlatSearchPath::kTiles), in.d);
+    if (splitRow > 0) {
+        const size_t querySplit = size_t(std::min<int64_t>(in.nq, 4096)) * splitRow;
         FAISS_THROW_IF_NOT_FMT(
                 querySplit < budget,
-                "temporary memory budget of %zu bytes is too small for the 3xTF32 split of "
-                "the queries (%zu bytes)",
+                "temporary memory budget of %zu bytes is too small for the split of the "
+                "queries (%zu bytes)",
                 budget, querySplit);
         budget -= querySplit;
-        perBaseColumn = splitBytes(in.d);
     }
     const int64_t sms = res.multiProcessorCount();
     if (nextPow2(k) <= kernels::kMaxWarpRowSelectK) {
-        return planFlatTiling(in.nq, in.nb, k, budget, 32 * sms, 1024, perBaseColumn);
+        return planFlatTiling(in.nq, in.nb, k, budget, 32 * sms, 1024, splitRow);
     }
-    return planFlatTiling(in.nq, in.nb, k, budget, 4 * sms, 4096, perBaseColumn);
+    return planFlatTiling(in.nq, in.nb, k, budget, 4 * sms, 4096, splitRow);
 }
 
 void flatSearchTiles(
@@ -220,7 +222,8 @@ void flatSearchTiles(
     cudaStream_t stream = res.stream();
     const FlatTiling t = planFlatSearch(res, in, k, budgetBytes);
     const bool l2 = in.metric == faiss::METRIC_L2;
-    const bool tf32x3 = flatUsesTf32x3(in.precision, FlatSearchPath::kTiles);
+    const kernels::GemmProduct product = flatGemmProduct(in.precision, FlatSearchPath::kTiles);
+    const size_t splitRow = kernels::splitRowBytes(product, in.d);
     const int64_t segsPerTile = (t.baseTile + t.segLen - 1) / t.segLen;
     const int64_t candLd = (1 + segsPerTile) * k;
 
@@ -228,22 +231,24 @@ void flatSearchTiles(
     auto candD = res.alloc<float>(size_t(t.queryTile) * candLd);
     auto candI = res.alloc<int64_t>(size_t(t.queryTile) * candLd);
     auto qNorms = res.alloc<float>(l2 ? size_t(t.queryTile) : 0);
-    auto querySplit = res.alloc<float>(tf32x3 ? size_t(t.queryTile) * 3 * in.d : 0);
-    auto baseSplit = res.alloc<float>(tf32x3 ? size_t(t.baseTile) * 3 * in.d : 0);
+    auto querySplit = res.alloc<char>(size_t(t.queryTile) * splitRow);
+    auto baseSplit = res.alloc<char>(size_t(t.baseTile) * splitRow);
     for (int64_t q0 = 0; q0 < in.nq; q0 += t.queryTile) {
         const int64_t nq = std::min(t.queryTile, in.nq - q0);
-        const float* q = in.queries + q0 * in.d;
+        const float* queries = in.queries + q0 * in.d;
         if (l2) {
-            kernels::rowSquaredNorms(q, nq, in.d, qNorms.data(), stream);
+            kernels::rowSquaredNorms(queries, nq, in.d, qNorms.data(), stream);
         }
-        if (tf32x3) {
-            kernels::splitTF32(
-                    q, nq, in.d, kernels::Tf32SplitRole::kQuery, querySplit.data(), stream);
+        const void* q = queries;
+        if (splitRow > 0) {
+            kernels::splitRows(
+                    product, queries, nq, in.d, kernels::SplitRole::kQuery, querySplit.data(),
+                    stream);
             q = querySplit.data();
         }
         selectOverBase(
-                res, in, t, q, nq, k, tf32x3 ? baseSplit.data() : nullptr, dist.data(),
-                candD.data(), candI.data(), candLd);
+                res, in, t, q, nq, k, product, baseSplit.data(), dist.data(), candD.data(),
+                candI.data(), candLd);
         kernels::finishKnn(
                 candD.data(), candI.data(), candLd, nq, k, kernels::distanceFinishFor(in.metric),
                 qNorms.data(), outD + q0 * k, outI + q0 * k, stream);

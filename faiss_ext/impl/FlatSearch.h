@@ -8,6 +8,7 @@
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/IndexConfig.h>
+#include <kernels/OperandSplit.h>
 
 namespace faiss_ext {
 
@@ -46,10 +47,12 @@ enum class FlatSearchPath {
     kThreshold,
 };
 
-/// Whether the GEMMs of a search in precision p on the given path (kTiles or
-/// kThreshold) run 3xTF32: on the threshold path everything but kFloat32 does (its
-/// exact re-rank makes the result FP32's either way), on the tiles path kTF32x3 only.
-bool flatUsesTf32x3(GpuFlatPrecision p, FlatSearchPath path);
+/// The GEMMs' arithmetic of a search in precision p on the given path (kTiles or
+/// kThreshold). The threshold path re-ranks in FP32, so its filter may run any product
+/// whose error it bounds: kAuto takes bf16x3 there (the fastest), kTF32x3 3xTF32 and
+/// kFloat32 FP32. On the tiles path the products are the results: kTF32x3 3xTF32,
+/// everything else FP32.
+kernels::GemmProduct flatGemmProduct(GpuFlatPrecision p, FlatSearchPath path);
 
 /// Vectors of one flat search, all in device memory.
 struct FlatSearchInput {
@@ -60,8 +63,8 @@ struct FlatSearchInput {
     int64_t nb = 0;
     int d = 0;
     faiss::MetricType metric = faiss::METRIC_L2;
-    /// The GEMMs' arithmetic (flatUsesTf32x3): FP32 on CUDA cores, or 3xTF32 on tensor
-    /// cores (kernels/Tf32Split.h: one TF32 GEMM over the split operands, K = 3d).
+    /// The GEMMs' arithmetic (flatGemmProduct): FP32 on CUDA cores, or split operands
+    /// on tensor cores (kernels/OperandSplit.h: one GEMM over K = 3d).
     GpuFlatPrecision precision = GpuFlatPrecision::kAuto;
     /// kAuto: chosen per search (FlatSearchPath).
     FlatSearchPath path = FlatSearchPath::kAuto;
@@ -81,31 +84,32 @@ FlatTiling planFlatSearch(
         size_t budgetBytes);
 
 /// dist (nq x nb, row-major) = -2 Q B^T (L2) or -Q B^T (inner product): the keys
-/// before the norms. tf32x3 false: q (nq x d) and b (nb x d) as they are, FP32 GEMM.
-/// true: q and b are splits (nq x 3d and nb x 3d, kernels::splitTF32), one TF32 GEMM.
+/// before the norms. kFloat32: q (nq x d) and b (nb x d) are FP32 rows as they are;
+/// otherwise they are split rows (nq x 3d and nb x 3d, kernels::splitRows) of that
+/// product.
 void flatProductTile(
         const GpuResources& res,
         faiss::MetricType metric,
-        const float* q,
+        const void* q,
         int64_t nq,
-        const float* b,
+        const void* b,
         int64_t nb,
         int d,
-        bool tf32x3,
+        kernels::GemmProduct product,
         float* dist);
 
 /// flatProductTile for the nq queries against base rows [b0, b0 + nb) of in.base.
-/// baseSplit null: q holds the queries (nq x d), FP32 GEMM. Otherwise 3xTF32: q holds
-/// the queries' split (nq x 3d) and the base rows are split into baseSplit (nb x 3d)
-/// first.
+/// kFloat32: q holds the queries (nq x d). Otherwise q holds the queries' split rows and
+/// the base rows are split into baseSplit (nb split rows) first.
 void flatDistanceTile(
         const GpuResources& res,
         const FlatSearchInput& in,
-        const float* q,
+        const void* q,
         int64_t nq,
         int64_t b0,
         int64_t nb,
-        float* baseSplit,
+        kernels::GemmProduct product,
+        void* baseSplit,
         float* dist);
 
 /// The tiles path for all of `in` within budgetBytes of temporaries (flatSearch's

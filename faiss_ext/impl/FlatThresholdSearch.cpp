@@ -10,7 +10,6 @@
 #include <kernels/Distances.h>
 #include <kernels/GatherRows.h>
 #include <kernels/Select.h>
-#include <kernels/Tf32Split.h>
 #include <kernels/ThresholdFilter.h>
 
 namespace faiss_ext {
@@ -37,7 +36,7 @@ FlatThresholdPlan planFlatThreshold(
         int64_t nb,
         int d,
         int k,
-        bool tf32x3,
+        kernels::GemmProduct product,
         size_t budgetBytes,
         const FlatThresholdTiles& tiles) {
     FAISS_THROW_IF_NOT_FMT(
@@ -50,7 +49,7 @@ FlatThresholdPlan planFlatThreshold(
     p.sampleRows =
             std::min(nb, std::max<int64_t>(k, divUp<int64_t>(int64_t(4) * k * nb, p.capacity)));
     p.sampleStride = nb / p.sampleRows;
-    const size_t splitRow = tf32x3 ? size_t(3) * d * sizeof(float) : 0;
+    const size_t splitRow = kernels::splitRowBytes(product, d);
     // The sample's vectors, norms and (filtered search) allowed bits.
     const size_t sampleBytes =
             size_t(p.sampleRows) * (d + 1) * sizeof(float) + size_t(p.sampleRows) / 8 + 4;
@@ -60,7 +59,7 @@ FlatThresholdPlan planFlatThreshold(
     const size_t budget = budgetBytes / 2;
     for (int64_t g = std::min(nq, kMaxQueryGroup);; g = (g + 1) / 2) {
         const int64_t qt = std::min(g, tiles.maxQueryTile);
-        // The tile's keys and, for 3xTF32, its base split: each within kDistTileBytes.
+        // The tile's keys and its base split: each within kDistTileBytes.
         int64_t bt = int64_t(tiles.distTileBytes / (size_t(qt) * sizeof(float)));
         if (splitRow > 0) {
             bt = std::min(bt, int64_t(tiles.distTileBytes / splitRow));
@@ -85,8 +84,8 @@ bool flatThresholdPathFits(const FlatSearchInput& in, int k, size_t budgetBytes)
     return k >= 1 && k <= kernels::kMaxSelectK && in.nq >= kThresholdMinQueries &&
             in.nb >= 16 * capacityFor(k) && in.nb < (int64_t(1) << 31) &&
             planFlatThreshold(
-                    in.nq, in.nb, in.d, k, flatUsesTf32x3(in.precision, FlatSearchPath::kThreshold),
-                    budgetBytes)
+                    in.nq, in.nb, in.d, k,
+                    flatGemmProduct(in.precision, FlatSearchPath::kThreshold), budgetBytes)
                     .queryGroup > 0;
 }
 
@@ -103,9 +102,10 @@ void flatSearchThreshold(
             (long long)in.nb);
     cudaStream_t stream = res.stream();
     const bool l2 = in.metric == faiss::METRIC_L2;
-    const bool tf32x3 = flatUsesTf32x3(in.precision, FlatSearchPath::kThreshold);
+    const kernels::GemmProduct product = flatGemmProduct(in.precision, FlatSearchPath::kThreshold);
+    const bool split = product != kernels::GemmProduct::kFloat32;
     const int d = in.d;
-    const FlatThresholdPlan p = planFlatThreshold(in.nq, in.nb, d, k, tf32x3, budgetBytes, tiles);
+    const FlatThresholdPlan p = planFlatThreshold(in.nq, in.nb, d, k, product, budgetBytes, tiles);
     FAISS_THROW_IF_NOT_FMT(
             p.queryGroup > 0,
             "temporary memory budget of %zu bytes is too small for the flat threshold path "
@@ -129,8 +129,13 @@ void flatSearchThreshold(
     }
     auto maxNorm = res.alloc<float>(1);
     kernels::maxSquaredNorm(in.base, l2 ? in.baseNorms : nullptr, in.nb, d, maxNorm.data(), stream);
-    const kernels::KeyErrorBound bound = kernels::keyErrorBound(d, tf32x3);
-    // The sample is searched in the same arithmetic as the base: its error is in the bound.
+    // The sample is searched by the tiles path in FP32 or 3xTF32 (a split product for the
+    // main pass); the threshold's margin covers both its error and the main pass's.
+    const GpuFlatPrecision samplePrecision =
+            split ? GpuFlatPrecision::kTF32x3 : GpuFlatPrecision::kFloat32;
+    const kernels::KeyErrorBound bound =
+            kernels::keyErrorBound(d, flatGemmProduct(samplePrecision, FlatSearchPath::kTiles)) +
+            kernels::keyErrorBound(d, product);
     FlatSearchInput sampleIn = in;
     sampleIn.base = sample.data();
     sampleIn.baseNorms = l2 ? sampleNorms.data() : nullptr;
@@ -143,7 +148,7 @@ void flatSearchThreshold(
         sampleIn.allow = sampleAllow.data();
     }
     sampleIn.path = FlatSearchPath::kTiles;
-    sampleIn.precision = tf32x3 ? GpuFlatPrecision::kTF32x3 : GpuFlatPrecision::kFloat32;
+    sampleIn.precision = samplePrecision;
 
     const int64_t G = p.queryGroup;
     auto ids = res.alloc<int32_t>(size_t(G) * C);
@@ -154,10 +159,12 @@ void flatSearchThreshold(
     auto keyIds = res.alloc<int64_t>(size_t(G) * C);
     auto overRows = res.alloc<int64_t>(size_t(G));
     auto nOver = res.alloc<int>(1);
-    auto querySplit = res.alloc<float>(tf32x3 ? size_t(G) * 3 * d : 0);
+    const size_t splitRow = kernels::splitRowBytes(product, d);
+    auto querySplit = res.alloc<char>(size_t(G) * splitRow);
     auto dist = res.alloc<float>(size_t(p.queryTile) * p.baseTile);
-    auto baseSplit = res.alloc<float>(tf32x3 ? size_t(p.baseTile) * 3 * d : 0);
-    const int K = tf32x3 ? 3 * d : d;
+    auto baseSplit = res.alloc<char>(size_t(p.baseTile) * splitRow);
+    // A query row of the GEMM's left operand: a split row, or the FP32 row.
+    const size_t queryRowBytes = split ? splitRow : size_t(d) * sizeof(float);
 
     for (int64_t g0 = 0; g0 < in.nq; g0 += G) {
         const int64_t ng = std::min(G, in.nq - g0);
@@ -175,22 +182,26 @@ void flatSearchThreshold(
         // 2. Every base tile against the thresholds.
         FAISS_EXT_CUDA_CHECK(
                 cudaMemsetAsync(counts.data(), 0, size_t(ng) * sizeof(uint32_t), stream));
-        const float* qs = q;
-        if (tf32x3) {
-            kernels::splitTF32(q, ng, d, kernels::Tf32SplitRole::kQuery, querySplit.data(), stream);
+        const char* qs = reinterpret_cast<const char*>(q);
+        if (split) {
+            kernels::splitRows(
+                    product, q, ng, d, kernels::SplitRole::kQuery, querySplit.data(), stream);
             qs = querySplit.data();
         }
         for (int64_t b0 = 0; b0 < in.nb; b0 += p.baseTile) {
             const int64_t nbt = std::min(p.baseTile, in.nb - b0);
-            const float* b = in.base + b0 * d;
-            if (tf32x3) {
-                kernels::splitTF32(
-                        b, nbt, d, kernels::Tf32SplitRole::kBase, baseSplit.data(), stream);
+            const void* b = in.base + b0 * d;
+            if (split) {
+                kernels::splitRows(
+                        product, in.base + b0 * d, nbt, d, kernels::SplitRole::kBase,
+                        baseSplit.data(), stream);
                 b = baseSplit.data();
             }
             for (int64_t q0 = 0; q0 < ng; q0 += p.queryTile) {
                 const int64_t nqt = std::min(p.queryTile, ng - q0);
-                flatProductTile(res, in.metric, qs + q0 * K, nqt, b, nbt, d, tf32x3, dist.data());
+                flatProductTile(
+                        res, in.metric, qs + q0 * queryRowBytes, nqt, b, nbt, d, product,
+                        dist.data());
                 kernels::appendUnderThreshold(
                         dist.data(), nbt, nqt, nbt, l2 ? in.baseNorms + b0 : nullptr,
                         thresholds.data() + q0, in.allow, int32_t(b0), ids.data() + q0 * C, C,

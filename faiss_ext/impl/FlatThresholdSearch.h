@@ -3,7 +3,7 @@
 // then only compared with that bound (plus a proven margin for the GEMM's rounding), the
 // ids under it listed, and the listed ids re-ranked exactly in FP32. No per-(query,
 // segment) selection state, so the distance tiles can be sized for L2, and the GEMMs can
-// run 3xTF32 on tensor cores with results that are FP32's (benchs/NOTES.md).
+// run on tensor cores (bf16x3, 3xTF32) with results that are FP32's (benchs/NOTES.md).
 #pragma once
 
 #include <cstddef>
@@ -33,7 +33,8 @@ struct FlatThresholdPlan {
     size_t bytes = 0;         ///< temporaries of the group (the sample's search comes on top)
 };
 
-/// Plans a threshold search of nq queries against nb vectors of dimension d for k within
+/// Plans a threshold search of nq queries against nb vectors of dimension d for k, its
+/// main pass in `product`, within
 /// budgetBytes (at most half of it for the plan's own buffers, the sample's copy
 /// included; the sample's search gets the rest). Pure host arithmetic. queryGroup 0:
 /// it does not fit (a large base's sample, say).
@@ -42,7 +43,7 @@ FlatThresholdPlan planFlatThreshold(
         int64_t nb,
         int d,
         int k,
-        bool tf32x3,
+        kernels::GemmProduct product,
         size_t budgetBytes,
         const FlatThresholdTiles& tiles = FlatThresholdTiles());
 

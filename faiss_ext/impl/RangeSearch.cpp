@@ -113,7 +113,9 @@ void flatRangeSearch(
     auto tileArgs = [&](int64_t m, int64_t tile) {
         const int64_t b0 = tile * t.baseTile;
         const int64_t nb = std::min(t.baseTile, in.nb - b0);
-        flatDistanceTile(res, in, queries.data(), m, b0, nb, nullptr, dist.data());
+        flatDistanceTile(
+                res, in, queries.data(), m, b0, nb, kernels::GemmProduct::kFloat32, nullptr,
+                dist.data());
         kernels::RangeRowsArgs r = a;
         r.ldDist = nb;
         r.nrows = m;

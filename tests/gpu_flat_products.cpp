@@ -1,0 +1,118 @@
+// The GEMM products of the flat search (kernels/OperandSplit.h) against exact dot
+// products: each stays within the error bound the threshold path's margin is built on
+// (kernels::keyErrorBound), on data chosen to stress the splits and the tensor cores'
+// accumulation.
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <faiss_ext/impl/FlatSearch.h>
+#include <kernels/OperandSplit.h>
+#include <kernels/ThresholdFilter.h>
+
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+
+namespace {
+
+const char* productName(kernels::GemmProduct p) {
+    switch (p) {
+        case kernels::GemmProduct::kFloat32:
+            return "fp32";
+        case kernels::GemmProduct::kTF32x3:
+            return "3xTF32";
+        case kernels::GemmProduct::kBF16x3:
+            return "bf16x3";
+    }
+    return "?";
+}
+
+/// Rows of dimension d: uniform [0, 1); coordinates of magnitudes spread over six
+/// decades with random signs; or a tight cluster far from the origin (every product
+/// large and of one sign, the accumulation's worst case).
+std::vector<float> makeRows(int64_t n, int d, int kind, std::mt19937_64& rng) {
+    std::uniform_real_distribution<float> unit(0.f, 1.f);
+    std::vector<float> x(size_t(n) * d);
+    std::vector<float> center(d);
+    for (auto& c : center) {
+        c = 100.f + unit(rng);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        for (int j = 0; j < d; ++j) {
+            float& v = x[size_t(i) * d + j];
+            if (kind == 0) {
+                v = unit(rng);
+            } else if (kind == 1) {
+                v = std::pow(10.f, 6.f * unit(rng) - 3.f) * (unit(rng) < 0.5f ? -1.f : 1.f);
+            } else {
+                v = center[j] + 1e-3f * unit(rng);
+            }
+        }
+    }
+    return x;
+}
+
+} // namespace
+
+TEST(GpuFlatProducts, EveryProductStaysWithinItsKeyErrorBound) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    cudaStream_t stream = res.stream();
+    std::mt19937_64 rng(test::testSeed());
+    const int64_t nq = 48, nb = 400;
+    for (int d : {1, 7, 128, 768, 2048}) {
+        for (int kind : {0, 1, 2}) {
+            const auto xq = makeRows(nq, d, kind, rng);
+            const auto xb = makeRows(nb, d, kind, rng);
+            auto q = res.alloc<float>(xq.size());
+            auto b = res.alloc<float>(xb.size());
+            copyToDevice(q.data(), xq.data(), xq.size(), stream);
+            copyToDevice(b.data(), xb.data(), xb.size(), stream);
+            for (kernels::GemmProduct product :
+                 {kernels::GemmProduct::kFloat32, kernels::GemmProduct::kTF32x3,
+                  kernels::GemmProduct::kBF16x3}) {
+                SCOPED_TRACE(
+                        std::string(productName(product)) + " d=" + std::to_string(d) +
+                        " kind=" + std::to_string(kind));
+                const size_t splitRow = kernels::splitRowBytes(product, d);
+                auto qs = res.alloc<char>(nq * splitRow);
+                auto bs = res.alloc<char>(nb * splitRow);
+                const void* qOp = q.data();
+                const void* bOp = b.data();
+                if (splitRow > 0) {
+                    kernels::splitRows(
+                            product, q.data(), nq, d, kernels::SplitRole::kQuery, qs.data(),
+                            stream);
+                    kernels::splitRows(
+                            product, b.data(), nb, d, kernels::SplitRole::kBase, bs.data(), stream);
+                    qOp = qs.data();
+                    bOp = bs.data();
+                }
+                auto dist = res.alloc<float>(size_t(nq) * nb);
+                // Inner product: dist = -Q B^T.
+                flatProductTile(
+                        res, faiss::METRIC_INNER_PRODUCT, qOp, nq, bOp, nb, d, product,
+                        dist.data());
+                const auto got = copyToHostVector(dist.data(), dist.size(), stream);
+                const double rel = kernels::keyErrorBound(d, product).dotRel;
+                double worst = 0; // largest error / bound seen
+                for (int64_t i = 0; i < nq; ++i) {
+                    for (int64_t j = 0; j < nb; ++j) {
+                        double dot = 0, qq = 0, bb = 0;
+                        for (int c = 0; c < d; ++c) {
+                            const double a = xq[size_t(i) * d + c], e = xb[size_t(j) * d + c];
+                            dot += a * e;
+                            qq += a * a;
+                            bb += e * e;
+                        }
+                        const double err = std::abs(-double(got[size_t(i) * nb + j]) - dot);
+                        worst = std::max(worst, err / (rel * std::sqrt(qq * bb)));
+                    }
+                }
+                EXPECT_LE(worst, 1.0);
+            }
+        }
+    }
+}
