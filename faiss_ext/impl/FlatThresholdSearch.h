@@ -14,12 +14,14 @@
 namespace faiss_ext {
 
 /// The GEMM tile of the main pass: the keys of queryTile x baseTile pairs, written by the
-/// GEMM and read once by the filter. The defaults are bench_flat_threshold's best on
-/// the H100 (1M x 128, 10000 queries: 128 MB beat L2-sized 32 MB tiles by 10%, fewer
-/// launches outweighing the DRAM round trip; benchs/NOTES.md).
+/// GEMM and read once by the filter. With keepTileInL2 (and a device that can), the tile
+/// is sized to the L2 set-aside and kept there (impl/L2Residency.h), so the keys never
+/// reach DRAM; otherwise distTileBytes, 128 MB by default: bench_flat_threshold's best
+/// from DRAM on the H100 (fewer launches beat L2-sized tiles; benchs/NOTES.md).
 struct FlatThresholdTiles {
     int64_t maxQueryTile = 2048;
     size_t distTileBytes = size_t(128) << 20;
+    bool keepTileInL2 = true;
 };
 
 /// How one threshold search is cut.
