@@ -75,11 +75,39 @@ __global__ void keyThresholdsKernel(
 }
 
 constexpr int kFilterThreads = 256;
-constexpr int kFilterItems = 16; ///< columns per thread: 16 independent loads in flight
+/// Rows a block filters: each thread loads its columns' bias and allowed bits once and
+/// reuses them this many times.
+constexpr int kFilterRows = 8;
 
+/// out[j] = p[j] for j < kCols and j < left (0 past it): one float4 load when kCols is 4
+/// and all four exist (p 16-byte aligned).
+template <int kCols>
+__device__ __forceinline__ void loadColumns(const float* p, bool whole, int64_t left, float* out) {
+    if constexpr (kCols == 4) {
+        if (whole) {
+            const float4 v = *reinterpret_cast<const float4*>(p);
+            out[0] = v.x;
+            out[1] = v.y;
+            out[2] = v.z;
+            out[3] = v.w;
+            return;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+        out[j] = j < left ? p[j] : 0.f;
+    }
+}
+
+/// Each thread owns kCols consecutive columns (4: one float4 load a row, when the rows
+/// are 16-byte aligned) of kFilterRows rows. A row's key passes when key + bias <=
+/// threshold and its id is allowed; the survivors (rare) are appended with one atomic a
+/// warp and a row.
+template <int kCols>
 __global__ void __launch_bounds__(kFilterThreads) appendUnderThresholdKernel(
         const float* dist,
         int64_t ldDist,
+        int64_t nrows,
         int64_t ncols,
         const float* colBias,
         const float* thresholds,
@@ -88,43 +116,61 @@ __global__ void __launch_bounds__(kFilterThreads) appendUnderThresholdKernel(
         int32_t* ids,
         int64_t capacity,
         uint32_t* counts) {
-    const int64_t r = blockIdx.y;
-    const int64_t c0 = int64_t(blockIdx.x) * kFilterThreads * kFilterItems + threadIdx.x;
-    const float* row = dist + r * ldDist;
-    const float t = thresholds[r];
-    unsigned pass = 0;
+    const int64_t c = (int64_t(blockIdx.x) * kFilterThreads + threadIdx.x) * kCols;
+    const int64_t r0 = int64_t(blockIdx.y) * kFilterRows;
+    const int lane = threadIdx.x & 31;
+    const bool whole = c + kCols <= ncols;
+    float bias[kCols];
+    unsigned usable = 0; // bit j: column c + j exists and its id is allowed
 #pragma unroll
-    for (int i = 0; i < kFilterItems; ++i) {
-        const int64_t c = c0 + int64_t(i) * kFilterThreads;
-        if (c < ncols) {
-            const float key = row[c] + (colBias != nullptr ? colBias[c] : 0.f);
-            const int64_t id = idBase + c;
+    for (int j = 0; j < kCols; ++j) {
+        const int64_t col = c + j;
+        bias[j] = 0.f;
+        if (col < ncols) {
+            const int64_t id = idBase + col;
             const bool allowed = allow == nullptr || ((allow[id >> 5] >> (id & 31)) & 1u);
-            pass |= unsigned(key <= t && allowed) << i;
+            usable |= unsigned(allowed) << j;
         }
     }
-    // Survivors are rare (about C / 4 of a query's nb keys): most warps stop here.
-    if (__ballot_sync(kFullMask, pass != 0) == 0) {
-        return;
+    if (colBias != nullptr) {
+        loadColumns<kCols>(colBias + c, whole, ncols - c, bias);
     }
-    const int lane = threadIdx.x & 31;
+    for (int rr = 0; rr < kFilterRows; ++rr) {
+        const int64_t r = r0 + rr;
+        if (r >= nrows) {
+            break; // the same for the whole block
+        }
+        float key[kCols];
+        loadColumns<kCols>(dist + r * ldDist + c, whole, ncols - c, key);
+        const float t = thresholds[r];
+        unsigned pass = 0;
 #pragma unroll
-    for (int i = 0; i < kFilterItems; ++i) {
-        const bool mine = (pass >> i) & 1u;
-        const unsigned m = __ballot_sync(kFullMask, mine);
-        if (m == 0) {
+        for (int j = 0; j < kCols; ++j) {
+            pass |= unsigned(key[j] + bias[j] <= t) << j;
+        }
+        pass &= usable;
+        // Survivors are rare (about C / 4 of a query's nb keys): most warps go on here.
+        if (__ballot_sync(kFullMask, pass != 0) == 0) {
             continue;
         }
-        const int leader = __ffs(m) - 1;
-        uint32_t first = 0;
-        if (lane == leader) {
-            first = atomicAdd(&counts[r], uint32_t(__popc(m)));
-        }
-        first = __shfl_sync(kFullMask, first, leader);
-        if (mine) {
-            const int64_t pos = int64_t(first) + __popc(m & ((1u << lane) - 1u));
-            if (pos < capacity) {
-                ids[r * capacity + pos] = idBase + int32_t(c0 + int64_t(i) * kFilterThreads);
+#pragma unroll
+        for (int j = 0; j < kCols; ++j) {
+            const bool mine = (pass >> j) & 1u;
+            const unsigned m = __ballot_sync(kFullMask, mine);
+            if (m == 0) {
+                continue;
+            }
+            const int leader = __ffs(m) - 1;
+            uint32_t first = 0;
+            if (lane == leader) {
+                first = atomicAdd(&counts[r], uint32_t(__popc(m)));
+            }
+            first = __shfl_sync(kFullMask, first, leader);
+            if (mine) {
+                const int64_t pos = int64_t(first) + __popc(m & ((1u << lane) - 1u));
+                if (pos < capacity) {
+                    ids[r * capacity + pos] = idBase + int32_t(c + j);
+                }
             }
         }
     }
@@ -313,11 +359,22 @@ void appendUnderThreshold(
     if (nrows == 0 || ncols == 0) {
         return;
     }
-    FAISS_THROW_IF_NOT_FMT(nrows <= 65535, "appendUnderThreshold: %lld rows", (long long)nrows);
-    const dim3 grid(
-            unsigned(divUp<int64_t>(ncols, kFilterThreads * kFilterItems)), unsigned(nrows));
-    appendUnderThresholdKernel<<<grid, kFilterThreads, 0, stream>>>(
-            dist, ldDist, ncols, colBias, thresholds, allow, idBase, ids, capacity, counts);
+    const int64_t rowBlocks = divUp<int64_t>(nrows, kFilterRows);
+    FAISS_THROW_IF_NOT_FMT(rowBlocks <= 65535, "appendUnderThreshold: %lld rows", (long long)nrows);
+    // float4 loads need 16-byte aligned rows and bias.
+    const bool aligned = ldDist % 4 == 0 && reinterpret_cast<uintptr_t>(dist) % 16 == 0 &&
+            reinterpret_cast<uintptr_t>(colBias) % 16 == 0;
+    if (aligned) {
+        const dim3 grid(unsigned(divUp<int64_t>(ncols, kFilterThreads * 4)), unsigned(rowBlocks));
+        appendUnderThresholdKernel<4><<<grid, kFilterThreads, 0, stream>>>(
+                dist, ldDist, nrows, ncols, colBias, thresholds, allow, idBase, ids, capacity,
+                counts);
+    } else {
+        const dim3 grid(unsigned(divUp<int64_t>(ncols, kFilterThreads)), unsigned(rowBlocks));
+        appendUnderThresholdKernel<1><<<grid, kFilterThreads, 0, stream>>>(
+                dist, ldDist, nrows, ncols, colBias, thresholds, allow, idBase, ids, capacity,
+                counts);
+    }
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 
