@@ -1,7 +1,6 @@
 // GpuIndexFlat's threshold path (impl/FlatThresholdSearch.h): its main pass in 3xTF32
 // and in bf16x3 at the default tiles for k 10, 100, 1024, then bf16x3 against the shape
-// of the main-pass tiles (queries per GEMM; the distance tile kept in L2, or of a given
-// size from DRAM). 10000 queries,
+// of the main-pass tiles (queries per GEMM, bytes of the distance tile). 10000 queries,
 // uniform [0,1) vectors; device ms: CUDA events around flatSearchThreshold, median of 5
 // after a warm-up. With --profile [k], one search at the default tiles and precision
 // (k 10 unless given) runs alone between cudaProfilerStart and cudaProfilerStop, for
@@ -17,7 +16,6 @@
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/impl/FlatThresholdSearch.h>
-#include <faiss_ext/impl/L2Residency.h>
 
 #include "BenchUtil.h"
 #include "Synthetic.h"
@@ -73,26 +71,20 @@ int main(int argc, char** argv) {
         return 0;
     }
     std::printf(
-            "n_base=%lld d=%d n_query=%lld, uniform [0,1); L2 set-aside for a resident tile: "
-            "%zu MB\n\n"
+            "n_base=%lld d=%d n_query=%lld, uniform [0,1)\n\n"
             "| main pass | k | query tile | distance tile | base tile | device ms |\n"
             "|---|---|---|---|---|---|\n",
-            (long long)nb, d, (long long)nq, L2Residency::maxBytes(res.device()) >> 20);
+            (long long)nb, d, (long long)nq);
     auto row = [&](GpuFlatPrecision precision, int k, const FlatThresholdTiles& tiles) {
         in.precision = precision;
         const kernels::GemmProduct product = flatGemmProduct(precision, FlatSearchPath::kThreshold);
-        FlatThresholdTiles planned = tiles;
-        const size_t l2Bytes = tiles.keepTileInL2 ? L2Residency::maxBytes(res.device()) : 0;
-        if (l2Bytes > 0) {
-            planned.distTileBytes = l2Bytes;
-        }
         const FlatThresholdPlan p =
-                planFlatThreshold(nq, nb, d, k, product, res.tempMemoryBytes(), planned);
+                planFlatThreshold(nq, nb, d, k, product, res.tempMemoryBytes(), tiles);
         std::printf(
-                "| %s | %d | %lld | %zu MB%s | %lld | %.3f |\n",
+                "| %s | %d | %lld | %zu MB | %lld | %.3f |\n",
                 product == kernels::GemmProduct::kBF16x3 ? "bf16x3" : "3xTF32", k,
-                (long long)tiles.maxQueryTile, planned.distTileBytes >> 20,
-                l2Bytes > 0 ? " in L2" : "", (long long)p.baseTile, search(k, tiles));
+                (long long)tiles.maxQueryTile, tiles.distTileBytes >> 20, (long long)p.baseTile,
+                search(k, tiles));
     };
     for (int k : {10, 100, 1024}) {
         for (GpuFlatPrecision precision : {GpuFlatPrecision::kTF32x3, GpuFlatPrecision::kAuto}) {
@@ -100,11 +92,9 @@ int main(int argc, char** argv) {
         }
     }
     for (int64_t qt : {int64_t(1024), int64_t(2048), int64_t(4096)}) {
-        FlatThresholdTiles tiles;
-        tiles.maxQueryTile = qt;
-        row(GpuFlatPrecision::kAuto, 10, tiles);
-        for (size_t mb : {size_t(16), size_t(32), size_t(128), size_t(256)}) {
-            tiles.keepTileInL2 = false;
+        for (size_t mb : {size_t(32), size_t(64), size_t(128), size_t(256)}) {
+            FlatThresholdTiles tiles;
+            tiles.maxQueryTile = qt;
             tiles.distTileBytes = mb << 20;
             row(GpuFlatPrecision::kAuto, 10, tiles);
         }

@@ -21,16 +21,18 @@ struct GpuIndexConfig {
 /// How GpuIndexFlat computes the query-base products.
 enum class GpuFlatPrecision {
     /// Results that match FAISS CPU's to 1e-4. Batches of at least 256 queries over a
-    /// large base take the threshold path (impl/FlatThresholdSearch.h): 3xTF32 products
-    /// on tensor cores, kept only under a bound from a sample of the base plus a proven
-    /// margin for their rounding, then re-ranked in FP32 (1M x 128, 10000 queries, k 10:
-    /// ~51 ms against 116 for FP32 alone; benchs/NOTES.md). Other searches: FP32 GEMM
+    /// large base take the threshold path (impl/FlatThresholdSearch.h): bf16x3 products
+    /// on tensor cores (each operand split into three bf16 parts), kept only under a
+    /// bound from a sample of the base plus a proven margin for their rounding, then
+    /// re-ranked in FP32 (1M x 128, 10000 queries, k 10: ~44 ms against 116 for FP32
+    /// alone; benchs/NOTES.md). Other searches: FP32 GEMM
     kAuto,
     /// FP32 GEMM on CUDA cores everywhere (the threshold path too)
     kFloat32,
-    /// 3xTF32 on tensor cores everywhere: each operand split into a TF32 part and its
-    /// FP32 remainder, one TF32 GEMM over the three cross products that matter. On the
-    /// threshold path its results are FP32's (re-ranked); elsewhere the tensor cores'
+    /// 3xTF32 on tensor cores everywhere (the threshold path's main pass too): each
+    /// operand split into a TF32 part and its FP32 remainder, one TF32 GEMM over the
+    /// three cross products that matter. On the threshold path its results are FP32's
+    /// (re-ranked); elsewhere the tensor cores'
     /// truncating accumulation leaves a dot product with a relative error up to about
     /// (3d / 8) 2^-23, one-sided: where near neighbours are much closer to each other
     /// than to the origin (tight clusters far from 0), distances can differ from FP32's

@@ -1,11 +1,9 @@
 #include <faiss_ext/impl/FlatThresholdSearch.h>
 
 #include <algorithm>
-#include <memory>
 
 #include <faiss/impl/FaissAssert.h>
 
-#include <faiss_ext/impl/L2Residency.h>
 #include <faiss_ext/utils/CudaCheck.h>
 #include <faiss_ext/utils/DeviceBuffer.h>
 #include <faiss_ext/utils/MathUtils.h>
@@ -98,12 +96,7 @@ void flatSearchThreshold(
         size_t budgetBytes,
         float* outD,
         int64_t* outI,
-        const FlatThresholdTiles& tilesIn) {
-    FlatThresholdTiles tiles = tilesIn;
-    const size_t l2Bytes = tiles.keepTileInL2 ? L2Residency::maxBytes(res.device()) : 0;
-    if (l2Bytes > 0) {
-        tiles.distTileBytes = l2Bytes;
-    }
+        const FlatThresholdTiles& tiles) {
     FAISS_THROW_IF_NOT_FMT(
             in.nb < (int64_t(1) << 31), "the flat threshold path lists ids in 32 bits (nb=%lld)",
             (long long)in.nb);
@@ -170,12 +163,6 @@ void flatSearchThreshold(
     auto querySplit = res.alloc<char>(size_t(G) * splitRow);
     auto dist = res.alloc<float>(size_t(p.queryTile) * p.baseTile);
     auto baseSplit = res.alloc<char>(size_t(p.baseTile) * splitRow);
-    std::unique_ptr<L2Residency> resident;
-    if (l2Bytes > 0) {
-        resident = std::make_unique<L2Residency>(
-                res.device(), stream, dist.data(),
-                size_t(p.queryTile) * p.baseTile * sizeof(float));
-    }
     // A query row of the GEMM's left operand: a split row, or the FP32 row.
     const size_t queryRowBytes = split ? splitRow : size_t(d) * sizeof(float);
 

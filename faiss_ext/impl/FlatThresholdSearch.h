@@ -14,14 +14,13 @@
 namespace faiss_ext {
 
 /// The GEMM tile of the main pass: the keys of queryTile x baseTile pairs, written by the
-/// GEMM and read once by the filter. With keepTileInL2 (and a device that can), the tile
-/// is sized to the L2 set-aside and kept there (impl/L2Residency.h), so the keys never
-/// reach DRAM; otherwise distTileBytes, 128 MB by default: bench_flat_threshold's best
-/// from DRAM on the H100 (fewer launches beat L2-sized tiles; benchs/NOTES.md).
+/// GEMM and read once by the filter. The defaults are bench_flat_threshold's best on
+/// the H100 (1M x 128 and 500K x 768, 10000 queries): 128 MB tiles from DRAM match
+/// tiles kept in L2 by an access policy window to within 0-4%, so the tile is not
+/// pinned there (that would change a device-wide L2 setting; benchs/NOTES.md).
 struct FlatThresholdTiles {
     int64_t maxQueryTile = 2048;
     size_t distTileBytes = size_t(128) << 20;
-    bool keepTileInL2 = true;
 };
 
 /// How one threshold search is cut.
