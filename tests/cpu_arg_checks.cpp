@@ -124,6 +124,8 @@ TEST(FlatThresholdPlan, FitsHalfTheBudgetAndSizesTheSampleByK) {
                             EXPECT_GE(p.queryGroup, 1);
                             EXPECT_LE(p.queryGroup, nq);
                             EXPECT_LE(p.queryTile, p.queryGroup);
+                            EXPECT_GE(p.rerankRows, 1);
+                            EXPECT_LE(p.rerankRows, p.queryGroup);
                             EXPECT_LE(p.baseTile, nb);
                         }
                     }

@@ -165,6 +165,9 @@ TEST(GpuIndexFlat, MatchesCpuOnFixedShapes) {
         // A batch and base the automatic choice sends down the threshold path, with
         // several base tiles of it.
         runCase(res, {40000, 300, 48, 10, m, seed + 7});
+        // Large k: the threshold path re-ranks its group in slices (170 queries each at
+        // k 1024).
+        runCase(res, {8000, 400, 16, 1024, m, seed + 8});
     }
 }
 

@@ -22,8 +22,11 @@ constexpr int64_t kThresholdMinQueries = 256;
 /// The listed ids a query may hold; the sample is sized so that about a quarter of it
 /// is used.
 constexpr int64_t kMaxCapacity = 32768;
-/// The filter kernel takes one query per grid row.
+/// The filter kernel's grid holds this many queries.
 constexpr int64_t kMaxQueryGroup = 65535;
+/// The re-ranked keys and ids (12 bytes a listed id) are held for a slice of the group
+/// of at most this many bytes; the group itself keeps only the 4-byte ids.
+constexpr size_t kRerankBytes = size_t(64) << 20;
 
 int64_t capacityFor(int k) {
     return std::min<int64_t>(kMaxCapacity, nextPow2(std::max(1024, 32 * k)));
@@ -53,23 +56,25 @@ FlatThresholdPlan planFlatThreshold(
     // The sample's vectors, norms and (filtered search) allowed bits.
     const size_t sampleBytes =
             size_t(p.sampleRows) * (d + 1) * sizeof(float) + size_t(p.sampleRows) / 8 + 4;
-    // Listed ids (4 bytes), their re-ranked keys and ids (12), count, threshold, |q|^2,
-    // overflow row (20), the query's split.
-    const size_t perQuery = size_t(p.capacity) * 16 + 20 + splitRow;
+    // Listed ids (4 bytes), count, threshold, |q|^2, overflow row (20), the query's split.
+    const size_t perQuery = size_t(p.capacity) * 4 + 20 + splitRow;
+    const size_t rerankRow = size_t(p.capacity) * (sizeof(float) + sizeof(int64_t));
     const size_t budget = budgetBytes / 2;
     for (int64_t g = std::min(nq, kMaxQueryGroup);; g = (g + 1) / 2) {
         const int64_t qt = std::min(g, tiles.maxQueryTile);
+        const int64_t rr = std::min<int64_t>(g, std::max<size_t>(1, kRerankBytes / rerankRow));
         // The tile's keys and its base split: each within kDistTileBytes.
         int64_t bt = int64_t(tiles.distTileBytes / (size_t(qt) * sizeof(float)));
         if (splitRow > 0) {
             bt = std::min(bt, int64_t(tiles.distTileBytes / splitRow));
         }
         bt = std::min(nb, std::max<int64_t>(256, bt / 256 * 256));
-        const size_t bytes = size_t(g) * perQuery + size_t(qt) * bt * sizeof(float) +
-                size_t(bt) * splitRow + sampleBytes;
+        const size_t bytes = size_t(g) * perQuery + size_t(rr) * rerankRow +
+                size_t(qt) * bt * sizeof(float) + size_t(bt) * splitRow + sampleBytes;
         if (bytes <= budget) {
             p.queryGroup = g;
             p.queryTile = qt;
+            p.rerankRows = rr;
             p.baseTile = bt;
             p.bytes = bytes;
             return p;
@@ -155,8 +160,8 @@ void flatSearchThreshold(
     auto counts = res.alloc<uint32_t>(size_t(G));
     auto thresholds = res.alloc<float>(size_t(G));
     auto qNorms = res.alloc<float>(size_t(G));
-    auto keys = res.alloc<float>(size_t(G) * C);
-    auto keyIds = res.alloc<int64_t>(size_t(G) * C);
+    auto keys = res.alloc<float>(size_t(p.rerankRows) * C);
+    auto keyIds = res.alloc<int64_t>(size_t(p.rerankRows) * C);
     auto overRows = res.alloc<int64_t>(size_t(G));
     auto nOver = res.alloc<int>(1);
     const size_t splitRow = kernels::splitRowBytes(product, d);
@@ -208,22 +213,26 @@ void flatSearchThreshold(
                         counts.data() + q0, stream);
             }
         }
-        // 3. The listed ids re-ranked exactly, then the k best of each list.
-        kernels::rerankListed(
-                q, in.base, d, l2, ids.data(), counts.data(), ng, C, keys.data(), keyIds.data(),
-                stream);
-        kernels::SelectRowsArgs sel;
-        sel.dist = keys.data();
-        sel.ldDist = C;
-        sel.nrows = ng;
-        sel.ncols = C;
-        sel.inIds = keyIds.data();
-        sel.ldIds = C;
-        sel.k = k;
-        sel.outD = gD;
-        sel.outI = gI;
-        sel.ldOut = k;
-        kernels::selectRowsMin(sel, stream);
+        // 3. The listed ids re-ranked exactly, then the k best of each list, a slice of
+        // the group at a time.
+        for (int64_t r0 = 0; r0 < ng; r0 += p.rerankRows) {
+            const int64_t nr = std::min(p.rerankRows, ng - r0);
+            kernels::rerankListed(
+                    q + r0 * d, in.base, d, l2, ids.data() + r0 * C, counts.data() + r0, nr, C,
+                    keys.data(), keyIds.data(), stream);
+            kernels::SelectRowsArgs sel;
+            sel.dist = keys.data();
+            sel.ldDist = C;
+            sel.nrows = nr;
+            sel.ncols = C;
+            sel.inIds = keyIds.data();
+            sel.ldIds = C;
+            sel.k = k;
+            sel.outD = gD + r0 * k;
+            sel.outI = gI + r0 * k;
+            sel.ldOut = k;
+            kernels::selectRowsMin(sel, stream);
+        }
         kernels::finishKnn(
                 gD, gI, k, ng, k, kernels::distanceFinishFor(in.metric), nullptr, gD, gI, stream);
         // 4. Queries whose lists overflowed (many vectors tied with the k-th, say): the

@@ -30,6 +30,7 @@ struct FlatThresholdPlan {
     int64_t sampleStride = 0; ///< base rows between two sampled ones
     int64_t queryGroup = 0;   ///< queries whose lists are held at once
     int64_t queryTile = 0;    ///< queries per GEMM
+    int64_t rerankRows = 0;   ///< queries of the group re-ranked at once
     int64_t baseTile = 0;     ///< base vectors per GEMM
     size_t bytes = 0;         ///< temporaries of the group (the sample's search comes on top)
 };
