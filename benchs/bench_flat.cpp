@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
             const double tilesMs = timePath(FlatSearchPath::kTiles);
             const double thresholdMs = timePath(FlatSearchPath::kThreshold);
             in.path = FlatSearchPath::kAuto;
-            const bool threshold = flatThresholdPathFits(in, k, res.tempMemoryBytes());
+            const bool threshold = flatThresholdPathFits(
+                    in, k, res.tempMemoryBytes(), res.computeCapabilityMajor());
             // The tiles path's FP32 GEMMs alone: what it costs beyond them is the selection.
             FlatSearchInput shape = in;
             shape.precision = GpuFlatPrecision::kFloat32;
@@ -125,7 +126,8 @@ int main(int argc, char** argv) {
             double floorBf16Ms = 3 * flops / ceil.bf16FlopsPerSec * 1e3;
             // The main pass's arithmetic on the path taken, and its floor.
             const kernels::GemmProduct product = flatGemmProduct(
-                    cfg.precision, threshold ? FlatSearchPath::kThreshold : FlatSearchPath::kTiles);
+                    cfg.precision, threshold ? FlatSearchPath::kThreshold : FlatSearchPath::kTiles,
+                    res.computeCapabilityMajor());
             const double floorProductMs = product == kernels::GemmProduct::kBF16x3 ? floorBf16Ms
                     : product == kernels::GemmProduct::kTF32x3                     ? floorTf32Ms
                                                                                    : floorFlopsMs;

@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
             (long long)nb, d, (long long)nq);
     auto row = [&](GpuFlatPrecision precision, int k, const FlatThresholdTiles& tiles) {
         in.precision = precision;
-        const kernels::GemmProduct product = flatGemmProduct(precision, FlatSearchPath::kThreshold);
+        const kernels::GemmProduct product = flatGemmProduct(
+                precision, FlatSearchPath::kThreshold, res.computeCapabilityMajor());
         const FlatThresholdPlan p =
                 planFlatThreshold(nq, nb, d, k, product, res.tempMemoryBytes(), tiles);
         std::printf(

@@ -32,6 +32,7 @@ GpuResources::GpuResources(GpuResourcesConfig config)
     cudaDeviceProp prop;
     FAISS_EXT_CUDA_CHECK(cudaGetDeviceProperties(&prop, config.device));
     smCount_ = prop.multiProcessorCount;
+    ccMajor_ = prop.major;
     maxSmemOptin_ = prop.sharedMemPerBlockOptin;
 
     // Keep freed blocks in the stream-ordered pool: temporaries are then re-used

@@ -53,6 +53,10 @@ class GpuResources {
     int multiProcessorCount() const {
         return smCount_;
     }
+    /// The device's compute capability, major number (8: Ampere, 9: Hopper).
+    int computeCapabilityMajor() const {
+        return ccMajor_;
+    }
     /// Most dynamic shared memory one block may opt in to (read from the device).
     size_t maxSharedMemoryPerBlock() const {
         return maxSmemOptin_;
@@ -76,6 +80,7 @@ class GpuResources {
     cudaStream_t stream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
     int smCount_ = 0;
+    int ccMajor_ = 0;
     size_t maxSmemOptin_ = 0;
     std::unique_ptr<PinnedStaging> staging_;
 };

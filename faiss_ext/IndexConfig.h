@@ -22,7 +22,8 @@ struct GpuIndexConfig {
 enum class GpuFlatPrecision {
     /// Results that match FAISS CPU's to 1e-4. Batches of at least 256 queries over a
     /// large base take the threshold path (impl/FlatThresholdSearch.h): bf16x3 products
-    /// on tensor cores (each operand split into three bf16 parts), kept only under a
+    /// on tensor cores (each operand split into three bf16 parts; 3xTF32 on devices
+    /// before compute capability 8.0), kept only under a
     /// bound from a sample of the base plus a proven margin for their rounding, then
     /// re-ranked in FP32 (1M x 128, 10000 queries, k 10: ~44 ms against 116 for FP32
     /// alone; benchs/NOTES.md). Other searches: FP32 GEMM

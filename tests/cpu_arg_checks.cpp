@@ -141,41 +141,46 @@ TEST(FlatThresholdPlan, AutomaticChoiceNeedsABatchAndABase) {
     in.nb = 1000000;
     in.d = 128;
     const size_t budget = size_t(1) << 30;
-    EXPECT_TRUE(flatThresholdPathFits(in, 10, budget));
-    EXPECT_TRUE(flatThresholdPathFits(in, 1024, budget));
+    EXPECT_TRUE(flatThresholdPathFits(in, 10, budget, 9));
+    EXPECT_TRUE(flatThresholdPathFits(in, 1024, budget, 9));
     in.nq = 16;
-    EXPECT_FALSE(flatThresholdPathFits(in, 10, budget)); // bandwidth-bound: the tiles path
+    EXPECT_FALSE(flatThresholdPathFits(in, 10, budget, 9)); // bandwidth-bound: the tiles path
     in.nq = 10000;
     in.nb = 10000;
-    EXPECT_FALSE(flatThresholdPathFits(in, 10, budget)); // the sample: most of the base
+    EXPECT_FALSE(flatThresholdPathFits(in, 10, budget, 9)); // the sample: most of the base
     in.nb = 10000000;
-    EXPECT_TRUE(flatThresholdPathFits(in, 10, budget));
-    EXPECT_FALSE(flatThresholdPathFits(in, 100, budget)); // its sample's copy: > budget / 2
+    EXPECT_TRUE(flatThresholdPathFits(in, 10, budget, 9));
+    EXPECT_FALSE(flatThresholdPathFits(in, 100, budget, 9)); // its sample's copy: > budget / 2
     in.nb = 1000000;
     const uint32_t words[1] = {1};
     in.allow = words; // filtered search too
-    EXPECT_TRUE(flatThresholdPathFits(in, 10, budget));
+    EXPECT_TRUE(flatThresholdPathFits(in, 10, budget, 9));
 }
 
 TEST(FlatSearchPrecision, ThresholdPathRunsBf16x3UnlessAProductIsForced) {
     using kernels::GemmProduct;
-    EXPECT_EQ(
-            flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kThreshold),
-            GemmProduct::kBF16x3);
-    EXPECT_EQ(
-            flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kTiles),
-            GemmProduct::kFloat32);
-    EXPECT_EQ(
-            flatGemmProduct(GpuFlatPrecision::kFloat32, FlatSearchPath::kThreshold),
-            GemmProduct::kFloat32);
-    EXPECT_EQ(
-            flatGemmProduct(GpuFlatPrecision::kTF32x3, FlatSearchPath::kThreshold),
-            GemmProduct::kTF32x3);
-    EXPECT_EQ(
-            flatGemmProduct(GpuFlatPrecision::kTF32x3, FlatSearchPath::kTiles),
-            GemmProduct::kTF32x3);
-    EXPECT_THROW(
-            flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kAuto), faiss::FaissException);
+    for (int cc : {7, 8, 9}) {
+        SCOPED_TRACE(cc);
+        // bf16 tensor cores from compute capability 8.0; 3xTF32 before.
+        EXPECT_EQ(
+                flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kThreshold, cc),
+                cc >= 8 ? GemmProduct::kBF16x3 : GemmProduct::kTF32x3);
+        EXPECT_EQ(
+                flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kTiles, cc),
+                GemmProduct::kFloat32);
+        EXPECT_EQ(
+                flatGemmProduct(GpuFlatPrecision::kFloat32, FlatSearchPath::kThreshold, cc),
+                GemmProduct::kFloat32);
+        EXPECT_EQ(
+                flatGemmProduct(GpuFlatPrecision::kTF32x3, FlatSearchPath::kThreshold, cc),
+                GemmProduct::kTF32x3);
+        EXPECT_EQ(
+                flatGemmProduct(GpuFlatPrecision::kTF32x3, FlatSearchPath::kTiles, cc),
+                GemmProduct::kTF32x3);
+        EXPECT_THROW(
+                flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kAuto, cc),
+                faiss::FaissException);
+    }
 }
 
 TEST(FlatSearchPrecision, SplitRowsHalveTheirBytesInBf16) {

@@ -68,13 +68,20 @@ FlatTiling planFlatTiling(
     return t;
 }
 
-kernels::GemmProduct flatGemmProduct(GpuFlatPrecision p, FlatSearchPath path) {
+kernels::GemmProduct flatGemmProduct(
+        GpuFlatPrecision p,
+        FlatSearchPath path,
+        int computeCapabilityMajor) {
     FAISS_THROW_IF_NOT_MSG(
             path != FlatSearchPath::kAuto, "flatGemmProduct: resolve the path first");
     const bool threshold = path == FlatSearchPath::kThreshold;
     switch (p) {
         case GpuFlatPrecision::kAuto:
-            return threshold ? kernels::GemmProduct::kBF16x3 : kernels::GemmProduct::kFloat32;
+            if (!threshold) {
+                return kernels::GemmProduct::kFloat32;
+            }
+            return computeCapabilityMajor >= 8 ? kernels::GemmProduct::kBF16x3
+                                               : kernels::GemmProduct::kTF32x3;
         case GpuFlatPrecision::kFloat32:
             return kernels::GemmProduct::kFloat32;
         case GpuFlatPrecision::kTF32x3:
@@ -194,8 +201,9 @@ FlatTiling planFlatSearch(
         const FlatSearchInput& in,
         int k,
         size_t budget) {
-    const size_t splitRow =
-            kernels::splitRowBytes(flatGemmProduct(in.precision, FlatSearchPath::kTiles), in.d);
+    const size_t splitRow = kernels::splitRowBytes(
+            flatGemmProduct(in.precision, FlatSearchPath::kTiles, res.computeCapabilityMajor()),
+            in.d);
     if (splitRow > 0) {
         const size_t querySplit = size_t(std::min<int64_t>(in.nq, 4096)) * splitRow;
         FAISS_THROW_IF_NOT_FMT(
@@ -222,7 +230,8 @@ void flatSearchTiles(
     cudaStream_t stream = res.stream();
     const FlatTiling t = planFlatSearch(res, in, k, budgetBytes);
     const bool l2 = in.metric == faiss::METRIC_L2;
-    const kernels::GemmProduct product = flatGemmProduct(in.precision, FlatSearchPath::kTiles);
+    const kernels::GemmProduct product =
+            flatGemmProduct(in.precision, FlatSearchPath::kTiles, res.computeCapabilityMajor());
     const size_t splitRow = kernels::splitRowBytes(product, in.d);
     const int64_t segsPerTile = (t.baseTile + t.segLen - 1) / t.segLen;
     const int64_t candLd = (1 + segsPerTile) * k;
@@ -271,8 +280,9 @@ void flatSearch(
     }
     FlatSearchPath path = in.path;
     if (path == FlatSearchPath::kAuto) {
-        path = flatThresholdPathFits(in, k, res.tempMemoryBytes()) ? FlatSearchPath::kThreshold
-                                                                   : FlatSearchPath::kTiles;
+        path = flatThresholdPathFits(in, k, res.tempMemoryBytes(), res.computeCapabilityMajor())
+                ? FlatSearchPath::kThreshold
+                : FlatSearchPath::kTiles;
     }
     if (path == FlatSearchPath::kThreshold) {
         flatSearchThreshold(res, in, k, res.tempMemoryBytes(), outD, outI);

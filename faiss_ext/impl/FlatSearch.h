@@ -48,11 +48,15 @@ enum class FlatSearchPath {
 };
 
 /// The GEMMs' arithmetic of a search in precision p on the given path (kTiles or
-/// kThreshold). The threshold path re-ranks in FP32, so its filter may run any product
-/// whose error it bounds: kAuto takes bf16x3 there (the fastest), kTF32x3 3xTF32 and
-/// kFloat32 FP32. On the tiles path the products are the results: kTF32x3 3xTF32,
-/// everything else FP32.
-kernels::GemmProduct flatGemmProduct(GpuFlatPrecision p, FlatSearchPath path);
+/// kThreshold) on a device of compute capability computeCapabilityMajor. The threshold
+/// path re-ranks in FP32, so its filter may run any product whose error it bounds: kAuto
+/// takes bf16x3 there (the fastest) where the device has bf16 tensor cores (8.0 and
+/// newer) and 3xTF32 before them, kTF32x3 3xTF32 and kFloat32 FP32. On the tiles path
+/// the products are the results: kTF32x3 3xTF32, everything else FP32.
+kernels::GemmProduct flatGemmProduct(
+        GpuFlatPrecision p,
+        FlatSearchPath path,
+        int computeCapabilityMajor);
 
 /// Vectors of one flat search, all in device memory.
 struct FlatSearchInput {

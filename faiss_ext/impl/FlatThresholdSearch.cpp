@@ -85,12 +85,18 @@ FlatThresholdPlan planFlatThreshold(
     }
 }
 
-bool flatThresholdPathFits(const FlatSearchInput& in, int k, size_t budgetBytes) {
+bool flatThresholdPathFits(
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        int computeCapabilityMajor) {
     return k >= 1 && k <= kernels::kMaxSelectK && in.nq >= kThresholdMinQueries &&
             in.nb >= 16 * capacityFor(k) && in.nb < (int64_t(1) << 31) &&
             planFlatThreshold(
                     in.nq, in.nb, in.d, k,
-                    flatGemmProduct(in.precision, FlatSearchPath::kThreshold), budgetBytes)
+                    flatGemmProduct(
+                            in.precision, FlatSearchPath::kThreshold, computeCapabilityMajor),
+                    budgetBytes)
                     .queryGroup > 0;
 }
 
@@ -107,7 +113,8 @@ void flatSearchThreshold(
             (long long)in.nb);
     cudaStream_t stream = res.stream();
     const bool l2 = in.metric == faiss::METRIC_L2;
-    const kernels::GemmProduct product = flatGemmProduct(in.precision, FlatSearchPath::kThreshold);
+    const kernels::GemmProduct product =
+            flatGemmProduct(in.precision, FlatSearchPath::kThreshold, res.computeCapabilityMajor());
     const bool split = product != kernels::GemmProduct::kFloat32;
     const int d = in.d;
     const FlatThresholdPlan p = planFlatThreshold(in.nq, in.nb, d, k, product, budgetBytes, tiles);
@@ -138,8 +145,11 @@ void flatSearchThreshold(
     // main pass); the threshold's margin covers both its error and the main pass's.
     const GpuFlatPrecision samplePrecision =
             split ? GpuFlatPrecision::kTF32x3 : GpuFlatPrecision::kFloat32;
-    const kernels::KeyErrorBound bound =
-            kernels::keyErrorBound(d, flatGemmProduct(samplePrecision, FlatSearchPath::kTiles)) +
+    const kernels::KeyErrorBound bound = kernels::keyErrorBound(
+                                                 d,
+                                                 flatGemmProduct(
+                                                         samplePrecision, FlatSearchPath::kTiles,
+                                                         res.computeCapabilityMajor())) +
             kernels::keyErrorBound(d, product);
     FlatSearchInput sampleIn = in;
     sampleIn.base = sample.data();

@@ -52,7 +52,12 @@ FlatThresholdPlan planFlatThreshold(
 /// Whether kAuto takes the threshold path for `in` and k: a batch of at least
 /// kThresholdMinQueries, a base at least 16x the capacity (so that the sample is
 /// at most a quarter of it), and a plan within budgetBytes.
-bool flatThresholdPathFits(const FlatSearchInput& in, int k, size_t budgetBytes);
+/// computeCapabilityMajor: the device's (flatGemmProduct).
+bool flatThresholdPathFits(
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        int computeCapabilityMajor);
 
 /// flatSearch's contract on the threshold path, within budgetBytes of temporaries, id
 /// filter included. Needs in.nb < 2^31.
