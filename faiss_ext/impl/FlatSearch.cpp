@@ -124,11 +124,11 @@ void flatDistanceTile(
         kernels::GemmProduct product,
         void* baseSplit,
         float* dist) {
-    const void* base = in.base + b0 * in.d;
+    const float* rows = in.base + b0 * in.d;
+    const void* base = rows;
     if (product != kernels::GemmProduct::kFloat32) {
         kernels::splitRows(
-                product, in.base + b0 * in.d, nb, in.d, kernels::SplitRole::kBase, baseSplit,
-                res.stream());
+                product, rows, nb, in.d, kernels::SplitRole::kBase, baseSplit, res.stream());
         base = baseSplit;
     }
     flatProductTile(res, in.metric, q, nq, base, nb, in.d, product, dist);

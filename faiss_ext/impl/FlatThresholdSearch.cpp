@@ -205,11 +205,11 @@ void flatSearchThreshold(
         }
         for (int64_t b0 = 0; b0 < in.nb; b0 += p.baseTile) {
             const int64_t nbt = std::min(p.baseTile, in.nb - b0);
-            const void* b = in.base + b0 * d;
+            const float* rows = in.base + b0 * d;
+            const void* b = rows;
             if (split) {
                 kernels::splitRows(
-                        product, in.base + b0 * d, nbt, d, kernels::SplitRole::kBase,
-                        baseSplit.data(), stream);
+                        product, rows, nbt, d, kernels::SplitRole::kBase, baseSplit.data(), stream);
                 b = baseSplit.data();
             }
             for (int64_t q0 = 0; q0 < ng; q0 += p.queryTile) {
