@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/impl/FlatRadixSearch.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/impl/FlatThresholdSearch.h>
@@ -60,12 +61,13 @@ int main(int argc, char** argv) {
 
     std::printf(
             "| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) | path |"
-            " tiles path ms | threshold path ms | FP32 GEMM tiles alone ms | floor ms (bytes) |"
-            " floor ms (FP32 flops) | floor ms (3xTF32 flops) | floor ms (bf16x3 flops) |"
-            " floor / device |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+            " tiles path ms | threshold path ms | radix path ms | FP32 GEMM tiles alone ms |"
+            " floor ms (bytes) | floor ms (FP32 flops) | floor ms (3xTF32 flops) |"
+            " floor ms (bf16x3 flops) | floor / device |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const FlatStorage& stored = base;
-    for (int64_t nq : {int64_t(1), int64_t(16), int64_t(256), int64_t(1024), int64_t(10000)}) {
+    for (int64_t nq :
+         {int64_t(1), int64_t(8), int64_t(16), int64_t(256), int64_t(1024), int64_t(10000)}) {
         auto xq = makeQueries(nq);
         auto qDev = res.alloc<float>(size_t(nq) * d);
         copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
@@ -92,9 +94,16 @@ int main(int argc, char** argv) {
             };
             const double tilesMs = timePath(FlatSearchPath::kTiles);
             const double thresholdMs = timePath(FlatSearchPath::kThreshold);
+            // The radix path where it can run (FP32 rows within the budget): -1 else.
+            const bool radixRuns = nq <= 65535 &&
+                    flatGemmProduct(
+                            cfg.precision, FlatSearchPath::kRadix, res.computeCapabilityMajor()) ==
+                            kernels::GemmProduct::kFloat32 &&
+                    flatRadixBytes(nq, nb, k) <= res.tempMemoryBytes();
+            const double radixMs = radixRuns ? timePath(FlatSearchPath::kRadix) : -1.0;
             in.path = FlatSearchPath::kAuto;
-            const bool threshold = flatThresholdPathFits(
-                    in, k, res.tempMemoryBytes(), res.computeCapabilityMajor());
+            const FlatSearchPath taken = flatSearchPathFor(res, in, k);
+            const bool threshold = taken == FlatSearchPath::kThreshold;
             // The tiles path's FP32 GEMMs alone: what it costs beyond them is the selection.
             FlatSearchInput shape = in;
             shape.precision = GpuFlatPrecision::kFloat32;
@@ -125,9 +134,8 @@ int main(int argc, char** argv) {
             double floorTf32Ms = 3 * flops / ceil.tf32FlopsPerSec * 1e3;
             double floorBf16Ms = 3 * flops / ceil.bf16FlopsPerSec * 1e3;
             // The main pass's arithmetic on the path taken, and its floor.
-            const kernels::GemmProduct product = flatGemmProduct(
-                    cfg.precision, threshold ? FlatSearchPath::kThreshold : FlatSearchPath::kTiles,
-                    res.computeCapabilityMajor());
+            const kernels::GemmProduct product =
+                    flatGemmProduct(cfg.precision, taken, res.computeCapabilityMajor());
             const double floorProductMs = product == kernels::GemmProduct::kBF16x3 ? floorBf16Ms
                     : product == kernels::GemmProduct::kTF32x3                     ? floorTf32Ms
                                                                                    : floorFlopsMs;
@@ -137,10 +145,13 @@ int main(int argc, char** argv) {
             const double floorMs = std::max(floorBytesMs, floorProductMs);
             std::printf(
                     "| %lld | %d | %.3f | %.0f | %.3f | %.0f | %s%s | %.3f | %.3f | %.3f | %.3f |"
-                    " %.3f | %.3f | %.3f | %.2f |\n",
+                    " %.3f | %.3f | %.3f | %.3f | %.2f |\n",
                     (long long)nq, k, devMs, nq / (devMs * 1e-3), apiMs, nq / (apiMs * 1e-3),
-                    threshold ? "threshold" : "tiles", productName, tilesMs, thresholdMs, gemmMs,
-                    floorBytesMs, floorFlopsMs, floorTf32Ms, floorBf16Ms, floorMs / devMs);
+                    threshold                                 ? "threshold"
+                            : taken == FlatSearchPath::kRadix ? "radix"
+                                                              : "tiles",
+                    productName, tilesMs, thresholdMs, radixMs, gemmMs, floorBytesMs, floorFlopsMs,
+                    floorTf32Ms, floorBf16Ms, floorMs / devMs);
         }
     }
     return 0;

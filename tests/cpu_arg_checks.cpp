@@ -8,6 +8,7 @@
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/impl/ArgChecks.h>
+#include <faiss_ext/impl/FlatRadixSearch.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatThresholdSearch.h>
 
@@ -157,6 +158,40 @@ TEST(FlatThresholdPlan, AutomaticChoiceNeedsABatchAndABase) {
     EXPECT_TRUE(flatThresholdPathFits(in, 10, budget, 9));
 }
 
+TEST(FlatRadixPath, AutomaticChoiceNeedsFewQueriesALargeBaseAndFp32) {
+    FlatSearchInput in;
+    in.nq = 1;
+    in.nb = 1000000;
+    in.d = 128;
+    const size_t budget = size_t(1) << 30;
+    for (int k : {1, 10, 100, 1024, 2048}) {
+        EXPECT_TRUE(flatRadixPathFits(in, k, budget, 9)) << k;
+    }
+    EXPECT_FALSE(flatRadixPathFits(in, 2049, budget, 9));
+    in.nq = kRadixMaxQueries;
+    EXPECT_TRUE(flatRadixPathFits(in, 10, budget, 9));
+    in.nq = kRadixMaxQueries + 1; // a batch: the tiles or threshold path
+    EXPECT_FALSE(flatRadixPathFits(in, 10, budget, 9));
+    in.nq = 1;
+    in.nb = kRadixMinBase - 1; // a short row: the tiles path's blocks cover it
+    EXPECT_FALSE(flatRadixPathFits(in, 10, budget, 9));
+    in.nb = 1000000;
+    in.precision = GpuFlatPrecision::kTF32x3; // the rows are FP32 products only
+    EXPECT_FALSE(flatRadixPathFits(in, 10, budget, 9));
+    in.precision = GpuFlatPrecision::kFloat32;
+    EXPECT_TRUE(flatRadixPathFits(in, 10, budget, 9));
+    // The rows must fit the budget: 8 x 100M distances do not fit 1 GiB.
+    in.nq = 8;
+    in.nb = 100000000;
+    EXPECT_GT(flatRadixBytes(in.nq, in.nb, 10), budget);
+    EXPECT_FALSE(flatRadixPathFits(in, 10, budget, 9));
+    EXPECT_GE(flatRadixBytes(2, 1000, 10), size_t(2) * 1000 * sizeof(float));
+    const uint32_t words[1] = {1};
+    in.nb = 1000000;
+    in.allow = words; // filtered search too
+    EXPECT_TRUE(flatRadixPathFits(in, 10, budget, 9));
+}
+
 TEST(FlatSearchPrecision, ThresholdPathRunsBf16x3UnlessAProductIsForced) {
     using kernels::GemmProduct;
     for (int cc : {7, 8, 9}) {
@@ -176,6 +211,12 @@ TEST(FlatSearchPrecision, ThresholdPathRunsBf16x3UnlessAProductIsForced) {
                 GemmProduct::kTF32x3);
         EXPECT_EQ(
                 flatGemmProduct(GpuFlatPrecision::kTF32x3, FlatSearchPath::kTiles, cc),
+                GemmProduct::kTF32x3);
+        EXPECT_EQ(
+                flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kRadix, cc),
+                GemmProduct::kFloat32);
+        EXPECT_EQ(
+                flatGemmProduct(GpuFlatPrecision::kTF32x3, FlatSearchPath::kRadix, cc),
                 GemmProduct::kTF32x3);
         EXPECT_THROW(
                 flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kAuto, cc),

@@ -48,16 +48,22 @@ const char* pathName(FlatSearchPath p) {
             return "tiles";
         case FlatSearchPath::kThreshold:
             return "threshold";
+        case FlatSearchPath::kRadix:
+            return "radix";
     }
     return "?";
 }
 
 /// The precisions checked on a path at dimension d against FAISS CPU to 1e-4. The
-/// threshold path re-ranks in FP32, so every precision is exact there; elsewhere 3xTF32
+/// threshold path re-ranks in FP32, so every precision is exact there; the radix path
+/// runs FP32 only (it refuses 3xTF32: RadixPathRefusesSplitProducts); elsewhere 3xTF32
 /// only up to d = 256: its one-sided accumulation error grows with d (IndexConfig.h)
 /// and passes 1e-4 of these uniform sets' distances near d = 2048.
 std::vector<GpuFlatPrecision> precisionsFor(int d, FlatSearchPath path) {
     std::vector<GpuFlatPrecision> out{GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32};
+    if (path == FlatSearchPath::kRadix) {
+        return out;
+    }
     if (d <= 256 || path == FlatSearchPath::kThreshold) {
         out.push_back(GpuFlatPrecision::kTF32x3);
     }
@@ -117,7 +123,8 @@ void runCase(GpuResources& res, const FlatCase& c) {
     std::vector<int64_t> refI(c.nq * c.k);
     cpu.search(c.nq, xq.data(), c.k, refD.data(), refI.data());
     for (FlatSearchPath path :
-         {FlatSearchPath::kAuto, FlatSearchPath::kTiles, FlatSearchPath::kThreshold}) {
+         {FlatSearchPath::kAuto, FlatSearchPath::kTiles, FlatSearchPath::kThreshold,
+          FlatSearchPath::kRadix}) {
         for (GpuFlatPrecision p : precisionsFor(c.d, path)) {
             SCOPED_TRACE(std::string(pathName(path)) + ", " + precisionName(p));
             std::vector<float> D(c.nq * c.k, 12345.f);
@@ -168,6 +175,11 @@ TEST(GpuIndexFlat, MatchesCpuOnFixedShapes) {
         // Large k: the threshold path re-ranks its group in slices (170 queries each at
         // k 1024).
         runCase(res, {8000, 400, 16, 1024, m, seed + 8});
+        // Few queries against a base the automatic choice sends down the radix path
+        // (the 70000-vector cases above with 5 queries go there too).
+        runCase(res, {100000, 1, 128, 100, m, seed + 9});
+        runCase(res, {66000, 8, 24, 10, m, seed + 10});
+        runCase(res, {70000, 3, 8, 1, m, seed + 11});
     }
 }
 
@@ -346,6 +358,34 @@ TEST(GpuIndexFlat, PrecisionsOnTightlyPackedAndSpreadVectors) {
 // A quarter of the base is one vector repeated: the queries next to it see thousands of
 // ties at their k-th distance, more than the threshold path lists, and are re-searched
 // by the tiles path; the others are not. Both must match FAISS CPU.
+TEST(GpuFlatSearch, RadixPathRefusesSplitProductsAndSmallBudgets) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 16, k = 10;
+    const int64_t nb = 1000, nq = 2;
+    auto xb = datasets::uniform(nb, d, 1);
+    auto xq = datasets::uniform(nq, d, 2);
+    std::vector<float> D;
+    std::vector<int64_t> I;
+    EXPECT_THROW(
+            searchPath(
+                    res, xb, xq, d, k, faiss::METRIC_L2, FlatSearchPath::kRadix,
+                    GpuFlatPrecision::kTF32x3, D, I),
+            faiss::FaissException);
+    // Two rows of 2.2M distances need more than the 16 MiB budget.
+    GpuResourcesConfig rc;
+    rc.tempMemoryBytes = size_t(16) << 20;
+    GpuResources small(rc);
+    const int64_t longRow = 2200000;
+    auto xbLong = datasets::uniform(longRow, 1, 3);
+    auto xqLong = datasets::uniform(nq, 1, 4);
+    EXPECT_THROW(
+            searchPath(
+                    small, xbLong, xqLong, 1, k, faiss::METRIC_L2, FlatSearchPath::kRadix,
+                    GpuFlatPrecision::kFloat32, D, I),
+            faiss::FaissException);
+}
+
 TEST(GpuFlatSearch, ThresholdPathReSearchesQueriesWithTooManyTies) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;

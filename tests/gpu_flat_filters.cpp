@@ -84,6 +84,26 @@ TEST(GpuFlatFilters, ThresholdPathMatchesCpuForEverySelector) {
     }
 }
 
+// A few queries against a base large enough for the radix path
+// (impl/FlatRadixSearch.h): only allowed columns are keyed; fewer than k allowed pad.
+TEST(GpuFlatFilters, RadixPathMatchesCpuForEverySelector) {
+    FAISS_EXT_REQUIRE_GPU();
+    const uint64_t seed = testSeed();
+    SCOPED_TRACE(seed);
+    GpuResources res;
+    const FlatData f = flatData(seed, 70000, 4);
+    for (faiss::MetricType metric : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        faiss::IndexFlat cpu(f.d, metric);
+        cpu.add(f.nb, f.xb.data());
+        GpuIndexFlat gpu(res, &cpu, GpuIndexFlatConfig());
+        for (const NamedSelector& s : selectorsOver(iota(f.nb), seed)) {
+            for (int k : {1, 10, 1000}) {
+                expectFilteredMatchesCpu(gpu, cpu, f, k, s);
+            }
+        }
+    }
+}
+
 TEST(GpuFlatFilters, EverySelectorMatchesCpu) {
     FAISS_EXT_REQUIRE_GPU();
     const uint64_t seed = testSeed();

@@ -1,7 +1,8 @@
 // kernels::selectRowsMin's warp path (one warp per (row, segment), the selection in
 // registers for every k <= kMaxWarpRowSelectK) against a host reference on the same
 // total order: selectKey(value, position), value first (-0.0 before +0.0, -inf first),
-// then position. Ids and distance bits must match exactly, ties included.
+// then position. Ids and distance bits must match exactly, ties included. The radix
+// select (kernels/RadixSelect.h) against the same order up to which ties it keeps.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/utils/DeviceBuffer.h>
+#include <kernels/RadixSelect.h>
 #include <kernels/Select.h>
 
 #include "TestUtil.h"
@@ -174,5 +176,129 @@ TEST(GpuSelectRows, WarpPathMatchesHostKeyOrderForEveryK) {
                 ASSERT_EQ(bad, 0);
             }
         }
+    }
+}
+
+TEST(GpuSelectRows, RadixSelectMatchesHostKeyOrderUpToTies) {
+    FAISS_EXT_REQUIRE_GPU();
+    const uint64_t seed = testSeed();
+    SCOPED_TRACE(seed);
+    std::mt19937_64 rng(seed);
+    GpuResources res;
+    cudaStream_t stream = res.stream();
+    const float inf = std::numeric_limits<float>::infinity();
+    struct Case {
+        int64_t ncols;
+        int k;
+        bool bias;
+        bool filter;
+        int blocksPerRow;
+    };
+    const Case cases[] = {
+            {1, 1, false, false, 1},           {1, 7, true, false, 4},
+            {1000, 1, false, false, 264},      {1000, 100, true, true, 3},
+            {1000, 2048, false, true, 264},    {70000, 1, true, false, 264},
+            {70000, 10, false, true, 264},     {70000, 33, true, true, 1},
+            {70000, 1024, true, false, 50},    {300000, 100, true, true, 264},
+            {300000, 2048, false, false, 264},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(
+                "ncols=" + std::to_string(c.ncols) + " k=" + std::to_string(c.k) +
+                (c.bias ? " bias" : "") + (c.filter ? " filter" : "") +
+                " blocksPerRow=" + std::to_string(c.blocksPerRow));
+        const int64_t nrows = kRowKinds;
+        std::vector<float> dist(size_t(nrows * c.ncols));
+        for (int64_t r = 0; r < nrows; ++r) {
+            for (int64_t col = 0; col < c.ncols; ++col) {
+                dist[size_t(r * c.ncols + col)] = rowValue(RowKind(r), col, c.ncols, rng);
+            }
+        }
+        // Small biases keep the kinds' ties (0.0 + 0.5 ties with 0.0 + 0.5).
+        std::vector<float> bias(size_t(c.ncols));
+        for (auto& b : bias) {
+            b = float(rng() % 3) * 0.5f;
+        }
+        std::vector<uint32_t> words(size_t((c.ncols + 31) / 32));
+        for (auto& w : words) {
+            w = uint32_t(rng());
+        }
+        auto allowed = [&](int64_t col) {
+            return !c.filter || ((words[size_t(col >> 5)] >> (col & 31)) & 1u);
+        };
+        auto value = [&](int64_t r, int64_t col) {
+            const float v = dist[size_t(r * c.ncols + col)];
+            return c.bias ? v + bias[size_t(col)] : v;
+        };
+        auto dDist = res.alloc<float>(dist.size());
+        auto dBias = res.alloc<float>(bias.size());
+        auto dWords = res.alloc<uint32_t>(words.size());
+        copyToDevice(dDist.data(), dist.data(), dist.size(), stream);
+        copyToDevice(dBias.data(), bias.data(), bias.size(), stream);
+        copyToDevice(dWords.data(), words.data(), words.size(), stream);
+        std::vector<float> garbageD(size_t(nrows * c.k), 12345.f);
+        std::vector<int64_t> garbageI(size_t(nrows * c.k), 777);
+        auto outD = res.alloc<float>(garbageD.size());
+        auto outI = res.alloc<int64_t>(garbageI.size());
+        copyToDevice(outD.data(), garbageD.data(), garbageD.size(), stream);
+        copyToDevice(outI.data(), garbageI.data(), garbageI.size(), stream);
+        const size_t scratchBytes = kernels::radixSelectScratchBytes(nrows, c.k);
+        auto scratch = res.alloc<char>(scratchBytes);
+
+        kernels::RadixSelectArgs a;
+        a.dist = dDist.data();
+        a.ldDist = c.ncols;
+        a.nrows = nrows;
+        a.ncols = c.ncols;
+        a.colBias = c.bias ? dBias.data() : nullptr;
+        a.allow = c.filter ? dWords.data() : nullptr;
+        a.k = c.k;
+        a.outD = outD.data();
+        a.outI = outI.data();
+        a.ldOut = c.k;
+        kernels::radixSelectRowsMin(a, scratch.data(), scratchBytes, c.blocksPerRow, stream);
+        const auto D = copyToHostVector(outD.data(), garbageD.size(), stream);
+        const auto I = copyToHostVector(outI.data(), garbageI.size(), stream);
+
+        int64_t bad = 0;
+        auto fail = [&](int64_t r, int j, const std::string& what) {
+            if (bad++ < 5) {
+                ADD_FAILURE() << "row " << r << " (kind " << r << ") rank " << j << ": " << what
+                              << " got (" << D[size_t(r * c.k + j)] << ", "
+                              << I[size_t(r * c.k + j)] << ")";
+            }
+        };
+        for (int64_t r = 0; r < nrows; ++r) {
+            std::vector<uint64_t> keys; // value key only: ties may come in any order
+            for (int64_t col = 0; col < c.ncols; ++col) {
+                const float v = value(r, col);
+                if (allowed(col) && v < inf) {
+                    keys.push_back(hostSelectKey(v, 0));
+                }
+            }
+            const size_t found = std::min(keys.size(), size_t(c.k));
+            std::partial_sort(keys.begin(), keys.begin() + found, keys.end());
+            std::vector<bool> seen(size_t(c.ncols), false);
+            for (int j = 0; j < c.k; ++j) {
+                const float d = D[size_t(r * c.k + j)];
+                const int64_t id = I[size_t(r * c.k + j)];
+                if (size_t(j) >= found) {
+                    if (!(d == inf && id == -1)) {
+                        fail(r, j, "want a missing result (+inf, -1)");
+                    }
+                    continue;
+                }
+                if (hostSelectKey(d, 0) != keys[size_t(j)]) {
+                    fail(r, j, "distance out of key order");
+                } else if (id < 0 || id >= c.ncols || seen[size_t(id)] || !allowed(id)) {
+                    fail(r, j, "id not a fresh allowed column");
+                } else if (floatBits(value(r, id)) != floatBits(d)) {
+                    fail(r, j, "the id's value differs");
+                } else {
+                    seen[size_t(id)] = true;
+                }
+            }
+        }
+        ASSERT_EQ(bad, 0);
     }
 }

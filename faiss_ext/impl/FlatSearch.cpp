@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <faiss_ext/impl/FlatRadixSearch.h>
 #include <faiss_ext/impl/FlatThresholdSearch.h>
 #include <kernels/Distances.h>
 #include <kernels/Select.h>
@@ -264,6 +265,21 @@ void flatSearchTiles(
     }
 }
 
+FlatSearchPath flatSearchPathFor(const GpuResources& res, const FlatSearchInput& in, int k) {
+    if (in.path != FlatSearchPath::kAuto) {
+        return in.path;
+    }
+    const size_t budget = res.tempMemoryBytes();
+    const int cc = res.computeCapabilityMajor();
+    if (flatRadixPathFits(in, k, budget, cc)) {
+        return FlatSearchPath::kRadix;
+    }
+    if (flatThresholdPathFits(in, k, budget, cc)) {
+        return FlatSearchPath::kThreshold;
+    }
+    return FlatSearchPath::kTiles;
+}
+
 void flatSearch(
         const GpuResources& res,
         const FlatSearchInput& in,
@@ -278,16 +294,17 @@ void flatSearch(
                 outD, outI, in.nq * k, kernels::distanceFinishFor(in.metric), res.stream());
         return;
     }
-    FlatSearchPath path = in.path;
-    if (path == FlatSearchPath::kAuto) {
-        path = flatThresholdPathFits(in, k, res.tempMemoryBytes(), res.computeCapabilityMajor())
-                ? FlatSearchPath::kThreshold
-                : FlatSearchPath::kTiles;
-    }
-    if (path == FlatSearchPath::kThreshold) {
-        flatSearchThreshold(res, in, k, res.tempMemoryBytes(), outD, outI);
-    } else {
-        flatSearchTiles(res, in, k, res.tempMemoryBytes(), outD, outI);
+    const size_t budget = res.tempMemoryBytes();
+    switch (flatSearchPathFor(res, in, k)) {
+        case FlatSearchPath::kRadix:
+            flatSearchRadix(res, in, k, budget, outD, outI);
+            break;
+        case FlatSearchPath::kThreshold:
+            flatSearchThreshold(res, in, k, budget, outD, outI);
+            break;
+        default:
+            flatSearchTiles(res, in, k, budget, outD, outI);
+            break;
     }
 }
 

@@ -37,7 +37,8 @@ FlatTiling planFlatTiling(
 
 /// How flatSearch finds each query's k nearest.
 enum class FlatSearchPath {
-    /// the threshold path for batches and bases large enough to pay for its sample
+    /// the radix path for a few queries against a large base (flatRadixPathFits), the
+    /// threshold path for batches and bases large enough to pay for its sample
     /// (flatThresholdPathFits), the tiles path else
     kAuto,
     /// GEMM tiles + streaming k-selection per (query, segment), then a merge
@@ -45,14 +46,17 @@ enum class FlatSearchPath {
     /// a per-query threshold from a sample of the base, GEMM tiles filtered against it,
     /// the survivors re-ranked exactly (impl/FlatThresholdSearch.h)
     kThreshold,
+    /// each query's whole row of FP32 distances, then a radix select spread over the
+    /// GPU (impl/FlatRadixSearch.h)
+    kRadix,
 };
 
-/// The GEMMs' arithmetic of a search in precision p on the given path (kTiles or
+/// The GEMMs' arithmetic of a search in precision p on the given path (kTiles, kRadix or
 /// kThreshold) on a device of compute capability computeCapabilityMajor. The threshold
 /// path re-ranks in FP32, so its filter may run any product whose error it bounds: kAuto
 /// takes bf16x3 there (the fastest) where the device has bf16 tensor cores (8.0 and
-/// newer) and 3xTF32 before them, kTF32x3 3xTF32 and kFloat32 FP32. On the tiles path
-/// the products are the results: kTF32x3 3xTF32, everything else FP32.
+/// newer) and 3xTF32 before them, kTF32x3 3xTF32 and kFloat32 FP32. On the tiles and
+/// radix paths the products are the results: kTF32x3 3xTF32, everything else FP32.
 kernels::GemmProduct flatGemmProduct(
         GpuFlatPrecision p,
         FlatSearchPath path,
@@ -125,6 +129,9 @@ void flatSearchTiles(
         size_t budgetBytes,
         float* outD,
         int64_t* outI);
+
+/// The path flatSearch takes for `in` and k on res's device: in.path unless it is kAuto.
+FlatSearchPath flatSearchPathFor(const GpuResources& res, const FlatSearchInput& in, int k);
 
 /// Writes the k nearest of each query, best first, to outD / outI (device, nq x k),
 /// in FAISS conventions (ids are base row numbers, -1 / +-inf when nb < k).

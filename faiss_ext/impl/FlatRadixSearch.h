@@ -1,0 +1,43 @@
+// The flat search's radix path: for a few queries against a large base, the whole row
+// of each query's distances (FP32 GEMM, one buffer) and a radix select that spreads
+// each row over the whole GPU (kernels/RadixSelect.h). The tiles path gives such a row
+// only a handful of selection blocks, so its selection cost several times the GEMV's
+// own read of the base at batch 1 (benchs/NOTES.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <faiss_ext/impl/FlatSearch.h>
+
+namespace faiss_ext {
+
+/// kAuto takes the radix path for at most this many queries...
+constexpr int64_t kRadixMaxQueries = 8;
+/// ...against at least this many base vectors (below, the tiles path's few blocks
+/// already cover the row).
+constexpr int64_t kRadixMinBase = 65536;
+
+/// Temporaries of the radix path for nq queries, nb base vectors and k.
+size_t flatRadixBytes(int64_t nq, int64_t nb, int k);
+
+/// Whether kAuto takes the radix path for `in` and k: few queries, a large base, FP32
+/// products (flatGemmProduct on a device of computeCapabilityMajor) and the rows within
+/// budgetBytes.
+bool flatRadixPathFits(
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        int computeCapabilityMajor);
+
+/// The radix path for all of `in` (flatSearch's contract). Throws when the product is
+/// not FP32 or the rows do not fit budgetBytes.
+void flatSearchRadix(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        float* outD,
+        int64_t* outI);
+
+} // namespace faiss_ext
