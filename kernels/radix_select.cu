@@ -1,10 +1,11 @@
 // RadixSelect.h. Per row, three histogram passes narrow the k-th smallest key down one
 // digit at a time (11, 11 and 10 bits, most significant first); the last block to
 // finish a pass picks the digit (no host round trip). A collect pass then writes the
-// keys below the k-th and as many keys equal to it as are needed, and selectRowsMin
-// sorts those k.
+// keys below the k-th and as many keys equal to it as are needed, and one block a row
+// sorts those k (cub::BlockRadixSort).
 #include <math_constants.h>
 #include <algorithm>
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include <faiss_ext/utils/CudaCheck.h>
@@ -96,22 +97,36 @@ __global__ void __launch_bounds__(kThreads)
     if (st->resolved) {
         return;
     }
+    // Read before the last block of this pass rewrites them.
     const uint32_t prefix = st->prefix;
     const uint32_t mask = st->mask;
+    const uint32_t need = first ? uint32_t(a.k) : uint32_t(st->remaining);
     const uint32_t digitMask = (1u << bits) - 1;
     for (int b = threadIdx.x; b < kBins; b += kThreads) {
         hist[b] = 0;
     }
     __syncthreads();
     const float* dist = a.dist + row * a.ldDist;
-    for (int64_t c = int64_t(blockIdx.x) * kThreads + threadIdx.x; c < a.ncols;
-         c += int64_t(gridDim.x) * kThreads) {
-        const float v = columnValue(a, dist, c);
-        if (v < CUDART_INF_F) {
-            const uint32_t key = orderedKey(v);
-            if ((key & mask) == prefix) {
-                atomicAdd(&hist[(key >> shift) & digitMask], 1u);
+    // Every lane runs every step (the warp votes): the lanes of a warp that share a bin
+    // add to it once, which matters on the first digit, where the keys of one row share
+    // a few exponents.
+    constexpr uint32_t kNoBin = 0xffffffffu;
+    for (int64_t c0 = int64_t(blockIdx.x) * kThreads; c0 < a.ncols;
+         c0 += int64_t(gridDim.x) * kThreads) {
+        const int64_t c = c0 + threadIdx.x;
+        uint32_t bin = kNoBin;
+        if (c < a.ncols) {
+            const float v = columnValue(a, dist, c);
+            if (v < CUDART_INF_F) {
+                const uint32_t key = orderedKey(v);
+                if ((key & mask) == prefix) {
+                    bin = (key >> shift) & digitMask;
+                }
             }
+        }
+        const unsigned peers = __match_any_sync(0xffffffffu, bin);
+        if (bin != kNoBin && (threadIdx.x & 31) == __ffs(peers) - 1) {
+            atomicAdd(&hist[bin], uint32_t(__popc(peers)));
         }
     }
     __syncthreads();
@@ -143,7 +158,6 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ typename Scan::TempStorage scanStorage;
     uint32_t before = 0, total = 0;
     Scan(scanStorage).ExclusiveSum(sum, before, total);
-    const uint32_t need = first ? uint32_t(a.k) : uint32_t(st->remaining);
     if (first && total <= need) {
         // Every candidate is a result.
         if (threadIdx.x == 0) {
@@ -214,6 +228,42 @@ __global__ void __launch_bounds__(kThreads) radixCollectKernel(RadixSelectArgs a
     }
 }
 
+/// Sorts each row's taken candidates (one block a row) into the output, ascending;
+/// the slots past them are missing results (+inf, -1).
+template <int kSortThreads, int kItems>
+__global__ void __launch_bounds__(kSortThreads) radixSortTakenKernel(RadixSelectArgs a, Scratch s) {
+    using Sort = cub::BlockRadixSort<uint32_t, kSortThreads, kItems, int>;
+    __shared__ typename Sort::TempStorage storage;
+    constexpr uint32_t kMissing = 0xffffffffu; // above every candidate's key (< +inf)
+    const int64_t row = blockIdx.x;
+    const int taken = s.states[row].taken;
+    const float* candD = s.candD + row * a.k;
+    const int64_t* candI = s.candI + row * a.k;
+    uint32_t keys[kItems];
+    int slots[kItems];
+    for (int j = 0; j < kItems; ++j) {
+        const int i = threadIdx.x * kItems + j;
+        keys[j] = i < taken ? orderedKey(candD[i]) : kMissing;
+        slots[j] = i;
+    }
+    Sort(storage).Sort(keys, slots);
+    for (int j = 0; j < kItems; ++j) {
+        const int i = threadIdx.x * kItems + j;
+        if (i < a.k) {
+            const bool found = keys[j] != kMissing;
+            a.outD[row * a.ldOut + i] = found ? candD[slots[j]] : CUDART_INF_F;
+            a.outI[row * a.ldOut + i] = found ? candI[slots[j]] : -1;
+        }
+    }
+}
+
+template <int kSortThreads, int kItems>
+void launchSortTaken(const RadixSelectArgs& a, const Scratch& s, cudaStream_t stream) {
+    radixSortTakenKernel<kSortThreads, kItems>
+            <<<unsigned(a.nrows), kSortThreads, 0, stream>>>(a, s);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
 } // namespace
 
 size_t radixSelectScratchBytes(int64_t nrows, int k) {
@@ -238,11 +288,8 @@ void radixSelectRowsMin(
         return;
     }
     const Scratch s = Scratch::carve(scratch, a.nrows, a.k);
-    // States and histograms start at zero; the unsorted candidates as NaN with id -1,
-    // which the sort leaves out (+inf / -1 where a row has fewer than k candidates).
+    // States and histograms start at zero (the candidates' slots are counted).
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(scratch, 0, Scratch::zeroedBytes(a.nrows), stream));
-    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(
-            s.candD, 0xff, Scratch::bytes(a.nrows, a.k) - Scratch::zeroedBytes(a.nrows), stream));
     // No more blocks than a row has threads' worth of columns.
     const int64_t blocks = std::max<int64_t>(
             1, std::min<int64_t>(blocksPerRow, (a.ncols + kThreads - 1) / kThreads));
@@ -257,18 +304,14 @@ void radixSelectRowsMin(
     radixCollectKernel<<<grid, kThreads, 0, stream>>>(a, s);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 
-    SelectRowsArgs sort;
-    sort.dist = s.candD;
-    sort.ldDist = a.k;
-    sort.nrows = a.nrows;
-    sort.ncols = a.k;
-    sort.inIds = s.candI;
-    sort.ldIds = a.k;
-    sort.k = a.k;
-    sort.outD = a.outD;
-    sort.outI = a.outI;
-    sort.ldOut = a.ldOut;
-    selectRowsMin(sort, stream);
+    static_assert(512 * 4 >= kMaxSelectK, "the largest sort holds every k");
+    if (a.k <= 128) {
+        launchSortTaken<128, 1>(a, s, stream);
+    } else if (a.k <= 512) {
+        launchSortTaken<128, 4>(a, s, stream);
+    } else {
+        launchSortTaken<512, 4>(a, s, stream);
+    }
 }
 
 } // namespace kernels

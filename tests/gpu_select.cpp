@@ -193,25 +193,37 @@ TEST(GpuSelectRows, RadixSelectMatchesHostKeyOrderUpToTies) {
         bool bias;
         bool filter;
         int blocksPerRow;
+        int rowsPerKind = 1;
     };
     const Case cases[] = {
-            {1, 1, false, false, 1},           {1, 7, true, false, 4},
-            {1000, 1, false, false, 264},      {1000, 100, true, true, 3},
-            {1000, 2048, false, true, 264},    {70000, 1, true, false, 264},
-            {70000, 10, false, true, 264},     {70000, 33, true, true, 1},
-            {70000, 1024, true, false, 50},    {300000, 100, true, true, 264},
+            {1, 1, false, false, 1},
+            {1, 7, true, false, 4},
+            {1000, 1, false, false, 264},
+            {1000, 100, true, true, 3},
+            {1000, 2048, false, true, 264},
+            {70000, 1, true, false, 264},
+            {70000, 10, false, true, 264},
+            {70000, 33, true, true, 1},
+            {70000, 1024, true, false, 50},
+            {300000, 100, true, true, 264},
             {300000, 2048, false, false, 264},
+            // Many rows of one block each: every pass's last block is the only one.
+            {8000, 1024, false, false, 1, 60},
+            {5000, 100, true, true, 2, 40},
+            {3000, 300, false, true, 1, 30},
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(
                 "ncols=" + std::to_string(c.ncols) + " k=" + std::to_string(c.k) +
                 (c.bias ? " bias" : "") + (c.filter ? " filter" : "") +
-                " blocksPerRow=" + std::to_string(c.blocksPerRow));
-        const int64_t nrows = kRowKinds;
+                " blocksPerRow=" + std::to_string(c.blocksPerRow) +
+                " rows=" + std::to_string(kRowKinds * c.rowsPerKind));
+        const int64_t nrows = kRowKinds * c.rowsPerKind;
         std::vector<float> dist(size_t(nrows * c.ncols));
         for (int64_t r = 0; r < nrows; ++r) {
             for (int64_t col = 0; col < c.ncols; ++col) {
-                dist[size_t(r * c.ncols + col)] = rowValue(RowKind(r), col, c.ncols, rng);
+                dist[size_t(r * c.ncols + col)] =
+                        rowValue(RowKind(r % kRowKinds), col, c.ncols, rng);
             }
         }
         // Small biases keep the kinds' ties (0.0 + 0.5 ties with 0.0 + 0.5).
@@ -263,8 +275,8 @@ TEST(GpuSelectRows, RadixSelectMatchesHostKeyOrderUpToTies) {
         int64_t bad = 0;
         auto fail = [&](int64_t r, int j, const std::string& what) {
             if (bad++ < 5) {
-                ADD_FAILURE() << "row " << r << " (kind " << r << ") rank " << j << ": " << what
-                              << " got (" << D[size_t(r * c.k + j)] << ", "
+                ADD_FAILURE() << "row " << r << " (kind " << r % kRowKinds << ") rank " << j << ": "
+                              << what << " got (" << D[size_t(r * c.k + j)] << ", "
                               << I[size_t(r * c.k + j)] << ")";
             }
         };
