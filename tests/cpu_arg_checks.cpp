@@ -169,7 +169,10 @@ TEST(FlatRadixPath, AutomaticChoiceNeedsFewQueriesALargeBaseAndFp32) {
     }
     EXPECT_FALSE(flatRadixPathFits(in, 2049, budget, 9));
     in.nq = kRadixMaxQueries;
-    EXPECT_TRUE(flatRadixPathFits(in, 10, budget, 9));
+    EXPECT_TRUE(flatRadixPathFits(in, kRadixMinKForBatches, budget, 9));
+    EXPECT_FALSE(flatRadixPathFits(in, kRadixMinKForBatches - 1, budget, 9)); // warp rows
+    in.nq = 1;
+    EXPECT_TRUE(flatRadixPathFits(in, 1, budget, 9));
     in.nq = kRadixMaxQueries + 1; // a batch: the tiles or threshold path
     EXPECT_FALSE(flatRadixPathFits(in, 10, budget, 9));
     in.nq = 1;

@@ -21,7 +21,8 @@ bool flatRadixPathFits(
         size_t budgetBytes,
         int computeCapabilityMajor) {
     return k >= 1 && k <= kernels::kMaxSelectK && in.nq <= kRadixMaxQueries &&
-            in.nb >= kRadixMinBase && in.nb < (int64_t(1) << 31) &&
+            (in.nq == 1 || k >= kRadixMinKForBatches) && in.nb >= kRadixMinBase &&
+            in.nb < (int64_t(1) << 31) &&
             flatGemmProduct(in.precision, FlatSearchPath::kRadix, computeCapabilityMajor) ==
             kernels::GemmProduct::kFloat32 &&
             flatRadixBytes(in.nq, in.nb, k) <= budgetBytes;
