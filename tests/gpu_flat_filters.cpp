@@ -1,4 +1,5 @@
 // GpuIndexFlat's filtered search, range_search and remove_ids against faiss::IndexFlat.
+#include <initializer_list>
 #include <vector>
 
 #include <faiss/IndexFlat.h>
@@ -63,6 +64,25 @@ void expectFilteredMatchesCpu(
     }
 }
 
+/// GpuIndexFlat (kAuto) against faiss::IndexFlat for every selector, both metrics and
+/// each k, on f.
+void expectEverySelectorMatchesCpu(
+        GpuResources& res,
+        const FlatData& f,
+        uint64_t seed,
+        std::initializer_list<int> ks) {
+    for (faiss::MetricType metric : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        faiss::IndexFlat cpu(f.d, metric);
+        cpu.add(f.nb, f.xb.data());
+        GpuIndexFlat gpu(res, &cpu, GpuIndexFlatConfig());
+        for (const NamedSelector& s : selectorsOver(iota(f.nb), seed)) {
+            for (int k : ks) {
+                expectFilteredMatchesCpu(gpu, cpu, f, k, s);
+            }
+        }
+    }
+}
+
 // A batch and base large enough for the threshold path (impl/FlatThresholdSearch.h):
 // its sample's k-th is taken over the sample's allowed rows and only allowed ids are
 // listed; selections of fewer than k ids (or none) pad with -1.
@@ -71,37 +91,18 @@ TEST(GpuFlatFilters, ThresholdPathMatchesCpuForEverySelector) {
     const uint64_t seed = testSeed();
     SCOPED_TRACE(seed);
     GpuResources res;
-    const FlatData f = flatData(seed, 40000, 300);
-    for (faiss::MetricType metric : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
-        faiss::IndexFlat cpu(f.d, metric);
-        cpu.add(f.nb, f.xb.data());
-        GpuIndexFlat gpu(res, &cpu, GpuIndexFlatConfig());
-        for (const NamedSelector& s : selectorsOver(iota(f.nb), seed)) {
-            for (int k : {1, 10}) {
-                expectFilteredMatchesCpu(gpu, cpu, f, k, s);
-            }
-        }
-    }
+    expectEverySelectorMatchesCpu(res, flatData(seed, 40000, 300), seed, {1, 10});
 }
 
 // A few queries against a base large enough for the radix path
-// (impl/FlatRadixSearch.h): only allowed columns are keyed; fewer than k allowed pad.
+// (impl/FlatRadixSearch.h; 4 queries take it from k 10): only allowed columns are
+// keyed; fewer than k allowed pad.
 TEST(GpuFlatFilters, RadixPathMatchesCpuForEverySelector) {
     FAISS_EXT_REQUIRE_GPU();
     const uint64_t seed = testSeed();
     SCOPED_TRACE(seed);
     GpuResources res;
-    const FlatData f = flatData(seed, 70000, 4);
-    for (faiss::MetricType metric : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
-        faiss::IndexFlat cpu(f.d, metric);
-        cpu.add(f.nb, f.xb.data());
-        GpuIndexFlat gpu(res, &cpu, GpuIndexFlatConfig());
-        for (const NamedSelector& s : selectorsOver(iota(f.nb), seed)) {
-            for (int k : {1, 10, 1000}) {
-                expectFilteredMatchesCpu(gpu, cpu, f, k, s);
-            }
-        }
-    }
+    expectEverySelectorMatchesCpu(res, flatData(seed, 70000, 4), seed, {10, 1000});
 }
 
 TEST(GpuFlatFilters, EverySelectorMatchesCpu) {
