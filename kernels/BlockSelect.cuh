@@ -31,14 +31,19 @@ __host__ __device__ inline int selectBufferCapacity(int k) {
     return 2 * (kp > kSelectStep ? kp : kSelectStep);
 }
 
+/// The float's bits made monotonic: unsigned order is the floats' order (-inf first,
+/// -0.0 before +0.0, NaN of either sign at the ends).
+__device__ __forceinline__ uint32_t orderedFloatBits(float value) {
+    const uint32_t u = __float_as_uint(value);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
 /// A (value, position) pair as one 64-bit key that orders like the pair: the float's
-/// bits made monotonic in the high word, the position in the low word (as unsigned, so
+/// ordered bits in the high word, the position in the low word (as unsigned, so
 /// -1 sorts last). One load and one compare per element in the sorts, and a total
 /// order, so equal values come out the same way whatever order warps appended them in.
 __device__ __forceinline__ uint64_t selectKey(float value, int position) {
-    uint32_t u = __float_as_uint(value);
-    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-    return (uint64_t(u) << 32) | uint32_t(position);
+    return (uint64_t(orderedFloatBits(value)) << 32) | uint32_t(position);
 }
 
 __device__ __forceinline__ float selectKeyValue(uint64_t key) {

@@ -10,6 +10,7 @@
 
 #include <faiss_ext/utils/CudaCheck.h>
 
+#include "BlockSelect.cuh"
 #include "IdFilter.cuh"
 #include "RadixSelect.h"
 #include "Select.h"
@@ -69,12 +70,6 @@ struct Scratch {
     }
 };
 
-/// Unsigned keys in the order of the floats (-inf first).
-__device__ __forceinline__ uint32_t orderedKey(float v) {
-    const uint32_t u = __float_as_uint(v);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
 /// Column c's value, +inf where it is filtered out (+inf and NaN are never taken).
 __device__ __forceinline__ float columnValue(
         const RadixSelectArgs& a,
@@ -118,7 +113,7 @@ __global__ void __launch_bounds__(kThreads)
         if (c < a.ncols) {
             const float v = columnValue(a, dist, c);
             if (v < CUDART_INF_F) {
-                const uint32_t key = orderedKey(v);
+                const uint32_t key = orderedFloatBits(v);
                 if ((key & mask) == prefix) {
                     bin = (key >> shift) & digitMask;
                 }
@@ -215,7 +210,7 @@ __global__ void __launch_bounds__(kThreads) radixCollectKernel(RadixSelectArgs a
         if (!(v < CUDART_INF_F)) {
             continue;
         }
-        const uint32_t key = orderedKey(v);
+        const uint32_t key = orderedFloatBits(v);
         bool take = key < threshold;
         if (!take && key == threshold && remaining > 0) {
             take = atomicAdd(&st->tiesTaken, 1) < remaining;
@@ -243,7 +238,7 @@ __global__ void __launch_bounds__(kSortThreads) radixSortTakenKernel(RadixSelect
     int slots[kItems];
     for (int j = 0; j < kItems; ++j) {
         const int i = threadIdx.x * kItems + j;
-        keys[j] = i < taken ? orderedKey(candD[i]) : kMissing;
+        keys[j] = i < taken ? orderedFloatBits(candD[i]) : kMissing;
         slots[j] = i;
     }
     Sort(storage).Sort(keys, slots);

@@ -42,9 +42,6 @@ void flatSearchRadix(
     FAISS_THROW_IF_NOT_FMT(
             in.nb < (int64_t(1) << 31), "the flat radix path takes fewer than 2^31 vectors (%lld)",
             (long long)in.nb);
-    FAISS_THROW_IF_NOT_FMT(
-            in.nq <= 65535, "the flat radix path takes at most 65535 queries (%lld)",
-            (long long)in.nq);
     const size_t bytes = flatRadixBytes(in.nq, in.nb, k);
     FAISS_THROW_IF_NOT_FMT(
             bytes <= budgetBytes,

@@ -302,7 +302,8 @@ void flatSearch(
         case FlatSearchPath::kThreshold:
             flatSearchThreshold(res, in, k, budget, outD, outI);
             break;
-        default:
+        case FlatSearchPath::kTiles:
+        case FlatSearchPath::kAuto: // resolved by flatSearchPathFor
             flatSearchTiles(res, in, k, budget, outD, outI);
             break;
     }
