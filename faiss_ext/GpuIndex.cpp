@@ -32,6 +32,7 @@ GpuIndex::~GpuIndex() = default;
 
 void GpuIndex::contentsChanged() {
     filterCache_->invalidate();
+    ++contentsVersion_;
 }
 
 MemorySpace GpuIndex::memorySpace(const void* p, const char* what) const {

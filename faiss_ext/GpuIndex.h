@@ -144,15 +144,20 @@ class GpuIndex : public faiss::Index {
     IdFilterCache& filterCache() const {
         return *filterCache_;
     }
-    /// Every change of the stored vectors or their ids calls this (forgets the cached
-    /// selector bitmap).
+    /// Every change of the stored vectors, their ids or the quantizer calls this
+    /// (forgets the cached selector bitmap, advances contentsVersion()).
     void contentsChanged();
+    /// Advances at every contentsChanged(): what a cached search plan must match.
+    uint64_t contentsVersion() const {
+        return contentsVersion_;
+    }
 
     GpuResources& res_;
     GpuIndexConfig config_;
 
    private:
     std::unique_ptr<IdFilterCache> filterCache_;
+    uint64_t contentsVersion_ = 0;
     /// checkFinite of n vectors, on the device for device memory.
     void checkVectorsFinite_(int64_t n, const float* x, bool onDevice, const char* what) const;
 };

@@ -17,6 +17,7 @@
 #include <faiss_ext/impl/KMeans.h>
 #include <faiss_ext/impl/Progress.h>
 #include <faiss_ext/impl/RangeSearch.h>
+#include <faiss_ext/impl/SearchGraphs.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
@@ -25,6 +26,11 @@ namespace {
 
 /// Largest nprobe (the coarse top-k goes through the same selection as search).
 constexpr int64_t kMaxNprobe = kMaxSearchK;
+/// Searches of at most this many queries may run from CUDA graphs (useSearchGraphs).
+constexpr int64_t kSearchGraphMaxQueries = 128;
+/// Shapes held as graphs; each one's temporaries are at most 1 / kSearchGraphsHeld of
+/// the temp budget, so all of them stay within it.
+constexpr size_t kSearchGraphsHeld = 16;
 
 int64_t checkedNlist(int64_t nlist) {
     FAISS_THROW_IF_NOT_FMT(
@@ -65,7 +71,8 @@ GpuIndexIVFFlat::GpuIndexIVFFlat(
           ivfConfig_(config),
           nlist_(checkedNlist(nlist)),
           quantizer_(std::make_unique<GpuIndexFlat>(resources, d, metric, quantizerConfig(config))),
-          lists_(std::make_unique<IvfLists>(resources, d, nlist)) {
+          lists_(std::make_unique<IvfLists>(resources, d, nlist)),
+          graphs_(std::make_unique<SearchGraphs>(kSearchGraphsHeld)) {
     FAISS_THROW_IF_NOT_FMT(
             config.listChunkVectors == 0 ||
                     (config.listChunkVectors >= 32 && config.listChunkVectors % 32 == 0 &&
@@ -151,6 +158,7 @@ void GpuIndexIVFFlat::trainImpl_(int64_t n, const float* x) {
     q->add(nlist_, centroids.data());
     quantizer_ = std::move(q);
     is_trained = true;
+    contentsChanged();
     progress.report("centroids stored", 1.0);
 }
 
@@ -168,6 +176,7 @@ void GpuIndexIVFFlat::setQuantizer(const faiss::IndexFlat* quantizer) {
     checkFinite(quantizer->ntotal, d, quantizer->get_xb(), "setQuantizer");
     quantizer_ = std::make_unique<GpuIndexFlat>(res_, quantizer, quantizerConfig(config_));
     is_trained = true;
+    contentsChanged();
 }
 
 void GpuIndexIVFFlat::addImpl_(int64_t n, const float* x, const int64_t* ids) {
@@ -455,7 +464,44 @@ void GpuIndexIVFFlat::searchImpl_(
         const faiss::SearchParameters* params) const {
     std::shared_ptr<IdFilterBits> bits;
     const IvfSearchInput in = searchInput_(params, bits);
-    ivfSearch(res_, in, xDevice, n, k, plan_(n, k, in.nprobe), distancesDevice, labelsDevice);
+    const IvfSearchPlan plan = plan_(n, k, in.nprobe);
+    auto work = [&](const float* x, float* dOut, int64_t* iOut) {
+        ivfSearch(res_, in, x, n, k, plan, dOut, iOut);
+    };
+    // Temporaries of one pass: the scan's and the coarse search's distance rows.
+    const size_t tempBytes = plan.bytes + size_t(n) * size_t(nlist_) * 2 * sizeof(float);
+    if (!useSearchGraphs || in.allow != nullptr || n > kSearchGraphMaxQueries ||
+        plan.queryTile < n || tempBytes > res_.tempMemoryBytes() / kSearchGraphsHeld) {
+        work(xDevice, distancesDevice, labelsDevice);
+        return;
+    }
+    // Everything the captured launches depend on.
+    const std::vector<int64_t> key = {
+            n,
+            k,
+            in.nprobe,
+            d,
+            int64_t(metric_type),
+            int64_t(contentsVersion()),
+            plan.chunkLen,
+            plan.chunksPerQuery,
+            plan.queryTile,
+            int64_t(plan.fastMerge),
+            int64_t(plan.listMajor),
+            plan.maxRowVectors,
+            int64_t(plan.bytes),
+            in.coarse.nb,
+            int64_t(in.coarse.metric),
+            int64_t(reinterpret_cast<uintptr_t>(in.coarse.base)),
+            int64_t(reinterpret_cast<uintptr_t>(in.coarse.baseNorms)),
+            int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceData())),
+            int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceIds())),
+            int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceLengths()))};
+    graphs_->run(res_, key, n, d, k, xDevice, distancesDevice, labelsDevice, work);
+}
+
+size_t GpuIndexIVFFlat::searchGraphCount() const {
+    return graphs_->graphCount();
 }
 
 void GpuIndexIVFFlat::rangeSearchImpl_(

@@ -20,6 +20,7 @@ struct IndexIVFFlat;
 namespace faiss_ext {
 
 class IvfLists;
+class SearchGraphs;
 struct IvfSearchPlan;
 struct IvfSearchInput;
 struct IdFilterBits;
@@ -49,6 +50,15 @@ class GpuIndexIVFFlat : public GpuIndex {
     /// k-means parameters of train (as faiss::IndexIVF: 10 iterations; spherical for
     /// inner product).
     faiss::ClusteringParameters cp;
+    /// Searches of at most 128 queries without an ID selector run from a CUDA graph
+    /// once their shape (queries, k, nprobe) has been seen twice: one launch instead of
+    /// a dozen kernels and their temporaries, which is most of a small search's time.
+    /// At most 16 shapes are held, their temporaries within the resources' temp budget.
+    /// false: every search issues its kernels one by one. A runtime setting like
+    /// nprobe (not saved with the index).
+    bool useSearchGraphs = true;
+    /// How many search shapes are held as CUDA graphs now.
+    size_t searchGraphCount() const;
 
     /// Uses the centroids of an already trained quantizer (d dimensions, nlist
     /// vectors) instead of train(); its metric becomes the coarse metric. The index
@@ -137,6 +147,8 @@ class GpuIndexIVFFlat : public GpuIndex {
     int64_t nlist_;
     std::unique_ptr<GpuIndexFlat> quantizer_;
     std::unique_ptr<IvfLists> lists_;
+    /// Small searches replayed from CUDA graphs (declared last: destroyed first).
+    std::unique_ptr<SearchGraphs> graphs_;
 };
 
 } // namespace faiss_ext

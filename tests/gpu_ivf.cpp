@@ -74,15 +74,28 @@ void runCase(GpuResources& res, const IvfCase& c, GpuIndexIVFFlatConfig cfg = {}
         ASSERT_EQ(gpu.ntotal, c.nb);
         std::vector<float> D(c.nq * c.k, 12345.f);
         std::vector<int64_t> I(c.nq * c.k, 777);
-        if (c.viaParams) {
-            gpu.nprobe = 1;
-            faiss::SearchParametersIVF params;
-            params.nprobe = size_t(c.nprobe);
-            gpu.search(c.nq, xq.data(), c.k, D.data(), I.data(), &params);
-        } else {
-            gpu.search(c.nq, xq.data(), c.k, D.data(), I.data());
-        }
+        auto search = [&](std::vector<float>& dOut, std::vector<int64_t>& iOut) {
+            if (c.viaParams) {
+                gpu.nprobe = 1;
+                faiss::SearchParametersIVF params;
+                params.nprobe = size_t(c.nprobe);
+                gpu.search(c.nq, xq.data(), c.k, dOut.data(), iOut.data(), &params);
+            } else {
+                gpu.search(c.nq, xq.data(), c.k, dOut.data(), iOut.data());
+            }
+        };
+        search(D, I);
         EXPECT_EQ(compareKnnRows(refD, refI, D, I, c.nq, c.k, skip, 1e-4f, 1e-4f), 0);
+        // Small searches: the second call is captured as a CUDA graph, the third
+        // replays it (impl/SearchGraphs.h); both give the first call's results.
+        if (c.nq <= 128) {
+            std::vector<float> D2(D.size());
+            std::vector<int64_t> I2(I.size());
+            for (int call = 2; call <= 3; ++call) {
+                search(D2, I2);
+                EXPECT_EQ(compareExact(D, I, D2, I2, c.nq, c.k), 0) << "call " << call;
+            }
+        }
     }
 }
 

@@ -1,0 +1,84 @@
+// Small IVF-Flat searches (batch 1, 16, 128) with and without CUDA graphs
+// (GpuIndexIVFFlat::useSearchGraphs), in one process on one index: the host API's p50
+// latency (host queries in, results out) and the device time (CUDA events around
+// searchDevice on device queries), over nprobe 1..128 at k 10 and 100.
+// Usage: bench_ivf_small [n_base (1000000)] [nlist (4096)]
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <faiss/IndexIVF.h>
+
+#include <faiss_ext/GpuIndexIVFFlat.h>
+
+#include "BenchUtil.h"
+#include "Synthetic.h"
+
+using namespace faiss_ext;
+
+int main(int argc, char** argv) {
+    if (GpuResources::deviceCount() == 0) {
+        std::fprintf(stderr, "bench_ivf_small: no CUDA device found; this benchmark needs a GPU\n");
+        return 2;
+    }
+    const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
+    const int64_t nlist = argc > 2 ? std::atoll(argv[2]) : 4096;
+    const int d = 128;
+    const int64_t nqAll = 4096;
+    GpuResources res;
+    bench::printDevice(res, bench::measureCeilings(res));
+    datasets::ClusteredSpec spec{nb, d, 2000, 0.15f, 7};
+    auto xb = datasets::clustered(spec, 0);
+    spec.n = nqAll;
+    auto xq = datasets::clustered(spec, 1);
+    GpuIndexIVFFlat index(res, d, nlist, faiss::METRIC_L2);
+    index.train(std::min<int64_t>(nb, 256 * nlist), xb.data());
+    index.add(nb, xb.data());
+    std::printf(
+            "dataset: %lld x %d clustered (2000 blobs, spread 0.15), nlist %lld\n"
+            "p50: host API search() ms (host arrays, queries cycling through %lld); device: "
+            "median ms of CUDA events around searchDevice; off / on: useSearchGraphs\n\n",
+            (long long)nb, d, (long long)nlist, (long long)nqAll);
+    std::printf(
+            "| nprobe | k | batch | p50 off | p50 on | p50 off/on | device off | device on | "
+            "device off/on |\n|---|---|---|---|---|---|---|---|---|\n");
+    auto qDev = res.alloc<float>(xq.size());
+    copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
+    for (int nprobe : {1, 4, 16, 32, 64, 128}) {
+        index.nprobe = size_t(nprobe);
+        for (int k : {10, 100}) {
+            for (int64_t batch : {int64_t(1), int64_t(16), int64_t(128)}) {
+                const int reps = batch == 1 ? 400 : batch == 16 ? 200 : 100;
+                std::vector<float> D(batch * k);
+                std::vector<int64_t> I(batch * k);
+                auto dD = res.alloc<float>(size_t(batch) * k);
+                auto dI = res.alloc<int64_t>(size_t(batch) * k);
+                double p50[2], dev[2];
+                for (int on = 0; on < 2; ++on) {
+                    index.useSearchGraphs = on == 1;
+                    int rep = 0;
+                    p50[on] = bench::percentile(
+                            bench::timeHost(
+                                    3, reps,
+                                    [&] {
+                                        const int64_t q0 = (rep++ * batch) % (nqAll - batch);
+                                        index.search(
+                                                batch, xq.data() + q0 * d, k, D.data(), I.data());
+                                    }),
+                            0.5);
+                    rep = 0;
+                    dev[on] = bench::median(bench::timeDevice(res, 3, reps, [&] {
+                        const int64_t q0 = (rep++ * batch) % (nqAll - batch);
+                        index.searchDevice(batch, qDev.data() + q0 * d, k, dD.data(), dI.data());
+                    }));
+                }
+                std::printf(
+                        "| %d | %d | %lld | %.3f | %.3f | %.2f | %.3f | %.3f | %.2f |\n", nprobe, k,
+                        (long long)batch, p50[0], p50[1], p50[0] / p50[1], dev[0], dev[1],
+                        dev[0] / dev[1]);
+                std::fflush(stdout);
+            }
+        }
+    }
+    return 0;
+}

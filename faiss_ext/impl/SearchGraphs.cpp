@@ -1,0 +1,161 @@
+#include <faiss_ext/impl/SearchGraphs.h>
+
+#include <algorithm>
+#include <exception>
+
+#include <faiss_ext/utils/CudaCheck.h>
+
+namespace faiss_ext {
+
+struct SearchGraphs::Entry {
+    std::vector<int64_t> key;
+    uint64_t lastUse = 0;
+    cudaGraphExec_t exec = nullptr; ///< null until captured
+    bool failed = false;            ///< the capture failed: always run directly
+    DeviceBuffer<float> x, distances;
+    DeviceBuffer<int64_t> labels;
+
+    ~Entry() {
+        if (exec) {
+            cudaGraphExecDestroy(exec);
+        }
+    }
+};
+
+SearchGraphs::SearchGraphs(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {}
+
+SearchGraphs::~SearchGraphs() {
+    clear();
+}
+
+size_t SearchGraphs::graphCount() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return size_t(std::count_if(
+            entries_.begin(), entries_.end(), [](const auto& e) { return e->exec != nullptr; }));
+}
+
+void SearchGraphs::clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stream_) {
+        cudaStreamSynchronize(stream_); // no graph may run while it is destroyed
+    }
+    entries_.clear();
+    releaseGraphMemory_();
+}
+
+void SearchGraphs::releaseGraphMemory_() {
+    // Graph temporaries stay reserved in the device's graph pool after their graph is
+    // destroyed until trimmed: return them, so an index's memory goes with it.
+    if (stream_) {
+        cudaDeviceGraphMemTrim(device_);
+    }
+}
+
+SearchGraphs::Entry* SearchGraphs::find_(const std::vector<int64_t>& key) {
+    for (auto& e : entries_) {
+        if (e->key == key) {
+            return e.get();
+        }
+    }
+    return nullptr;
+}
+
+SearchGraphs::Entry& SearchGraphs::insert_(const std::vector<int64_t>& key, cudaStream_t stream) {
+    if (entries_.size() >= capacity_) {
+        auto oldest = std::min_element(
+                entries_.begin(), entries_.end(),
+                [](const auto& a, const auto& b) { return a->lastUse < b->lastUse; });
+        const bool held = (*oldest)->exec != nullptr;
+        if (held) {
+            FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
+        }
+        entries_.erase(oldest);
+        if (held) {
+            releaseGraphMemory_();
+        }
+    }
+    entries_.push_back(std::make_unique<Entry>());
+    entries_.back()->key = key;
+    entries_.back()->lastUse = ++clock_;
+    return *entries_.back();
+}
+
+void SearchGraphs::capture_(
+        const GpuResources& res,
+        Entry& e,
+        int64_t nq,
+        int d,
+        int k,
+        const Work& work) {
+    cudaStream_t stream = res.stream();
+    e.x = res.alloc<float>(size_t(nq) * d);
+    e.distances = res.alloc<float>(size_t(nq) * k);
+    e.labels = res.alloc<int64_t>(size_t(nq) * k);
+    // Relaxed: the work may make calls that are not stream-ordered (an attribute set on
+    // first use, say); a synchronisation on the stream still ends the capture in error.
+    FAISS_EXT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+    bool ok = true;
+    try {
+        work(e.x.data(), e.distances.data(), e.labels.data());
+    } catch (const std::exception&) {
+        ok = false; // run directly below, where the error (if real) is thrown again
+    }
+    cudaGraph_t graph = nullptr;
+    ok = cudaStreamEndCapture(stream, &graph) == cudaSuccess && ok && graph != nullptr;
+    if (ok) {
+        ok = cudaGraphInstantiateWithFlags(&e.exec, graph, 0) == cudaSuccess;
+    }
+    if (graph) {
+        cudaGraphDestroy(graph);
+    }
+    if (!ok) {
+        (void)cudaGetLastError();
+        e.exec = nullptr;
+        e.failed = true;
+        e.x = {};
+        e.distances = {};
+        e.labels = {};
+    }
+}
+
+void SearchGraphs::run(
+        const GpuResources& res,
+        const std::vector<int64_t>& key,
+        int64_t nq,
+        int d,
+        int k,
+        const float* x,
+        float* distances,
+        int64_t* labels,
+        const Work& work) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cudaStream_t stream = res.stream();
+    stream_ = stream;
+    device_ = res.device();
+    Entry* e = find_(key);
+    if (e == nullptr) {
+        insert_(key, stream);
+        work(x, distances, labels);
+        return;
+    }
+    e->lastUse = ++clock_;
+    if (!e->exec && !e->failed) {
+        capture_(res, *e, nq, d, k, work);
+    }
+    if (e->failed) {
+        work(x, distances, labels);
+        return;
+    }
+    const size_t xBytes = size_t(nq) * d * sizeof(float);
+    const size_t outCount = size_t(nq) * k;
+    FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(e->x.data(), x, xBytes, cudaMemcpyDeviceToDevice, stream));
+    FAISS_EXT_CUDA_CHECK(cudaGraphLaunch(e->exec, stream));
+    FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+            distances, e->distances.data(), outCount * sizeof(float), cudaMemcpyDeviceToDevice,
+            stream));
+    FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+            labels, e->labels.data(), outCount * sizeof(int64_t), cudaMemcpyDeviceToDevice,
+            stream));
+}
+
+} // namespace faiss_ext

@@ -1,0 +1,73 @@
+// Small searches replayed from CUDA graphs. A search of a few queries is bound by the
+// host: it issues a dozen kernels, a cuBLAS call and their stream-ordered temporaries
+// while the GPU waits on each. A search shape seen a second time is captured once
+// (stream capture: kernels, cuBLAS, the temporaries as graph memory nodes) and then
+// runs as one graph launch, its queries and results copied through buffers the graph
+// owns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include <faiss_ext/GpuResources.h>
+
+namespace faiss_ext {
+
+class SearchGraphs {
+   public:
+    /// The device work of one search: reads nq x d queries at x, writes nq x k
+    /// results; everything on the resources' stream, no host synchronisation.
+    using Work = std::function<void(const float* x, float* distances, int64_t* labels)>;
+
+    /// At most `capacity` shapes are remembered (captured or seen once); the least
+    /// recently used one goes first.
+    explicit SearchGraphs(size_t capacity = 16);
+    ~SearchGraphs();
+    SearchGraphs(const SearchGraphs&) = delete;
+    SearchGraphs& operator=(const SearchGraphs&) = delete;
+
+    /// Runs work on res.stream(): directly the first time `key` is seen, from a graph
+    /// captured the second time and replayed after. The key must name everything the
+    /// work's launches depend on (shape, plan, device pointers, contents version). If
+    /// the capture fails (work that synchronises, say), the key runs directly from
+    /// then on.
+    void run(
+            const GpuResources& res,
+            const std::vector<int64_t>& key,
+            int64_t nq,
+            int d,
+            int k,
+            const float* x,
+            float* distances,
+            int64_t* labels,
+            const Work& work);
+
+    /// Number of shapes held as graphs.
+    size_t graphCount() const;
+
+    /// Forgets every shape (waits for the stream first: a graph may still run) and
+    /// returns the graphs' memory to the device.
+    void clear();
+
+   private:
+    struct Entry;
+    Entry* find_(const std::vector<int64_t>& key);
+    Entry& insert_(const std::vector<int64_t>& key, cudaStream_t stream);
+    void capture_(const GpuResources& res, Entry& e, int64_t nq, int d, int k, const Work& work);
+    void releaseGraphMemory_();
+
+    size_t capacity_;
+    uint64_t clock_ = 0;
+    std::vector<std::unique_ptr<Entry>> entries_;
+    cudaStream_t stream_ = nullptr; ///< the stream of the graphs held (clear waits on it)
+    int device_ = 0;
+    mutable std::mutex mutex_;
+};
+
+} // namespace faiss_ext

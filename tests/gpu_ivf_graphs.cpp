@@ -1,0 +1,162 @@
+// GpuIndexIVFFlat's small searches replayed from CUDA graphs (impl/SearchGraphs.h):
+// the first search of a shape runs kernel by kernel, the second is captured, later ones
+// replay it. Every call must give FAISS CPU's answers for the queries of that call and
+// the index contents of that moment.
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include <faiss/IndexFlat.h>
+#include <faiss/IndexIVFFlat.h>
+#include <faiss/impl/IDSelector.h>
+
+#include <faiss_ext/GpuIndexIVFFlat.h>
+
+#include "IvfTestUtil.h"
+#include "Synthetic.h"
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+using namespace faiss_ext::test;
+
+namespace {
+
+/// Searches gpu and a CPU index holding the same lists with the same nprobe; returns
+/// the GPU's results after checking them.
+void expectMatchesCpu(
+        GpuIndexIVFFlat& gpu,
+        const faiss::IndexIVFFlat& cpu,
+        int64_t nq,
+        const std::vector<float>& xq,
+        int k,
+        std::vector<float>* outD = nullptr,
+        std::vector<int64_t>* outI = nullptr) {
+    std::vector<float> refD(nq * k), D(nq * k, 12345.f);
+    std::vector<int64_t> refI(nq * k), I(nq * k, 777);
+    faiss::SearchParametersIVF params;
+    params.nprobe = gpu.nprobe;
+    cpu.search(nq, xq.data(), k, refD.data(), refI.data(), &params);
+    infForMissing(refD, refI, cpu.metric_type);
+    gpu.search(nq, xq.data(), k, D.data(), I.data());
+    const auto skip = coarseTies(*cpu.quantizer, nq, xq.data(), int64_t(gpu.nprobe));
+    EXPECT_EQ(compareKnnRows(refD, refI, D, I, nq, k, skip, 1e-4f, 1e-4f), 0);
+    if (outD) {
+        *outD = D;
+        *outI = I;
+    }
+}
+
+} // namespace
+
+TEST(GpuIvfSearchGraphs, EveryCallMatchesCpuOnEveryPath) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed());
+    const int d = 24;
+    const int64_t nb = 20000, nlist = 64;
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        auto xb = datasets::uniform(nb, d, rng());
+        auto cent = datasets::uniform(nlist, d, rng());
+        auto cpu = cpuIvf(d, nlist, m, cent.data());
+        cpu->add(nb, xb.data());
+        GpuIndexIVFFlatConfig list, heap;
+        list.scanPath = IvfScanPath::kListMajor;
+        heap.mergePath = IvfMergePath::kHeap;
+        for (const GpuIndexIVFFlatConfig& cfg : {GpuIndexIVFFlatConfig(), list, heap}) {
+            GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
+            for (int64_t nq : {int64_t(1), int64_t(16), int64_t(128)}) {
+                for (int k : {1, 10, 100}) {
+                    SCOPED_TRACE(
+                            "metric " + std::to_string(int(m)) + " nq " + std::to_string(nq) +
+                            " k " + std::to_string(k) + " scan " +
+                            std::to_string(int(cfg.scanPath)) + " merge " +
+                            std::to_string(int(cfg.mergePath)));
+                    gpu.nprobe = size_t(1 + rng() % 12);
+                    // Direct, captured, replayed; each with queries of its own, so a
+                    // replay that read stale queries shows.
+                    std::vector<float> D1, D3;
+                    std::vector<int64_t> I1, I3;
+                    auto xq = datasets::uniform(nq, d, rng());
+                    expectMatchesCpu(gpu, *cpu, nq, xq, k, &D1, &I1);
+                    expectMatchesCpu(gpu, *cpu, nq, datasets::uniform(nq, d, rng()), k);
+                    expectMatchesCpu(gpu, *cpu, nq, xq, k, &D3, &I3);
+                    EXPECT_EQ(compareExact(D1, I1, D3, I3, nq, k), 0);
+                }
+            }
+            // 9 shapes seen three times each: every one of them held as a graph.
+            EXPECT_EQ(gpu.searchGraphCount(), 9u);
+        }
+    }
+}
+
+TEST(GpuIvfSearchGraphs, ChangesOfTheIndexAreSeenBySmallSearches) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed());
+    const int d = 16, k = 20;
+    const int64_t nlist = 32, nq = 4;
+    auto cent = datasets::uniform(nlist, d, rng());
+    faiss::IndexFlatL2 quantizer(d);
+    quantizer.add(nlist, cent.data());
+    GpuIndexIVFFlat gpu(res, d, nlist, faiss::METRIC_L2);
+    gpu.setQuantizer(&quantizer);
+    gpu.nprobe = 4;
+    auto xq = datasets::uniform(nq, d, rng());
+    // Each round adds vectors, then searches the same shape three times against the
+    // lists as they are now (copied back to the CPU).
+    for (int64_t batch : {int64_t(3000), int64_t(50), int64_t(7000)}) {
+        auto x = datasets::uniform(batch, d, rng());
+        gpu.add(batch, x.data());
+        faiss::IndexIVFFlat now;
+        gpu.copyTo(&now);
+        for (int call = 0; call < 3; ++call) {
+            SCOPED_TRACE("ntotal " + std::to_string(gpu.ntotal) + " call " + std::to_string(call));
+            expectMatchesCpu(gpu, now, nq, xq, k);
+        }
+    }
+    EXPECT_GE(gpu.searchGraphCount(), 1u);
+    // Removing ids, then a reset: the next searches see it.
+    faiss::IDSelectorRange evens(0, gpu.ntotal / 2);
+    gpu.remove_ids(evens);
+    faiss::IndexIVFFlat after;
+    gpu.copyTo(&after);
+    for (int call = 0; call < 3; ++call) {
+        expectMatchesCpu(gpu, after, nq, xq, k);
+    }
+    gpu.reset();
+    std::vector<float> D(nq * k);
+    std::vector<int64_t> I(nq * k);
+    for (int call = 0; call < 3; ++call) {
+        gpu.search(nq, xq.data(), k, D.data(), I.data());
+        EXPECT_TRUE(std::all_of(I.begin(), I.end(), [](int64_t i) { return i == -1; }));
+    }
+}
+
+TEST(GpuIvfSearchGraphs, HoldsAtMostSixteenShapesAndCanBeTurnedOff) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed());
+    const int d = 8, k = 5;
+    const int64_t nb = 5000, nlist = 16;
+    auto xb = datasets::uniform(nb, d, rng());
+    auto cent = datasets::uniform(nlist, d, rng());
+    auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
+    cpu->add(nb, xb.data());
+    GpuIndexIVFFlat gpu(res, cpu.get());
+    gpu.nprobe = 3;
+    for (int64_t nq = 1; nq <= 20; ++nq) {
+        auto xq = datasets::uniform(nq, d, rng());
+        expectMatchesCpu(gpu, *cpu, nq, xq, k);
+        expectMatchesCpu(gpu, *cpu, nq, xq, k);
+        EXPECT_EQ(gpu.searchGraphCount(), size_t(std::min<int64_t>(nq, 16)));
+    }
+    // Searches above 128 queries are not captured, nor are any once turned off.
+    auto big = datasets::uniform(129, d, rng());
+    expectMatchesCpu(gpu, *cpu, 129, big, k);
+    expectMatchesCpu(gpu, *cpu, 129, big, k);
+    gpu.useSearchGraphs = false;
+    auto xq = datasets::uniform(30, d, rng());
+    expectMatchesCpu(gpu, *cpu, 30, xq, k);
+    expectMatchesCpu(gpu, *cpu, 30, xq, k);
+    EXPECT_EQ(gpu.searchGraphCount(), 16u);
+}
