@@ -30,6 +30,13 @@ constexpr int kMaxWarpRegisterSelectK = 32;
 constexpr int kMaxWarpRowSelectK = 32;
 static_assert(kMaxWarpRowSelectK <= kMaxWarpRegisterSelectK, "the warp rows use registers");
 
+/// selectRowsMin sorts each (row, segment) whole in one block (a radix sort of its keys)
+/// when its segments have at most kShortSelectMaxCols columns and there are at most
+/// kShortSelectMaxBlocks of them: the latency regime of a few rows, where the streaming
+/// paths' per-warp flushes and the merge of their segments cost more than the sort.
+constexpr int64_t kShortSelectMaxCols = 8192;
+constexpr int64_t kShortSelectMaxBlocks = 1024;
+
 /// Shared memory one streaming-select block needs for k.
 size_t blockSelectSmemBytes(int k);
 
@@ -42,6 +49,14 @@ size_t blockSelectSmemBytes(int k);
 /// selected. With allow (device bitmap, kernels/IdFilter.h; needs inIds null) only the
 /// columns c whose bit idBase + c is set are candidates: the others read as +inf. Input and output
 /// may alias when nsegments == 1: each row is read whole before it is written.
+/// How selectRowsMin reduces a (row, segment); all give the same results.
+enum class SelectPath {
+    kAuto,  ///< short when it applies (kShortSelectMax*), else warp for k <= 32, else block
+    kWarp,  ///< a warp per (row, segment), the best k in registers (k <= kMaxWarpRowSelectK)
+    kBlock, ///< a block per (row, segment) streaming through a shared-memory buffer
+    kShort, ///< a block sorts each whole (row, segment) (at most kShortSelectMaxCols)
+};
+
 struct SelectRowsArgs {
     const float* dist = nullptr;
     int64_t ldDist = 0;
@@ -57,6 +72,7 @@ struct SelectRowsArgs {
     float* outD = nullptr;
     int64_t* outI = nullptr;
     int64_t ldOut = 0;
+    SelectPath path = SelectPath::kAuto; ///< forced paths: tests and benchmarks
 };
 void selectRowsMin(const SelectRowsArgs& args, cudaStream_t stream);
 

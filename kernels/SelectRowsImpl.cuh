@@ -129,6 +129,14 @@ void launchWarpSelectRows(
     }
 }
 
+/// The short-row path: one block sorts each (row, segment) of at most
+/// kShortSelectMaxCols columns (select_short.cu).
+void launchShortSelectRows(
+        const SelectRowsArgs& a,
+        int64_t segLen,
+        int64_t nseg,
+        cudaStream_t stream);
+
 extern template void launchWarpSelectRows<1>(const SelectRowsArgs&, int64_t, int64_t, cudaStream_t);
 extern template void launchWarpSelectRows<2>(const SelectRowsArgs&, int64_t, int64_t, cudaStream_t);
 extern template void launchWarpSelectRows<4>(const SelectRowsArgs&, int64_t, int64_t, cudaStream_t);

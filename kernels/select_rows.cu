@@ -1,6 +1,7 @@
 // Row-wise k-selection over a matrix in device memory (with optional column bias): the
-// block path (one block per (row, segment)) and the choice between it and the warp path
-// (SelectRowsImpl.cuh, instantiated in select_rows_warp.cu).
+// block path (one block per (row, segment)) and the choice between it, the warp path
+// (SelectRowsImpl.cuh, instantiated in select_rows_warp.cu) and the short-row path
+// (select_short.cu).
 #include <algorithm>
 
 #include <faiss_ext/utils/CudaCheck.h>
@@ -50,11 +51,33 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
     const int64_t segLen = a.segLen > 0 ? a.segLen : a.ncols;
     const int64_t nseg = (a.ncols + segLen - 1) / segLen;
     FAISS_THROW_IF_NOT_FMT(nseg <= INT32_MAX, "%lld segments per row is too many", (long long)nseg);
-    if (nextPow2(a.k) <= kMaxWarpRowSelectK) {
-        dispatchWarpSelectCapacity(a.k, [&](auto kp) {
-            rows::launchWarpSelectRows<decltype(kp)::value>(a, segLen, nseg, stream);
-        });
-        return;
+    const int64_t cols = std::min(segLen, a.ncols);
+    SelectPath path = a.path;
+    if (path == SelectPath::kAuto) {
+        path = cols <= kShortSelectMaxCols && a.nrows * nseg <= kShortSelectMaxBlocks
+                ? SelectPath::kShort
+                : nextPow2(a.k) <= kMaxWarpRowSelectK ? SelectPath::kWarp
+                                                      : SelectPath::kBlock;
+    }
+    switch (path) {
+        case SelectPath::kShort:
+            FAISS_THROW_IF_NOT_FMT(
+                    cols <= kShortSelectMaxCols,
+                    "the short-row selection takes segments of at most %lld columns (%lld)",
+                    (long long)kShortSelectMaxCols, (long long)cols);
+            rows::launchShortSelectRows(a, segLen, nseg, stream);
+            return;
+        case SelectPath::kWarp:
+            FAISS_THROW_IF_NOT_FMT(
+                    nextPow2(a.k) <= kMaxWarpRowSelectK,
+                    "the warp selection takes k <= %d (k=%d)", kMaxWarpRowSelectK, a.k);
+            dispatchWarpSelectCapacity(a.k, [&](auto kp) {
+                rows::launchWarpSelectRows<decltype(kp)::value>(a, segLen, nseg, stream);
+            });
+            return;
+        case SelectPath::kBlock:
+        case SelectPath::kAuto:
+            break;
     }
     const size_t smem = blockSelectSmemBytes(a.k);
     raiseDynamicSmemLimit(selectRowsKernel, smem);

@@ -1,8 +1,10 @@
-// kernels::selectRowsMin's warp path (one warp per (row, segment), the selection in
-// registers for every k <= kMaxWarpRowSelectK) against a host reference on the same
-// total order: selectKey(value, position), value first (-0.0 before +0.0, -inf first),
-// then position. Ids and distance bits must match exactly, ties included. The radix
-// select (kernels/RadixSelect.h) against the same order up to which ties it keeps.
+// kernels::selectRowsMin's three paths (warp: one warp per (row, segment), the
+// selection in registers for k <= kMaxWarpRowSelectK; block: a streaming block per
+// (row, segment); short: one block sorts a whole (row, segment)) against a host
+// reference on the same total order: selectKey(value, position), value first (-0.0
+// before +0.0, -inf first), then position. Ids and distance bits must match exactly,
+// ties included. The radix select (kernels/RadixSelect.h) against the same order up to
+// which ties it keeps.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <faiss_ext/GpuResources.h>
@@ -76,7 +79,7 @@ float rowValue(RowKind kind, int64_t col, int64_t ncols, std::mt19937_64& rng) {
 
 } // namespace
 
-TEST(GpuSelectRows, WarpPathMatchesHostKeyOrderForEveryK) {
+TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
     FAISS_EXT_REQUIRE_GPU();
     const uint64_t seed = testSeed();
     SCOPED_TRACE(seed);
@@ -107,11 +110,21 @@ TEST(GpuSelectRows, WarpPathMatchesHostKeyOrderForEveryK) {
         copyToDevice(dDist.data(), dist.data(), dist.size(), stream);
         copyToDevice(dIds.data(), ids.data(), ids.size(), stream);
 
+        // The warp path at every k it takes; the others at a spread of k up to the most.
+        std::vector<std::pair<kernels::SelectPath, int>> runs;
         for (int k = 1; k <= kernels::kMaxWarpRowSelectK; ++k) {
+            runs.emplace_back(kernels::SelectPath::kWarp, k);
+        }
+        for (kernels::SelectPath p : {kernels::SelectPath::kShort, kernels::SelectPath::kBlock}) {
+            for (int k : {1, 3, 16, 32, 33, 100, 1000, kernels::kMaxSelectK}) {
+                runs.emplace_back(p, k);
+            }
+        }
+        for (const auto& [path, k] : runs) {
             for (bool withIds : {false, true}) {
                 SCOPED_TRACE(
                         "segLen=" + std::to_string(segLen) + " k=" + std::to_string(k) +
-                        (withIds ? " inIds" : " idBase"));
+                        " path=" + std::to_string(int(path)) + (withIds ? " inIds" : " idBase"));
                 const int64_t ldOut = nseg * k;
                 // Garbage in the outputs: every entry must be written.
                 std::vector<float> garbageD(size_t(nrows * ldOut), 12345.f);
@@ -134,6 +147,7 @@ TEST(GpuSelectRows, WarpPathMatchesHostKeyOrderForEveryK) {
                 a.outD = outD.data();
                 a.outI = outI.data();
                 a.ldOut = ldOut;
+                a.path = path;
                 kernels::selectRowsMin(a, stream);
                 const auto D = copyToHostVector(outD.data(), garbageD.size(), stream);
                 const auto I = copyToHostVector(outI.data(), garbageI.size(), stream);
@@ -177,6 +191,28 @@ TEST(GpuSelectRows, WarpPathMatchesHostKeyOrderForEveryK) {
             }
         }
     }
+}
+
+TEST(GpuSelectRows, ForcedPathsOutsideTheirRangeThrow) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int64_t ncols = kernels::kShortSelectMaxCols + 1;
+    auto dist = res.alloc<float>(size_t(ncols));
+    auto outD = res.alloc<float>(64);
+    auto outI = res.alloc<int64_t>(64);
+    kernels::SelectRowsArgs a;
+    a.dist = dist.data();
+    a.ldDist = ncols;
+    a.nrows = 1;
+    a.ncols = ncols;
+    a.k = 64;
+    a.outD = outD.data();
+    a.outI = outI.data();
+    a.ldOut = 64;
+    a.path = kernels::SelectPath::kShort; // one segment longer than the short path takes
+    EXPECT_THROW(kernels::selectRowsMin(a, res.stream()), faiss::FaissException);
+    a.path = kernels::SelectPath::kWarp; // k above the warp path's
+    EXPECT_THROW(kernels::selectRowsMin(a, res.stream()), faiss::FaissException);
 }
 
 TEST(GpuSelectRows, RadixSelectMatchesHostKeyOrderUpToTies) {

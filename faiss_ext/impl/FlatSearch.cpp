@@ -159,6 +159,10 @@ void selectOverBase(
     for (int64_t b0 = 0; b0 < in.nb; b0 += t.baseTile) {
         const int64_t nb = std::min(t.baseTile, in.nb - b0);
         flatDistanceTile(res, in, q, nq, b0, nb, product, baseSplit, dist);
+        const bool first = b0 == 0;
+        const int64_t nseg = (nb + t.segLen - 1) / t.segLen;
+        // The whole base in one segment: its best k are the answer (slot 0), no merge.
+        const bool only = first && nb == in.nb && nseg == 1;
         // Per-segment best k into candidate slots 1.., then merge with slot 0.
         kernels::SelectRowsArgs seg;
         seg.dist = dist;
@@ -170,13 +174,14 @@ void selectOverBase(
         seg.idBase = b0;
         seg.allow = in.allow;
         seg.k = k;
-        seg.outD = candD + k;
-        seg.outI = candI + k;
+        seg.outD = candD + (only ? 0 : k);
+        seg.outI = candI + (only ? 0 : k);
         seg.ldOut = candLd;
         kernels::selectRowsMin(seg, stream);
+        if (only) {
+            return;
+        }
 
-        const bool first = b0 == 0;
-        const int64_t nseg = (nb + t.segLen - 1) / t.segLen;
         kernels::SelectRowsArgs merge;
         merge.dist = candD + (first ? k : 0);
         merge.ldDist = candLd;
@@ -215,6 +220,12 @@ FlatTiling planFlatSearch(
         budget -= querySplit;
     }
     const int64_t sms = res.multiProcessorCount();
+    // A few queries over a short base (the coarse search of a small IVF batch): one
+    // segment a query, which selectRowsMin sorts whole in one block (the short-row
+    // path), and no merge.
+    if (in.nb <= kernels::kShortSelectMaxCols && in.nq <= kernels::kShortSelectMaxBlocks) {
+        return planFlatTiling(in.nq, in.nb, k, budget, 1, in.nb, splitRow);
+    }
     if (nextPow2(k) <= kernels::kMaxWarpRowSelectK) {
         return planFlatTiling(in.nq, in.nb, k, budget, 32 * sms, 1024, splitRow);
     }
