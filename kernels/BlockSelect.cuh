@@ -121,10 +121,10 @@ __device__ void bitonicMerge(uint64_t* keys, int len) {
     }
 }
 
-/// Merges the candidate buffer into the best list; returns the new threshold.
-/// Call with all threads after a barrier.
+/// Merges the candidate buffer into the best list; returns the new threshold (the k-th
+/// best key's ordered float bits). Call with all threads after a barrier.
 template <int kThreads>
-__device__ float flushCandidates(BlockSelectSmem& s) {
+__device__ uint32_t flushCandidates(BlockSelectSmem& s) {
     int n = *s.count;
     int len = nextPow2(n > s.kp ? n : s.kp);
     for (int i = n + threadIdx.x; i < len; i += kThreads) {
@@ -145,7 +145,7 @@ __device__ float flushCandidates(BlockSelectSmem& s) {
     if (threadIdx.x == 0) {
         *s.count = 0;
     }
-    float threshold = s.value(s.k - 1);
+    const uint32_t threshold = uint32_t(s.top[s.k - 1] >> 32);
     __syncthreads();
     return threshold;
 }
@@ -165,7 +165,8 @@ __device__ void blockSelectMin(BlockSelectSmem& s, int64_t n, const Loader& load
 
     const int lane = threadIdx.x & 31;
     const unsigned lanesBelow = (1u << lane) - 1;
-    float threshold = CUDART_INF_F;
+    // Compared as ordered bits, not floats: -0.0 beats a +0.0 threshold, as in selectKey.
+    uint32_t threshold = orderedFloatBits(CUDART_INF_F);
     for (int64_t base = 0; base < n; base += kThreads * kItems) {
         float v[kItems];
 #pragma unroll
@@ -175,7 +176,7 @@ __device__ void blockSelectMin(BlockSelectSmem& s, int64_t n, const Loader& load
         }
 #pragma unroll
         for (int j = 0; j < kItems; ++j) {
-            bool pass = v[j] < threshold; // false for NaN
+            const bool pass = orderedFloatBits(v[j]) < threshold && !isnan(v[j]);
             unsigned mask = __ballot_sync(0xffffffffu, pass);
             if (mask) {
                 int leader = __ffs(mask) - 1;
