@@ -67,6 +67,10 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
                     (long long)kShortSelectMaxCols, (long long)cols);
             rows::launchShortSelectRows(a, segLen, nseg, stream);
             return;
+        case SelectPath::kShortBitonic:
+            FAISS_THROW_IF_NOT(cols <= kShortSelectMaxCols);
+            rows::launchBitonicShortSelectRows(a, segLen, nseg, stream);
+            return;
         case SelectPath::kWarp:
             FAISS_THROW_IF_NOT_FMT(
                     nextPow2(a.k) <= kMaxWarpRowSelectK,
