@@ -33,16 +33,15 @@ int main() {
     auto outI = res.alloc<int64_t>(size_t(maxRows) * 2048);
     std::printf(
             "us per call (200 calls between two events, median of 5); one segment a row; '-': "
-            "the path does not take this k\n\n| rows | cols | k | warp | block | short | bitonic | auto |\n"
-            "|---|---|---|---|---|---|---|---|\n");
+            "the path does not take this k\n\n| rows | cols | k | warp | block | short | auto |\n"
+            "|---|---|---|---|---|---|---|\n");
     for (int64_t rows : {int64_t(1), int64_t(16), int64_t(128)}) {
         for (int64_t cols : {int64_t(1024), int64_t(4096), int64_t(8192)}) {
             for (int k : {1, 10, 32, 64, 128, 1024}) {
                 std::printf("| %lld | %lld | %d |", (long long)rows, (long long)cols, k);
                 for (kernels::SelectPath p :
                      {kernels::SelectPath::kWarp, kernels::SelectPath::kBlock,
-                      kernels::SelectPath::kShort, kernels::SelectPath::kShortBitonic,
-                      kernels::SelectPath::kAuto}) {
+                      kernels::SelectPath::kShort, kernels::SelectPath::kAuto}) {
                     if (p == kernels::SelectPath::kWarp && k > kernels::kMaxWarpRowSelectK) {
                         std::printf(" - |");
                         continue;

@@ -55,7 +55,6 @@ enum class SelectPath {
     kWarp,  ///< a warp per (row, segment), the best k in registers (k <= kMaxWarpRowSelectK)
     kBlock, ///< a block per (row, segment) streaming through a shared-memory buffer
     kShort, ///< a block sorts each whole (row, segment) (at most kShortSelectMaxCols)
-    kShortBitonic, ///< experiment: kShort with a bitonic sort in shared memory
 };
 
 struct SelectRowsArgs {

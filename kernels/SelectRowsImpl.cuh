@@ -137,12 +137,6 @@ void launchShortSelectRows(
         int64_t nseg,
         cudaStream_t stream);
 
-void launchBitonicShortSelectRows(
-        const SelectRowsArgs& a,
-        int64_t segLen,
-        int64_t nseg,
-        cudaStream_t stream);
-
 extern template void launchWarpSelectRows<1>(const SelectRowsArgs&, int64_t, int64_t, cudaStream_t);
 extern template void launchWarpSelectRows<2>(const SelectRowsArgs&, int64_t, int64_t, cudaStream_t);
 extern template void launchWarpSelectRows<4>(const SelectRowsArgs&, int64_t, int64_t, cudaStream_t);

@@ -67,14 +67,10 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
                     (long long)kShortSelectMaxCols, (long long)cols);
             rows::launchShortSelectRows(a, segLen, nseg, stream);
             return;
-        case SelectPath::kShortBitonic:
-            FAISS_THROW_IF_NOT(cols <= kShortSelectMaxCols);
-            rows::launchBitonicShortSelectRows(a, segLen, nseg, stream);
-            return;
         case SelectPath::kWarp:
             FAISS_THROW_IF_NOT_FMT(
-                    nextPow2(a.k) <= kMaxWarpRowSelectK,
-                    "the warp selection takes k <= %d (k=%d)", kMaxWarpRowSelectK, a.k);
+                    nextPow2(a.k) <= kMaxWarpRowSelectK, "the warp selection takes k <= %d (k=%d)",
+                    kMaxWarpRowSelectK, a.k);
             dispatchWarpSelectCapacity(a.k, [&](auto kp) {
                 rows::launchWarpSelectRows<decltype(kp)::value>(a, segLen, nseg, stream);
             });

@@ -7,7 +7,6 @@
 #include <cub/block/block_radix_sort.cuh>
 
 #include "SelectRowsImpl.cuh"
-#include "SmemLimit.cuh"
 
 namespace faiss_ext {
 namespace kernels {
@@ -74,51 +73,6 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-/// Experiment: the same result from a bitonic sort of selectKey keys in shared memory.
-template <int kThreads>
-__global__ void __launch_bounds__(kThreads)
-        bitonicShortRowsKernel(SelectRowsArgs a, int64_t segLen, int64_t rowOffset, int len) {
-    extern __shared__ __align__(16) char smem[];
-    uint64_t* keys = reinterpret_cast<uint64_t*>(smem);
-    const int64_t row = rowOffset + blockIdx.y;
-    const int64_t seg = blockIdx.x;
-    const int64_t segStart = seg * segLen;
-    const int segN = int(min(segLen, a.ncols - segStart));
-    const BiasedRowLoader load = rowLoader(a, row, segStart);
-    for (int c = threadIdx.x; c < len; c += kThreads) {
-        const float v = c < segN ? load(c) : CUDART_INF_F;
-        keys[c] = v < CUDART_INF_F ? selectKey(v, c) : kSelectEmptyKey;
-    }
-    __syncthreads();
-    bitonicSort<kThreads>(keys, len);
-    constexpr int kPer = (kMaxSelectK + kThreads - 1) / kThreads;
-    float outD[kPer];
-    int64_t outI[kPer];
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-        const int rank = j * kThreads + threadIdx.x;
-        if (rank < a.k) {
-            const uint64_t key = rank < len ? keys[rank] : kSelectEmptyKey;
-            const int col = selectKeyPosition(key);
-            outD[j] = selectKeyValue(key);
-            outI[j] = col < 0 ? -1
-                    : a.inIds ? a.inIds[row * a.ldIds + segStart + col]
-                              : a.idBase + segStart + col;
-        }
-    }
-    __syncthreads();
-    float* dRow = a.outD + row * a.ldOut + seg * a.k;
-    int64_t* iRow = a.outI + row * a.ldOut + seg * a.k;
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-        const int rank = j * kThreads + threadIdx.x;
-        if (rank < a.k) {
-            dRow[rank] = outD[j];
-            iRow[rank] = outI[j];
-        }
-    }
-}
-
 template <int kThreads, int kItems>
 void launchShort(const SelectRowsArgs& a, int64_t segLen, int64_t nseg, cudaStream_t stream) {
     static_assert(kThreads * kItems >= kMaxSelectK, "every k fits the sorted keys");
@@ -131,22 +85,6 @@ void launchShort(const SelectRowsArgs& a, int64_t segLen, int64_t nseg, cudaStre
 }
 
 } // namespace
-
-void launchBitonicShortSelectRows(
-        const SelectRowsArgs& a,
-        int64_t segLen,
-        int64_t nseg,
-        cudaStream_t stream) {
-    const int len = int(nextPow2(int(std::min(segLen, a.ncols))));
-    const size_t smem = size_t(len) * sizeof(uint64_t);
-    raiseDynamicSmemLimit(bitonicShortRowsKernel<1024>, smem);
-    constexpr int64_t kMaxGridY = 65535;
-    for (int64_t r0 = 0; r0 < a.nrows; r0 += kMaxGridY) {
-        const dim3 grid(unsigned(nseg), unsigned(std::min(kMaxGridY, a.nrows - r0)));
-        bitonicShortRowsKernel<1024><<<grid, 1024, smem, stream>>>(a, segLen, r0, len);
-        FAISS_EXT_CUDA_CHECK_LAUNCH();
-    }
-}
 
 void launchShortSelectRows(
         const SelectRowsArgs& a,

@@ -115,9 +115,7 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
         for (int k = 1; k <= kernels::kMaxWarpRowSelectK; ++k) {
             runs.emplace_back(kernels::SelectPath::kWarp, k);
         }
-        for (kernels::SelectPath p :
-             {kernels::SelectPath::kShort, kernels::SelectPath::kShortBitonic,
-              kernels::SelectPath::kBlock}) {
+        for (kernels::SelectPath p : {kernels::SelectPath::kShort, kernels::SelectPath::kBlock}) {
             for (int k : {1, 3, 16, 32, 33, 100, 1000, kernels::kMaxSelectK}) {
                 runs.emplace_back(p, k);
             }
