@@ -35,7 +35,7 @@ static_assert(kMaxWarpRowSelectK <= kMaxWarpRegisterSelectK, "the warp rows use 
 /// kShortSelectMaxBlocks of them: the latency regime of a few rows, where the streaming
 /// paths' per-warp flushes and the merge of their segments cost more than the sort.
 constexpr int64_t kShortSelectMaxCols = 8192;
-constexpr int64_t kShortSelectMaxBlocks = 1024;
+constexpr int64_t kShortSelectMaxBlocks = 128;
 
 /// Shared memory one streaming-select block needs for k.
 size_t blockSelectSmemBytes(int k);
