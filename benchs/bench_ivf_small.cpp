@@ -2,11 +2,15 @@
 // (GpuIndexIVFFlat::useSearchGraphs), in one process on one index: the host API's p50
 // latency (host queries in, results out) and the device time (CUDA events around
 // searchDevice on device queries), over nprobe 1..128 at k 10 and 100.
-// Usage: bench_ivf_small [n_base (1000000)] [nlist (4096)]
+// Usage: bench_ivf_small [n_base (1000000)] [nlist (4096)] [--profile nprobe k batch]
+// --profile: only three searches of that shape (any batch) between cudaProfilerStart and
+// cudaProfilerStop, for `ncu --profile-from-start off` (benchs/NOTES.md).
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
+#include <cuda_profiler_api.h>
 #include <faiss/IndexIVF.h>
 
 #include <faiss_ext/GpuIndexIVFFlat.h>
@@ -23,8 +27,9 @@ int main(int argc, char** argv) {
     }
     const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
     const int64_t nlist = argc > 2 ? std::atoll(argv[2]) : 4096;
+    const bool profile = argc > 6 && std::strcmp(argv[3], "--profile") == 0;
     const int d = 128;
-    const int64_t nqAll = 4096;
+    const int64_t nqAll = profile ? std::max<int64_t>(4096, std::atoll(argv[6])) : 4096;
     GpuResources res;
     bench::printDevice(res, bench::measureCeilings(res));
     datasets::ClusteredSpec spec{nb, d, 2000, 0.15f, 7};
@@ -44,6 +49,23 @@ int main(int argc, char** argv) {
             "device off/on |\n|---|---|---|---|---|---|---|---|---|\n");
     auto qDev = res.alloc<float>(xq.size());
     copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
+    if (profile) {
+        index.nprobe = size_t(std::atoi(argv[4]));
+        const int k = std::atoi(argv[5]);
+        const int64_t batch = std::atoll(argv[6]);
+        auto dD = res.alloc<float>(size_t(batch) * k);
+        auto dI = res.alloc<int64_t>(size_t(batch) * k);
+        for (int i = 0; i < 6; ++i) {
+            if (i == 3) {
+                res.synchronize();
+                cudaProfilerStart();
+            }
+            index.searchDevice(batch, qDev.data(), k, dD.data(), dI.data());
+        }
+        res.synchronize();
+        cudaProfilerStop();
+        return 0;
+    }
     for (int nprobe : {1, 4, 16, 32, 64, 128}) {
         index.nprobe = size_t(nprobe);
         for (int k : {10, 100}) {
