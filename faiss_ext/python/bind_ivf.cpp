@@ -69,6 +69,13 @@ void bindIvf(py::module_& m) {
             .def_readwrite(
                     "nprobe", &GpuIndexIVFFlat::nprobe,
                     "Lists probed per query when search gets no params.")
+            .def_readwrite(
+                    "use_search_graphs", &GpuIndexIVFFlat::useSearchGraphs,
+                    "Searches of at most 128 queries without a selector replay a CUDA graph "
+                    "once their shape has been seen twice (default True).")
+            .def_property_readonly(
+                    "search_graph_count", &GpuIndexIVFFlat::searchGraphCount,
+                    "Search shapes held as CUDA graphs now.")
             .def_property_readonly("nlist", &GpuIndexIVFFlat::nlist)
             .def(
                     "list_length",

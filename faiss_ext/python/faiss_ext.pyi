@@ -101,6 +101,9 @@ class GpuIndexFlat(GpuIndex):
 
 class GpuIndexIVFFlat(GpuIndex):
     nprobe: int
+    use_search_graphs: bool
+    @property
+    def search_graph_count(self) -> int: ...
     def __init__(
         self,
         res: GpuResources,

@@ -134,3 +134,27 @@ def test_scan_paths_are_exact_with_every_list_probed(res, rng):
         check_results(D, I, xb, xq, k, faiss_ext.METRIC_L2)
     with pytest.raises(ValueError, match="scan_path must be"):
         faiss_ext.GpuIndexIVFFlat(res, d, nlist, scan_path="rows")
+
+
+def test_small_searches_replay_cuda_graphs(res, rng):
+    d, nlist, k = 12, 16, 7
+    centres = rng.random((nlist, d), dtype=np.float32)
+    xb = clustered(rng, 4000, d, centres)
+    index = faiss_ext.GpuIndexIVFFlat(res, d, nlist)
+    index.train(xb)
+    index.add(xb)
+    index.nprobe = nlist
+    assert index.use_search_graphs and index.search_graph_count == 0
+    xq = clustered(rng, 5, d, centres)
+    D, I = index.search(xq, k)  # direct
+    check_results(D, I, xb, xq, k, faiss_ext.METRIC_L2)
+    for _ in range(2):  # captured, then replayed
+        D2, I2 = index.search(xq, k)
+        np.testing.assert_array_equal(I2, I)
+        np.testing.assert_array_equal(D2, D)
+    assert index.search_graph_count == 1
+    index.use_search_graphs = False
+    for _ in range(2):
+        D3, I3 = index.search(xq[:3], k)
+        np.testing.assert_array_equal(I3, I[:3])
+    assert index.search_graph_count == 1
