@@ -13,7 +13,7 @@ namespace kernels {
 
 /// Queries and list vectors of one work item of the distance kernel.
 constexpr int kListMajorQueries = 64;
-constexpr int kListMajorVectors = 64;
+constexpr int kListMajorVectors = 128;
 
 /// Device scratch of ivfGroupProbesByList for nlist lists and `pairs` (query, probe)
 /// pairs: counts, starts, cursors, per-list work and the grouped pairs.

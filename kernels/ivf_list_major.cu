@@ -1,6 +1,7 @@
 // List-major IVF distances: the batch's probes grouped by list (counting sort, one-block
-// CUB scan of the per-list counts), then a persistent grid of 64-query x 64-vector product tiles,
-// each list tile read from memory once per group of 64 queries instead of once per query.
+// CUB scan of the per-list counts), then a persistent grid of 64-query x 128-vector product
+// tiles, each list tile read from memory once per group of 64 queries instead of once per
+// query.
 #include <cub/block/block_scan.cuh>
 
 #include <faiss_ext/utils/CudaCheck.h>
@@ -16,8 +17,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kG = kListMajorQueries;
 constexpr int kV = kListMajorVectors;
-constexpr int kChunk = 32;         ///< components staged in shared memory per step
-constexpr int kPitch = kChunk + 1; ///< shared row pitch: no bank conflicts across rows
+constexpr int kChunk = 32; ///< components staged in shared memory per step
 
 constexpr int kScanThreads = 1024;
 
@@ -105,11 +105,13 @@ __global__ void scatterProbesKernel(
 
 template <bool kInnerProduct>
 __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) {
-    __shared__ float qs[kG][kPitch];
-    __shared__ float bs[kV][kPitch];
+    // Component-major tiles: a thread's 4 queries (and 4 + 4 vectors) of one component
+    // are one 16-byte load each.
+    __shared__ __align__(16) float qT[kChunk][kG + 4];
+    __shared__ __align__(16) float bT[kChunk][kV + 4];
     __shared__ int pairOf[kG];
-    const int tx = threadIdx.x % 16; // vectors tx + 16 j
-    const int ty = threadIdx.x / 16; // queries ty + 16 i
+    const int tx = threadIdx.x % 16; // vectors 4 tx + j and kV / 2 + 4 tx + j
+    const int ty = threadIdx.x / 16; // queries 4 ty + i
     const int dp = ivfPaddedDim(a.d);
     const int groups = dp / 4;
     const int total = a.groups.workStart[a.nlist];
@@ -132,11 +134,11 @@ __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) 
             pairOf[threadIdx.x] =
                     threadIdx.x < gCount ? a.groups.pairs[first + g0 + threadIdx.x] : -1;
         }
-        float acc0[4][4], acc1[4][4];
+        float acc0[4][8], acc1[4][8];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
+            for (int j = 0; j < 8; ++j) {
                 acc0[i][j] = 0.f;
                 acc1[i][j] = 0.f;
             }
@@ -147,7 +149,7 @@ __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) 
                 const int g = idx / kChunk;
                 const int c = idx % kChunk;
                 const int pair = pairOf[g];
-                qs[g][c] = pair >= 0 && c0 + c < a.d
+                qT[c][g] = pair >= 0 && c0 + c < a.d
                         ? a.queries[int64_t(pair / a.nprobe) * a.d + c0 + c]
                         : 0.f;
             }
@@ -160,28 +162,30 @@ __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) 
                 if (vi < vCount && gi < groups) {
                     x = data[(v >> 5) * (int64_t(32) * groups) + int64_t(gi) * 32 + (v & 31)];
                 }
-                bs[vi][cg * 4 + 0] = x.x;
-                bs[vi][cg * 4 + 1] = x.y;
-                bs[vi][cg * 4 + 2] = x.z;
-                bs[vi][cg * 4 + 3] = x.w;
+                bT[cg * 4 + 0][vi] = x.x;
+                bT[cg * 4 + 1][vi] = x.y;
+                bT[cg * 4 + 2][vi] = x.z;
+                bT[cg * 4 + 3][vi] = x.w;
             }
             __syncthreads();
             // Even components into acc0, odd into acc1, in increasing order: the same
             // operations as the per-query scan, so both paths give the same bits.
-#pragma unroll 4
+#pragma unroll 2
             for (int c = 0; c < kChunk; c += 2) {
-                float qa[4], qb[4], ba[4], bb[4];
+                const float4 qa4 = *reinterpret_cast<const float4*>(&qT[c][4 * ty]);
+                const float4 qb4 = *reinterpret_cast<const float4*>(&qT[c + 1][4 * ty]);
+                const float4 ba0 = *reinterpret_cast<const float4*>(&bT[c][4 * tx]);
+                const float4 ba1 = *reinterpret_cast<const float4*>(&bT[c][kV / 2 + 4 * tx]);
+                const float4 bb0 = *reinterpret_cast<const float4*>(&bT[c + 1][4 * tx]);
+                const float4 bb1 = *reinterpret_cast<const float4*>(&bT[c + 1][kV / 2 + 4 * tx]);
+                const float qa[4] = {qa4.x, qa4.y, qa4.z, qa4.w};
+                const float qb[4] = {qb4.x, qb4.y, qb4.z, qb4.w};
+                const float ba[8] = {ba0.x, ba0.y, ba0.z, ba0.w, ba1.x, ba1.y, ba1.z, ba1.w};
+                const float bb[8] = {bb0.x, bb0.y, bb0.z, bb0.w, bb1.x, bb1.y, bb1.z, bb1.w};
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
-                    qa[i] = qs[ty + 16 * i][c];
-                    qb[i] = qs[ty + 16 * i][c + 1];
-                    ba[i] = bs[tx + 16 * i][c];
-                    bb[i] = bs[tx + 16 * i][c + 1];
-                }
 #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-#pragma unroll
-                    for (int j = 0; j < 4; ++j) {
+                    for (int j = 0; j < 8; ++j) {
                         if (kInnerProduct) {
                             acc0[i][j] = fmaf(qa[i], ba[j], acc0[i][j]);
                             acc1[i][j] = fmaf(qb[i], bb[j], acc1[i][j]);
@@ -197,7 +201,7 @@ __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) 
         }
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            const int g = ty + 16 * i;
+            const int g = 4 * ty + i;
             if (g >= gCount) {
                 continue;
             }
@@ -207,8 +211,8 @@ __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) 
             float* row =
                     a.distances + q * a.ldDistances + a.vectorOffsets[q * (a.nprobe + 1) + p] + v0;
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const int vi = tx + 16 * j;
+            for (int j = 0; j < 8; ++j) {
+                const int vi = (j < 4 ? 0 : kV / 2) + 4 * tx + (j & 3);
                 if (vi < vCount) {
                     const float s = acc0[i][j] + acc1[i][j];
                     row[vi] = kInnerProduct ? -s : s;
