@@ -78,8 +78,9 @@ struct GpuIndexIVFFlatConfig : GpuIndexConfig {
     /// The list scan's path (see IvfScanPath).
     IvfScanPath scanPath = IvfScanPath::kAuto;
     /// Vectors one list-scan block reads (a multiple of 32, at most 2^30); longer
-    /// lists are split into chunks of this size. 0: chosen per search from the batch
-    /// shape, k and the device.
+    /// lists are split into chunks of this size (list-major scan: the windows of a
+    /// query's distance row each warp selects over). 0: chosen per search from the
+    /// batch shape, k and the device (list-major: 2048).
     int64_t listChunkVectors = 0;
 };
 

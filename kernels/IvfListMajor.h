@@ -56,6 +56,10 @@ struct IvfListMajorArgs {
     float* distances = nullptr;
     int64_t ldDistances = 0;
     bool innerProduct = false;
+    /// Filtered search (null: none): vectors whose bit (listBitBase[l] + position, as in
+    /// IvfScanArgs) is clear get +inf, never a candidate.
+    const uint32_t* allow = nullptr;
+    const int64_t* listBitBase = nullptr;
 };
 void ivfListMajorDistances(const IvfListMajorArgs& args, int smCount, cudaStream_t stream);
 

@@ -21,9 +21,10 @@ void ivfChunkOffsets(
         int* offsets,
         cudaStream_t stream);
 
-/// One list scan: every (query, chunk) pair selects the k best of the chunk's vectors,
-/// a thread block per pair, or a warp per pair when distances are precomputed and
-/// nextPow2(k) <= kMaxWarpSelectK (its selection in registers up to
+/// One list scan: every (query, candidate slot) pair selects the k best of the slot's
+/// vectors (a chunk of a probed list; on the list-major path a window of the query's
+/// distance row), a thread block per pair, or a warp per pair when distances are
+/// precomputed and nextPow2(k) <= kMaxWarpSelectK (its selection in registers up to
 /// kMaxWarpRegisterSelectK, in shared memory above).
 struct IvfScanArgs {
     const float* queries = nullptr; ///< nq x d, row-major
@@ -41,13 +42,16 @@ struct IvfScanArgs {
     bool innerProduct = false;
     /// List-major path: distances precomputed by ivfListMajorDistances are read instead
     /// of computed (the query's probe p starts at vectorOffsets[q * (nprobe + 1) + p] in
-    /// its row); null for the per-query path.
+    /// its row), and candidate slot c of a query is the window [c chunkLen, (c + 1)
+    /// chunkLen) of its row, whatever lists it spans (offsets unused); null for the
+    /// per-query path.
     const float* distances = nullptr;
     int64_t ldDistances = 0;
     const int* vectorOffsets = nullptr;
     /// Filtered search (null: none): a device bitmap over list slots (kernels/IdFilter.h):
     /// position p of list l is bit listBitBase[l] + p; vectors whose bit is clear are
-    /// never candidates. Applies to both paths (the list-major buffer is read through it).
+    /// never candidates. The per-query path tests it; on the list-major path the product
+    /// wrote +inf for them.
     const uint32_t* allow = nullptr;
     const int64_t* listBitBase = nullptr; ///< nlist entries, multiples of 32
     /// nq x (chunksPerQuery * k): slot c of query q holds the k best keys of its chunk

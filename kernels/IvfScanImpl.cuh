@@ -1,6 +1,6 @@
 // Device code of the IVF list scan (IvfScan.h) shared by its kernels: where a candidate
 // slot lies, the loaders of a chunk, and the list-major path's warp kernel (one warp per
-// (query, chunk) over precomputed distances). ivf_scan.cu holds the block kernels and
+// (query, window of its row of precomputed distances)). ivf_scan.cu holds the block kernels and
 // the dispatch; ivf_scan_warp.cu instantiates the warp launcher once per selection
 // capacity (declared extern below): kKp <= kMaxWarpRegisterSelectK selects in registers
 // (WarpSelect.cuh), kKp == kMaxWarpSelectK in shared memory for any larger k
@@ -80,30 +80,48 @@ __device__ inline FilteredLoader<Inner> filtered(
             inner, a.allow, a.allow ? a.listBitBase[s.list] + s.start : int64_t(0)};
 }
 
-__device__ inline const float* chunkDistances(const IvfScanArgs& a, int64_t q, const ScanSlot& s) {
-    return a.distances + q * a.ldDistances + a.vectorOffsets[q * (a.nprobe + 1) + s.probe] +
-            s.start;
+/// List-major path: candidate slot `slot` of query q is the window of chunkLen columns
+/// of its distance row starting at `start` (the row holds every probed list's vectors,
+/// probe after probe); n = -1 past the row's end.
+struct RowWindow {
+    int64_t start;
+    int64_t n;
+};
+
+__device__ inline RowWindow resolveWindow(const IvfScanArgs& a, int64_t q, int64_t slot) {
+    const int64_t total = a.vectorOffsets[q * (a.nprobe + 1) + a.nprobe];
+    const int64_t start = slot * a.chunkLen;
+    return RowWindow{start, start < total ? min(a.chunkLen, total - start) : int64_t(-1)};
+}
+
+/// The stored id of column col of query q's distance row.
+__device__ inline int64_t rowId(const IvfScanArgs& a, int64_t q, int64_t col) {
+    const int* off = a.vectorOffsets + q * (a.nprobe + 1);
+    // Empty probes repeat an offset: the last one of a run owns what follows.
+    const int p = lastAtMost(off, a.nprobe, col);
+    return a.listIds[a.coarse[q * a.nprobe + p]][col - off[p]];
 }
 
 constexpr int kWarpScanWarps = kSelectThreads / 32;
 
-/// Writes one warp's selection (sorted keys, positions into the chunk) with the chunk's ids.
+/// Writes one warp's selection (sorted keys, positions into the window) with their ids.
 template <typename Select>
 __device__ void writeWarpScanResults(
         const Select& sel,
-        int k,
+        const IvfScanArgs& a,
+        int64_t q,
+        const RowWindow& win,
         int lane,
-        const int64_t* ids,
         float* outD,
         int64_t* outI) {
-    for (int i = lane; i < k; i += 32) {
+    for (int i = lane; i < a.k; i += 32) {
         const int p = sel.position(i);
         outD[i] = sel.value(i);
-        outI[i] = p < 0 ? -1 : ids[p];
+        outI[i] = p < 0 ? -1 : rowId(a, q, win.start + p);
     }
 }
 
-// One warp per (query, chunk) over precomputed distances.
+// One warp per (query, window of its distance row).
 template <int kKp>
 __global__ void __launch_bounds__(kSelectThreads)
         warpScanKernel(IvfScanArgs a, int64_t queryOffset, int64_t nq) {
@@ -118,25 +136,25 @@ __global__ void __launch_bounds__(kSelectThreads)
     float* outD = a.candD + q * (a.chunksPerQuery * a.k) + slot * a.k;
     int64_t* outI = a.candI + q * (a.chunksPerQuery * a.k) + slot * a.k;
 
-    const ScanSlot ss = resolveSlot(a, q, slot);
-    if (ss.n < 0) {
+    const RowWindow win = resolveWindow(a, q, slot);
+    if (win.n < 0) {
         for (int i = lane; i < a.k; i += 32) {
             outD[i] = CUDART_INF_F;
             outI[i] = -1;
         }
         return;
     }
-    const auto load = filtered(a, ss, BufferLoader{chunkDistances(a, q, ss)});
-    const int64_t* ids = a.listIds[ss.list] + ss.start;
+    // The product left +inf where the id filter removes a vector.
+    const BufferLoader load{a.distances + q * a.ldDistances + win.start};
     if constexpr (kKp <= kMaxWarpRegisterSelectK) {
         WarpSelect<kKp> sel(a.k);
-        sel.run(ss.n, load);
-        writeWarpScanResults(sel, a.k, lane, ids, outD, outI);
+        sel.run(win.n, load);
+        writeWarpScanResults(sel, a, q, win, lane, outD, outI);
     } else {
         extern __shared__ __align__(16) uint64_t warpSmem[];
         WarpSelectSmem sel(warpSmem + warp * warpSelectSlots(a.k), a.k);
-        sel.run(ss.n, load);
-        writeWarpScanResults(sel, a.k, lane, ids, outD, outI);
+        sel.run(win.n, load);
+        writeWarpScanResults(sel, a, q, win, lane, outD, outI);
     }
 }
 

@@ -2,9 +2,12 @@
 // CUB scan of the per-list counts), then a persistent grid of 64-query x 128-vector product
 // tiles, each list tile read from memory once per group of 64 queries instead of once per
 // query.
+#include <math_constants.h>
 #include <cub/block/block_scan.cuh>
 
 #include <faiss_ext/utils/CudaCheck.h>
+
+#include "IdFilter.cuh"
 #include "IvfListMajor.h"
 #include "IvfStore.h"
 #include "LastAtMost.cuh"
@@ -215,7 +218,9 @@ __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) 
                 const int vi = (j < 4 ? 0 : kV / 2) + 4 * tx + (j & 3);
                 if (vi < vCount) {
                     const float s = acc0[i][j] + acc1[i][j];
-                    row[vi] = kInnerProduct ? -s : s;
+                    const bool allowed =
+                            !a.allow || idFilterAllows(a.allow, a.listBitBase[l] + v0 + vi);
+                    row[vi] = !allowed ? CUDART_INF_F : kInnerProduct ? -s : s;
                 }
             }
         }

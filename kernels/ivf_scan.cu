@@ -24,9 +24,11 @@ namespace kernels {
 namespace {
 
 using scan::BufferLoader;
-using scan::chunkDistances;
 using scan::filtered;
 using scan::resolveSlot;
+using scan::resolveWindow;
+using scan::rowId;
+using scan::RowWindow;
 using scan::ScanSlot;
 
 constexpr int kOffsetThreads = 128; // 4 warps, one query each
@@ -72,7 +74,34 @@ __global__ void chunkOffsetsKernel(
     }
 }
 
-/// kSource: 0 computes L2 from the lists, 1 inner product, 2 reads precomputed distances.
+/// One block per (query, window of its row of precomputed distances): the list-major
+/// path for k above the warp selections'.
+__global__ void __launch_bounds__(kSelectThreads)
+        windowScanKernel(IvfScanArgs a, int64_t queryOffset) {
+    extern __shared__ __align__(16) char smem[];
+    const int64_t q = queryOffset + blockIdx.y;
+    const int64_t slot = blockIdx.x;
+    float* outD = a.candD + q * (a.chunksPerQuery * a.k) + slot * a.k;
+    int64_t* outI = a.candI + q * (a.chunksPerQuery * a.k) + slot * a.k;
+    const RowWindow win = resolveWindow(a, q, slot);
+    if (win.n < 0) {
+        for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
+            outD[i] = CUDART_INF_F;
+            outI[i] = -1;
+        }
+        return;
+    }
+    BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
+    blockSelectMin<kSelectThreads, kSelectItems>(
+            s, win.n, BufferLoader{a.distances + q * a.ldDistances + win.start});
+    for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
+        const int p = s.position(i);
+        outD[i] = s.value(i);
+        outI[i] = p < 0 ? -1 : rowId(a, q, win.start + p);
+    }
+}
+
+/// kSource: 0 computes L2 from the lists, 1 inner product.
 template <int kSource>
 __global__ void __launch_bounds__(kSelectThreads)
         scanKernel(IvfScanArgs a, int64_t queryOffset, size_t selectBytes) {
@@ -92,20 +121,15 @@ __global__ void __launch_bounds__(kSelectThreads)
     }
     // blockSelectMin's first barrier orders the query writes before any load.
     BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
-    if (kSource == 2) {
-        blockSelectMin<kSelectThreads, kSelectItems>(
-                s, ss.n, filtered(a, ss, BufferLoader{chunkDistances(a, q, ss)}));
-    } else {
-        const int groups = ivfPaddedDim(a.d) / 4;
-        float4* query = reinterpret_cast<float4*>(smem + selectBytes);
-        const float* qsrc = a.queries + q * a.d;
-        for (int j = threadIdx.x; j < 4 * groups; j += kSelectThreads) {
-            reinterpret_cast<float*>(query)[j] = j < a.d ? qsrc[j] : 0.f;
-        }
-        ListLoader<kSource == 1> load{
-                reinterpret_cast<const float4*>(a.listData[ss.list]), query, ss.start, groups};
-        blockSelectMin<kSelectThreads, kSelectItems>(s, ss.n, filtered(a, ss, load));
+    const int groups = ivfPaddedDim(a.d) / 4;
+    float4* query = reinterpret_cast<float4*>(smem + selectBytes);
+    const float* qsrc = a.queries + q * a.d;
+    for (int j = threadIdx.x; j < 4 * groups; j += kSelectThreads) {
+        reinterpret_cast<float*>(query)[j] = j < a.d ? qsrc[j] : 0.f;
     }
+    ListLoader<kSource == 1> load{
+            reinterpret_cast<const float4*>(a.listData[ss.list]), query, ss.start, groups};
+    blockSelectMin<kSelectThreads, kSelectItems>(s, ss.n, filtered(a, ss, load));
 
     const int64_t* ids = a.listIds[ss.list] + ss.start;
     for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
@@ -169,10 +193,19 @@ void ivfScan(const IvfScanArgs& a, cudaStream_t stream) {
         return;
     }
     const size_t selectBytes = selectBytesAligned(a.k);
-    const size_t smem = buffered ? selectBytes : ivfScanSmemBytes(a.d, a.k);
-    auto kernel = buffered ? scanKernel<2> : a.innerProduct ? scanKernel<1> : scanKernel<0>;
-    raiseDynamicSmemLimit(kernel, smem);
     constexpr int64_t kMaxGridY = 65535;
+    if (buffered) {
+        raiseDynamicSmemLimit(windowScanKernel, selectBytes);
+        for (int64_t q0 = 0; q0 < a.nq; q0 += kMaxGridY) {
+            dim3 grid(unsigned(a.chunksPerQuery), unsigned(std::min(kMaxGridY, a.nq - q0)));
+            windowScanKernel<<<grid, kSelectThreads, selectBytes, stream>>>(a, q0);
+            FAISS_EXT_CUDA_CHECK_LAUNCH();
+        }
+        return;
+    }
+    const size_t smem = ivfScanSmemBytes(a.d, a.k);
+    auto kernel = a.innerProduct ? scanKernel<1> : scanKernel<0>;
+    raiseDynamicSmemLimit(kernel, smem);
     for (int64_t q0 = 0; q0 < a.nq; q0 += kMaxGridY) {
         dim3 grid(unsigned(a.chunksPerQuery), unsigned(std::min(kMaxGridY, a.nq - q0)));
         kernel<<<grid, kSelectThreads, smem, stream>>>(a, q0, selectBytes);

@@ -43,17 +43,27 @@ void expectValid(const IvfPlanInput& in, const IvfSearchPlan& p) {
     EXPECT_LE(p.queryTile, in.nq);
     EXPECT_LE(p.queryTile, 65535);
     EXPECT_LE(p.bytes, in.budgetBytes);
-    // The slots cover the worst query: the nprobe lists with the most chunks.
+    // The slots cover the worst query: the nprobe lists with the most chunks, or on the
+    // list-major path the windows of the longest row (the nprobe longest lists).
     std::vector<int64_t> chunks;
+    int64_t row = 0;
     for (int64_t len : *in.listLengthsDescending) {
         chunks.push_back((len + p.chunkLen - 1) / p.chunkLen);
+    }
+    for (int i = 0; i < in.nprobe; ++i) {
+        row += (*in.listLengthsDescending)[size_t(i)];
     }
     std::sort(chunks.rbegin(), chunks.rend());
     int64_t worst = 0;
     for (int i = 0; i < in.nprobe; ++i) {
         worst += chunks[i];
     }
-    EXPECT_GE(p.chunksPerQuery, worst);
+    if (p.listMajor) {
+        EXPECT_EQ(p.maxRowVectors, row);
+        EXPECT_GE(p.chunksPerQuery * p.chunkLen, row);
+    } else {
+        EXPECT_GE(p.chunksPerQuery, worst);
+    }
     EXPECT_EQ(p.fastMergeSmemBytes, kernels::ivfMergeFastSmemBytes(p.candidatesPerQuery));
 }
 
@@ -61,6 +71,12 @@ void expectValid(const IvfPlanInput& in, const IvfSearchPlan& p) {
 
 TEST(IvfPlan, FastPathChosenForFewCandidatesThatFit) {
     std::vector<int64_t> lengths(1024, 1000);
+    // The per-query scan (a slot per list of 1000 vectors here).
+    auto input = [](std::vector<int64_t>& l, int64_t nq, int nprobe, int k) {
+        IvfPlanInput in = ::input(l, nq, nprobe, k);
+        in.scanPath = IvfScanPath::kPerQuery;
+        return in;
+    };
     // k=10, nprobe=64: 640 candidates -> 1024 x 8 bytes, fits.
     IvfSearchPlan p = planIvfSearch(input(lengths, 10000, 64, 10));
     EXPECT_TRUE(p.fastMerge);

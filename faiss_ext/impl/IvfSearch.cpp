@@ -23,6 +23,11 @@ constexpr int64_t kMaxGridRows = 65535;
 /// k 10, SIFT and blobs alike): per-query / list-major time 0.59 at sharing 4, 0.88-0.90
 /// at 8, 0.95-1.00 at 9.8, 1.35-1.40 at 16.
 constexpr double kListMajorMinSharing = 12.0;
+/// List-major candidate slots: windows of this many columns of a query's distance row.
+/// A warp selects over each (40K warps of 2048 keys at batch 10000, nprobe 32 on 1M x
+/// 128, nlist 4096: one wave and a half of an H100), and the merge reads 1 / 2048 of
+/// the row's vectors times k.
+constexpr int64_t kListMajorWindow = 2048;
 
 /// Sum over the nprobe lists with the most chunks of their chunk counts. Chunk counts
 /// grow with length, so those are the first nprobe of the descending lengths.
@@ -72,6 +77,13 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     // Temporaries of one query (and the list-major scan's per-batch part) for a chunk
     // count and a scan path.
     const int64_t maxRowVectors = maxChunksOfProbes(lengths, in.nprobe, 1);
+    // Candidate slots per query: chunks of the probed lists, or on the list-major path
+    // windows of the query's distance row.
+    auto slotsFor = [&](int64_t chunk, bool listMajor) {
+        return listMajor ? std::max<int64_t>(1, (maxRowVectors + chunk - 1) / chunk)
+                         : maxChunksOfProbes(lengths, in.nprobe, chunk);
+    };
+    const int64_t listMajorChunk = in.chunkOverride > 0 ? in.chunkOverride : kListMajorWindow;
     auto perQuery = [&](int64_t chunks, bool listMajor) {
         size_t bytes = size_t(chunks) * in.k * kCandBytes // candidates
                 + size_t(in.nprobe) * kCandBytes          // coarse results
@@ -93,8 +105,7 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
         case IvfScanPath::kAuto: {
             // List-major pays when a tile of queries shares lists: on average at least
             // kListMajorMinSharing queries per non-empty list within one tile.
-            p.chunksPerQuery = maxChunksOfProbes(lengths, in.nprobe, p.chunkLen);
-            const size_t bytes = perQuery(p.chunksPerQuery, true);
+            const size_t bytes = perQuery(slotsFor(listMajorChunk, true), true);
             const int64_t tile =
                     std::min<int64_t>({in.nq, int64_t(budgetFor(true) / bytes), kMaxGridRows});
             p.listMajor = double(tile) * in.nprobe / double(std::max<int64_t>(nonEmpty, 1)) >=
@@ -110,14 +121,16 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     }
     if (p.listMajor) {
         p.maxRowVectors = maxRowVectors;
+        p.chunkLen = listMajorChunk;
     }
     const size_t budget = budgetFor(p.listMajor);
-    p.chunksPerQuery = maxChunksOfProbes(lengths, in.nprobe, p.chunkLen);
+    p.chunksPerQuery = slotsFor(p.chunkLen, p.listMajor);
     // One query must fit: longer chunks (fewer candidates) until it does.
+    const int64_t longest = p.listMajor ? maxRowVectors : maxLen;
     while (perQuery(p.chunksPerQuery, p.listMajor) > budget && in.chunkOverride == 0 &&
-           p.chunkLen < maxLen) {
+           p.chunkLen < longest) {
         p.chunkLen *= 2;
-        p.chunksPerQuery = maxChunksOfProbes(lengths, in.nprobe, p.chunkLen);
+        p.chunksPerQuery = slotsFor(p.chunkLen, p.listMajor);
     }
     p.candidatesPerQuery = p.chunksPerQuery * in.k;
     p.bytesPerQuery = perQuery(p.chunksPerQuery, p.listMajor);
@@ -194,6 +207,8 @@ void listMajorDistances(
     lm.distances = distances.data();
     lm.ldDistances = plan.maxRowVectors;
     lm.innerProduct = in.metric == faiss::METRIC_INNER_PRODUCT;
+    lm.allow = in.allow;
+    lm.listBitBase = in.lists->deviceSlotBase();
     kernels::ivfListMajorDistances(lm, res.multiProcessorCount(), stream);
 
     scan.distances = distances.data();
@@ -231,9 +246,11 @@ void ivfSearch(
         coarse.queries = q;
         coarse.nq = m;
         flatSearch(res, coarse, nprobe, coarseD.data(), coarseI.data());
-        kernels::ivfChunkOffsets(
-                coarseI.data(), m, nprobe, in.lists->deviceLengths(), plan.chunkLen, offsets.data(),
-                stream);
+        if (!plan.listMajor) { // the list-major slots are windows of the distance row
+            kernels::ivfChunkOffsets(
+                    coarseI.data(), m, nprobe, in.lists->deviceLengths(), plan.chunkLen,
+                    offsets.data(), stream);
+        }
 
         // List scan: the candidates exist only while this tile is merged (allocated
         // after the coarse search has released its temporaries).

@@ -34,7 +34,8 @@ struct IvfPlanInput {
 };
 
 struct IvfSearchPlan {
-    int64_t chunkLen = 0; ///< vectors per scan block (a multiple of 32)
+    int64_t chunkLen = 0; ///< vectors per scan block (a multiple of 32; list-major: per
+                          ///< window of the query's distance row)
     int64_t chunksPerQuery =
             0; ///< candidate slots per query: the most chunks nprobe lists can have
     int64_t candidatesPerQuery = 0; ///< chunksPerQuery * k
