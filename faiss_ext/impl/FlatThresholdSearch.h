@@ -1,9 +1,11 @@
 // The flat search's threshold path: each query's k-th distance over an evenly spaced
 // sample of the base bounds its true k-th from above; GEMM tiles of the whole base are
 // then only compared with that bound (plus a proven margin for the GEMM's rounding), the
-// ids under it listed, and the listed ids re-ranked exactly in FP32. No per-(query,
-// segment) selection state, so the distance tiles can be sized for L2, and the GEMMs can
-// run on tensor cores (bf16x3, 3xTF32) with results that are FP32's (benchs/NOTES.md).
+// ids and keys under it listed, and the listed ids that can still be among the k nearest
+// (a key within twice the proven key error of the k-th listed key: kernels/RerankBand.h)
+// re-ranked exactly in FP32. No per-(query, segment) selection state, so the distance
+// tiles can be sized for L2, and the GEMMs can run on tensor cores (bf16x3, 3xTF32) with
+// results that are FP32's (benchs/NOTES.md).
 #pragma once
 
 #include <cstddef>
