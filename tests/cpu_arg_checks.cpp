@@ -118,6 +118,8 @@ TEST(FlatThresholdPlan, FitsHalfTheBudgetAndSizesTheSampleByK) {
                                 continue;
                             }
                             EXPECT_LE(p.bytes, budget / 2);
+                            // Each listed slot of the group: a 4-byte id and its key.
+                            EXPECT_GE(p.bytes, size_t(p.queryGroup) * p.capacity * 8);
                             EXPECT_GE(p.capacity, std::max<int64_t>(1024, std::min(32 * k, 32768)));
                             EXPECT_GE(p.sampleRows, std::min<int64_t>(nb, k));
                             EXPECT_LE(p.sampleRows * p.sampleStride, nb);
