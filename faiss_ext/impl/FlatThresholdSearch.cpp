@@ -61,7 +61,11 @@ FlatThresholdPlan planFlatThreshold(
     const size_t perQuery = size_t(p.capacity) * 8 + 20 + splitRow;
     const size_t rerankRow = size_t(p.capacity) * (sizeof(float) + sizeof(int64_t));
     const size_t budget = budgetBytes / 2;
-    for (int64_t g = std::min(nq, kMaxQueryGroup);; g = (g + 1) / 2) {
+    // Groups of equal size, as few as fit: each group splits and streams the whole base
+    // again. Their count grows by an eighth a step (a few dozen steps from one group to
+    // thousands).
+    for (int64_t parts = divUp(nq, kMaxQueryGroup);; parts = std::max(parts + 1, parts * 9 / 8)) {
+        const int64_t g = divUp(nq, parts);
         const int64_t qt = std::min(g, tiles.maxQueryTile);
         const int64_t rr = std::min<int64_t>(g, std::max<size_t>(1, kRerankBytes / rerankRow));
         // The tile's keys and its base split: each within kDistTileBytes.

@@ -30,7 +30,7 @@ struct FlatThresholdPlan {
     int64_t capacity = 0;     ///< ids listed per query (more: re-searched by the tiles path)
     int64_t sampleRows = 0;   ///< sampled base rows: 0, stride, 2 stride, ...
     int64_t sampleStride = 0; ///< base rows between two sampled ones
-    int64_t queryGroup = 0;   ///< queries whose lists are held at once
+    int64_t queryGroup = 0;   ///< queries whose lists are held at once (groups of equal size)
     int64_t queryTile = 0;    ///< queries per GEMM
     int64_t rerankRows = 0;   ///< queries of the group re-ranked at once
     int64_t baseTile = 0;     ///< base vectors per GEMM
