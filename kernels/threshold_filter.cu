@@ -205,7 +205,8 @@ __global__ void rerankBandLimitsKernel(
     }
 }
 
-/// 8 warps, each takes 32 listed slots in turn and re-ranks those inside the band.
+/// 8 warps, each reads 32 listed slots (an id and key a lane) and re-ranks, one after
+/// the other, those inside the band.
 constexpr int kRerankThreads = 256;
 
 __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
@@ -221,31 +222,28 @@ __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
         float* outD,
         int64_t* outI) {
     const int64_t r = blockIdx.y;
-    const int64_t j0 = int64_t(blockIdx.x) * kRerankThreads;
     const int64_t listed = counts[r];
     const int64_t count = listed < capacity ? listed : capacity;
-    const int64_t pad = j0 + threadIdx.x;
-    if (pad < capacity && pad >= count) {
-        outD[r * capacity + pad] = CUDART_INF_F;
-        outI[r * capacity + pad] = -1;
-    }
     const int warp = threadIdx.x / 32;
     const int lane = threadIdx.x & 31;
+    const int64_t first = int64_t(blockIdx.x) * kRerankThreads + warp * 32;
+    const int64_t slot = first + lane;
+    // Slots past the count, and listed ids outside the band (they cannot be among the
+    // k nearest), get +inf.
+    bool inBand = false;
+    int32_t myId = -1;
+    if (slot < count) {
+        inBand = keys[r * capacity + slot] <= limits[r];
+        myId = ids[r * capacity + slot];
+    }
+    if (slot < capacity && !inBand) {
+        outD[r * capacity + slot] = CUDART_INF_F;
+        outI[r * capacity + slot] = -1;
+    }
     const float* q = queries + r * d;
-    const float limit = limits[r];
-    for (int s = 0; s < 32; ++s) {
-        const int64_t j = j0 + warp * 32 + s;
-        if (j >= count) {
-            break;
-        }
-        if (keys[r * capacity + j] > limit) { // outside the band: cannot be among the k
-            if (lane == 0) {
-                outD[r * capacity + j] = CUDART_INF_F;
-                outI[r * capacity + j] = -1;
-            }
-            continue;
-        }
-        const int32_t id = ids[r * capacity + j];
+    for (unsigned todo = __ballot_sync(kFullMask, inBand); todo != 0; todo &= todo - 1) {
+        const int src = __ffs(todo) - 1;
+        const int32_t id = __shfl_sync(kFullMask, myId, src);
         const float* b = base + int64_t(id) * d;
         float acc = 0.f;
         for (int i = lane; i < d; i += 32) {
@@ -260,8 +258,8 @@ __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
             acc += __shfl_xor_sync(kFullMask, acc, off);
         }
         if (lane == 0) {
-            outD[r * capacity + j] = l2 ? acc : -acc;
-            outI[r * capacity + j] = id;
+            outD[r * capacity + first + src] = l2 ? acc : -acc;
+            outI[r * capacity + first + src] = id;
         }
     }
 }
