@@ -1,6 +1,7 @@
 // Host entry points of the flat search's threshold path (impl/FlatThresholdSearch.h): a
-// per-query key threshold with a proven error margin, a filter that keeps the ids of the
-// keys under it, and an exact FP32 re-rank of the kept ids.
+// per-query key threshold with a proven error margin, a filter that keeps the ids and keys
+// under it, and an exact FP32 re-rank of the kept ids that can still be among the k
+// nearest (RerankBand.h).
 #pragma once
 
 #include <cstdint>
@@ -57,9 +58,10 @@ void keyThresholds(
 
 /// For each row r < nrows and column c < ncols of the key tile dist (row-major, ldDist),
 /// key = dist[r * ldDist + c] + (colBias ? colBias[c] : 0): when key <= thresholds[r],
-/// appends idBase + c to row r's list ids[r * capacity + ...] (order unspecified) and
-/// counts it in counts[r]; counts past capacity are counted but not stored. With allow
-/// (a bitmap over ids, kernels/IdFilter.h) only ids whose bit is set are listed.
+/// appends idBase + c to row r's list ids[r * capacity + ...] (order unspecified), its
+/// key to keys[] at the same slot, and counts it in counts[r]; counts past capacity are
+/// counted but not stored. With allow (a bitmap over ids, kernels/IdFilter.h) only ids
+/// whose bit is set are listed.
 void appendUnderThreshold(
         const float* dist,
         int64_t ldDist,
@@ -70,19 +72,46 @@ void appendUnderThreshold(
         const uint32_t* allow,
         int32_t idBase,
         int32_t* ids,
+        float* keys,
         int64_t capacity,
         uint32_t* counts,
         cudaStream_t stream);
 
-/// For each row r < nrows, the exact keys of its min(counts[r], capacity) listed ids:
-/// sum_j (q_j - b_j)^2 (l2) or -sum_j q_j b_j, in FP32, to outD / outI (row r at
-/// r * capacity; slots past the count get +inf and id -1).
+/// keys[r * capacity + j] = +inf for min(counts[r], capacity) <= j < capacity, r < nrows:
+/// a listed row padded for a selection over all its slots.
+void padListedKeys(
+        float* keys,
+        const uint32_t* counts,
+        int64_t nrows,
+        int64_t capacity,
+        cudaStream_t stream);
+
+/// limits[r] = rerankBandLimit (RerankBand.h) for r < n: kthKeys[r * ldKth] is query r's
+/// k-th smallest listed key, queryNorms[r] its squared norm, keyBound the main pass's
+/// bound, d the dimension (the re-rank's rounding). maxBaseNorm: one device float.
+void rerankBandLimits(
+        const float* kthKeys,
+        int64_t ldKth,
+        int64_t n,
+        const float* queryNorms,
+        const float* maxBaseNorm,
+        KeyErrorBound keyBound,
+        int d,
+        bool l2,
+        float* limits,
+        cudaStream_t stream);
+
+/// For each row r < nrows, the exact keys of those of its min(counts[r], capacity) listed
+/// ids whose listed key is at most limits[r]: sum_j (q_j - b_j)^2 (l2) or -sum_j q_j b_j,
+/// in FP32, to outD / outI (row r at r * capacity; the other slots get +inf and id -1).
 void rerankListed(
         const float* queries,
         const float* base,
         int d,
         bool l2,
         const int32_t* ids,
+        const float* keys,
+        const float* limits,
         const uint32_t* counts,
         int64_t nrows,
         int64_t capacity,

@@ -8,6 +8,7 @@
 #include <faiss_ext/utils/CudaCheck.h>
 #include <faiss_ext/utils/MathUtils.h>
 
+#include "RerankBand.h"
 #include "ThresholdFilter.h"
 
 namespace faiss_ext {
@@ -64,9 +65,7 @@ __global__ void keyThresholdsKernel(
     if (r >= n) {
         return;
     }
-    const float qb = sqrtf(fmaxf(queryNorms[r], 0.f)) * sqrtf(*maxBaseNorm);
-    const float e = l2 ? 2.f * bound.dotRel * qb + bound.normRel * (*maxBaseNorm + 2.f * qb)
-                       : (bound.dotRel + bound.normRel) * qb;
+    const float e = keyErrorOf(bound, queryNorms[r], *maxBaseNorm, l2);
     const float qn = fmaxf(queryNorms[r], 0.f);
     const float dist = kth[r * ldKth];
     const float key = l2 ? dist - qn : -dist;
@@ -101,8 +100,8 @@ __device__ __forceinline__ void loadColumns(const float* p, bool whole, int64_t 
 
 /// Each thread owns kCols consecutive columns (4: one float4 load a row, when the rows
 /// are 16-byte aligned) of kFilterRows rows. A row's key passes when key + bias <=
-/// threshold and its id is allowed; the survivors (rare) are appended with one atomic a
-/// warp and a row.
+/// threshold and its id is allowed; the survivors (rare) are appended, id and key, with
+/// one atomic a warp and a row.
 template <int kCols>
 __global__ void __launch_bounds__(kFilterThreads) appendUnderThresholdKernel(
         const float* dist,
@@ -114,6 +113,7 @@ __global__ void __launch_bounds__(kFilterThreads) appendUnderThresholdKernel(
         const uint32_t* allow,
         int32_t idBase,
         int32_t* ids,
+        float* keys,
         int64_t capacity,
         uint32_t* counts) {
     const int64_t c = (int64_t(blockIdx.x) * kFilterThreads + threadIdx.x) * kCols;
@@ -146,7 +146,8 @@ __global__ void __launch_bounds__(kFilterThreads) appendUnderThresholdKernel(
         unsigned pass = 0;
 #pragma unroll
         for (int j = 0; j < kCols; ++j) {
-            pass |= unsigned(key[j] + bias[j] <= t) << j;
+            key[j] += bias[j];
+            pass |= unsigned(key[j] <= t) << j;
         }
         pass &= usable;
         // Survivors are rare (about C / 4 of a query's nb keys): most warps go on here.
@@ -170,13 +171,43 @@ __global__ void __launch_bounds__(kFilterThreads) appendUnderThresholdKernel(
                 const int64_t pos = int64_t(first) + __popc(m & ((1u << lane) - 1u));
                 if (pos < capacity) {
                     ids[r * capacity + pos] = idBase + int32_t(c + j);
+                    keys[r * capacity + pos] = key[j];
                 }
             }
         }
     }
 }
 
-constexpr int kRerankThreads = 256; ///< 8 warps, each re-ranks 32 listed ids in turn
+constexpr int kPadThreads = 256;
+
+__global__ void padListedKeysKernel(float* keys, const uint32_t* counts, int64_t capacity) {
+    const int64_t r = blockIdx.y;
+    const int64_t j = int64_t(blockIdx.x) * kPadThreads + threadIdx.x;
+    if (j < capacity && j >= int64_t(counts[r])) {
+        keys[r * capacity + j] = CUDART_INF_F;
+    }
+}
+
+__global__ void rerankBandLimitsKernel(
+        const float* kthKeys,
+        int64_t ldKth,
+        int64_t n,
+        const float* queryNorms,
+        const float* maxBaseNorm,
+        KeyErrorBound keyBound,
+        float rerankRel,
+        bool l2,
+        float* limits) {
+    const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (r < n) {
+        limits[r] = rerankBandLimit(
+                kthKeys[r * ldKth], queryNorms[r], *maxBaseNorm, keyBound, rerankRel, l2);
+    }
+}
+
+/// 8 warps, each reads 32 listed slots (an id and key a lane) and re-ranks, one after
+/// the other, those inside the band.
+constexpr int kRerankThreads = 256;
 
 __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
         const float* queries,
@@ -184,28 +215,35 @@ __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
         int d,
         bool l2,
         const int32_t* ids,
+        const float* keys,
+        const float* limits,
         const uint32_t* counts,
         int64_t capacity,
         float* outD,
         int64_t* outI) {
     const int64_t r = blockIdx.y;
-    const int64_t j0 = int64_t(blockIdx.x) * kRerankThreads;
     const int64_t listed = counts[r];
     const int64_t count = listed < capacity ? listed : capacity;
-    const int64_t pad = j0 + threadIdx.x;
-    if (pad < capacity && pad >= count) {
-        outD[r * capacity + pad] = CUDART_INF_F;
-        outI[r * capacity + pad] = -1;
-    }
     const int warp = threadIdx.x / 32;
     const int lane = threadIdx.x & 31;
+    const int64_t first = int64_t(blockIdx.x) * kRerankThreads + warp * 32;
+    const int64_t slot = first + lane;
+    // Slots past the count, and listed ids outside the band (they cannot be among the
+    // k nearest), get +inf.
+    bool inBand = false;
+    int32_t myId = -1;
+    if (slot < count) {
+        inBand = keys[r * capacity + slot] <= limits[r];
+        myId = ids[r * capacity + slot];
+    }
+    if (slot < capacity && !inBand) {
+        outD[r * capacity + slot] = CUDART_INF_F;
+        outI[r * capacity + slot] = -1;
+    }
     const float* q = queries + r * d;
-    for (int s = 0; s < 32; ++s) {
-        const int64_t j = j0 + warp * 32 + s;
-        if (j >= count) {
-            break;
-        }
-        const int32_t id = ids[r * capacity + j];
+    for (unsigned todo = __ballot_sync(kFullMask, inBand); todo != 0; todo &= todo - 1) {
+        const int src = __ffs(todo) - 1;
+        const int32_t id = __shfl_sync(kFullMask, myId, src);
         const float* b = base + int64_t(id) * d;
         float acc = 0.f;
         for (int i = lane; i < d; i += 32) {
@@ -220,8 +258,8 @@ __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
             acc += __shfl_xor_sync(kFullMask, acc, off);
         }
         if (lane == 0) {
-            outD[r * capacity + j] = l2 ? acc : -acc;
-            outI[r * capacity + j] = id;
+            outD[r * capacity + first + src] = l2 ? acc : -acc;
+            outI[r * capacity + first + src] = id;
         }
     }
 }
@@ -353,6 +391,7 @@ void appendUnderThreshold(
         const uint32_t* allow,
         int32_t idBase,
         int32_t* ids,
+        float* keys,
         int64_t capacity,
         uint32_t* counts,
         cudaStream_t stream) {
@@ -367,14 +406,48 @@ void appendUnderThreshold(
     if (aligned) {
         const dim3 grid(unsigned(divUp<int64_t>(ncols, kFilterThreads * 4)), unsigned(rowBlocks));
         appendUnderThresholdKernel<4><<<grid, kFilterThreads, 0, stream>>>(
-                dist, ldDist, nrows, ncols, colBias, thresholds, allow, idBase, ids, capacity,
+                dist, ldDist, nrows, ncols, colBias, thresholds, allow, idBase, ids, keys, capacity,
                 counts);
     } else {
         const dim3 grid(unsigned(divUp<int64_t>(ncols, kFilterThreads)), unsigned(rowBlocks));
         appendUnderThresholdKernel<1><<<grid, kFilterThreads, 0, stream>>>(
-                dist, ldDist, nrows, ncols, colBias, thresholds, allow, idBase, ids, capacity,
+                dist, ldDist, nrows, ncols, colBias, thresholds, allow, idBase, ids, keys, capacity,
                 counts);
     }
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+void padListedKeys(
+        float* keys,
+        const uint32_t* counts,
+        int64_t nrows,
+        int64_t capacity,
+        cudaStream_t stream) {
+    if (nrows == 0) {
+        return;
+    }
+    FAISS_THROW_IF_NOT_FMT(nrows <= 65535, "padListedKeys: %lld rows", (long long)nrows);
+    const dim3 grid(unsigned(divUp<int64_t>(capacity, kPadThreads)), unsigned(nrows));
+    padListedKeysKernel<<<grid, kPadThreads, 0, stream>>>(keys, counts, capacity);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+void rerankBandLimits(
+        const float* kthKeys,
+        int64_t ldKth,
+        int64_t n,
+        const float* queryNorms,
+        const float* maxBaseNorm,
+        KeyErrorBound keyBound,
+        int d,
+        bool l2,
+        float* limits,
+        cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    rerankBandLimitsKernel<<<blocksFor(n, 256), 256, 0, stream>>>(
+            kthKeys, ldKth, n, queryNorms, maxBaseNorm, keyBound, rerankErrorRel(d), l2, limits);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -384,6 +457,8 @@ void rerankListed(
         int d,
         bool l2,
         const int32_t* ids,
+        const float* keys,
+        const float* limits,
         const uint32_t* counts,
         int64_t nrows,
         int64_t capacity,
@@ -396,7 +471,7 @@ void rerankListed(
     FAISS_THROW_IF_NOT_FMT(nrows <= 65535, "rerankListed: %lld rows", (long long)nrows);
     const dim3 grid(unsigned(divUp<int64_t>(capacity, kRerankThreads)), unsigned(nrows));
     rerankListedKernel<<<grid, kRerankThreads, 0, stream>>>(
-            queries, base, d, l2, ids, counts, capacity, outD, outI);
+            queries, base, d, l2, ids, keys, limits, counts, capacity, outD, outI);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -11,6 +11,7 @@
 #include <faiss_ext/impl/FlatRadixSearch.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatThresholdSearch.h>
+#include <faiss_ext/utils/MathUtils.h>
 
 using namespace faiss_ext;
 
@@ -118,12 +119,17 @@ TEST(FlatThresholdPlan, FitsHalfTheBudgetAndSizesTheSampleByK) {
                                 continue;
                             }
                             EXPECT_LE(p.bytes, budget / 2);
+                            // Each listed slot of the group: a 4-byte id and its key.
+                            EXPECT_GE(p.bytes, size_t(p.queryGroup) * p.capacity * 8);
                             EXPECT_GE(p.capacity, std::max<int64_t>(1024, std::min(32 * k, 32768)));
                             EXPECT_GE(p.sampleRows, std::min<int64_t>(nb, k));
                             EXPECT_LE(p.sampleRows * p.sampleStride, nb);
                             EXPECT_GE(p.sampleStride, 1);
                             EXPECT_GE(p.queryGroup, 1);
                             EXPECT_LE(p.queryGroup, nq);
+                            // Groups of equal size: the last one at most `groups` short.
+                            const int64_t groups = divUp(nq, p.queryGroup);
+                            EXPECT_GE(nq - (groups - 1) * p.queryGroup, p.queryGroup - groups);
                             EXPECT_LE(p.queryTile, p.queryGroup);
                             EXPECT_GE(p.rerankRows, 1);
                             EXPECT_LE(p.rerankRows, p.queryGroup);
@@ -134,6 +140,18 @@ TEST(FlatThresholdPlan, FitsHalfTheBudgetAndSizesTheSampleByK) {
             }
         }
     }
+}
+
+TEST(FlatThresholdPlan, FewGroupsAtLargeK) {
+    // 1M x 128 at k 1024 (bf16x3, 1 GiB): 8-byte listed slots of 32768 ids a query leave
+    // room for ~900 queries; halving the batch gave 16 groups of 625.
+    const FlatThresholdPlan p = planFlatThreshold(
+            10000, 1000000, 128, 1024, kernels::GemmProduct::kBF16x3, size_t(1) << 30);
+    EXPECT_LE(divUp<int64_t>(10000, p.queryGroup), 12);
+    // 500K x 768 at k 1024: 32 groups of 313 by halving.
+    const FlatThresholdPlan q = planFlatThreshold(
+            10000, 500000, 768, 1024, kernels::GemmProduct::kBF16x3, size_t(1) << 30);
+    EXPECT_LE(divUp<int64_t>(10000, q.queryGroup), 28);
 }
 
 TEST(FlatThresholdPlan, AutomaticChoiceNeedsABatchAndABase) {

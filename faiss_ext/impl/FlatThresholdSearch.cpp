@@ -25,7 +25,7 @@ constexpr int64_t kMaxCapacity = 32768;
 /// The filter kernel's grid holds this many queries.
 constexpr int64_t kMaxQueryGroup = 65535;
 /// The re-ranked keys and ids (12 bytes a listed id) are held for a slice of the group
-/// of at most this many bytes; the group itself keeps only the 4-byte ids.
+/// of at most this many bytes; the group itself keeps only the listed ids and keys.
 constexpr size_t kRerankBytes = size_t(64) << 20;
 
 int64_t capacityFor(int k) {
@@ -56,11 +56,16 @@ FlatThresholdPlan planFlatThreshold(
     // The sample's vectors, norms and (filtered search) allowed bits.
     const size_t sampleBytes =
             size_t(p.sampleRows) * (d + 1) * sizeof(float) + size_t(p.sampleRows) / 8 + 4;
-    // Listed ids (4 bytes), count, threshold, |q|^2, overflow row (20), the query's split.
-    const size_t perQuery = size_t(p.capacity) * 4 + 20 + splitRow;
+    // Listed ids and keys (8 bytes), count, threshold, |q|^2, overflow row (20), the
+    // query's split.
+    const size_t perQuery = size_t(p.capacity) * 8 + 20 + splitRow;
     const size_t rerankRow = size_t(p.capacity) * (sizeof(float) + sizeof(int64_t));
     const size_t budget = budgetBytes / 2;
-    for (int64_t g = std::min(nq, kMaxQueryGroup);; g = (g + 1) / 2) {
+    // Groups of equal size, as few as fit: each group splits and streams the whole base
+    // again. Their count grows by an eighth a step (a few dozen steps from one group to
+    // thousands).
+    for (int64_t parts = divUp(nq, kMaxQueryGroup);; parts = std::max(parts + 1, parts * 9 / 8)) {
+        const int64_t g = divUp(nq, parts);
         const int64_t qt = std::min(g, tiles.maxQueryTile);
         const int64_t rr = std::min<int64_t>(g, std::max<size_t>(1, kRerankBytes / rerankRow));
         // The tile's keys and its base split: each within kDistTileBytes.
@@ -125,6 +130,9 @@ void flatSearchThreshold(
             budgetBytes, (long long)in.nb, d, k);
     const size_t restBudget = budgetBytes - p.bytes;
     const int64_t C = p.capacity;
+    // The bound of a listed key (the main pass's), and of the threshold's margin (the
+    // sample's k-th key too).
+    const kernels::KeyErrorBound keyBound = kernels::keyErrorBound(d, product);
 
     // The sample (every sampleStride-th base row) and the largest base norm.
     auto sample = res.alloc<float>(size_t(p.sampleRows) * d);
@@ -145,12 +153,13 @@ void flatSearchThreshold(
     // main pass); the threshold's margin covers both its error and the main pass's.
     const GpuFlatPrecision samplePrecision =
             split ? GpuFlatPrecision::kTF32x3 : GpuFlatPrecision::kFloat32;
-    const kernels::KeyErrorBound bound = kernels::keyErrorBound(
-                                                 d,
-                                                 flatGemmProduct(
-                                                         samplePrecision, FlatSearchPath::kTiles,
-                                                         res.computeCapabilityMajor())) +
-            kernels::keyErrorBound(d, product);
+    const kernels::KeyErrorBound thresholdBound =
+            kernels::keyErrorBound(
+                    d,
+                    flatGemmProduct(
+                            samplePrecision, FlatSearchPath::kTiles,
+                            res.computeCapabilityMajor())) +
+            keyBound;
     FlatSearchInput sampleIn = in;
     sampleIn.base = sample.data();
     sampleIn.baseNorms = l2 ? sampleNorms.data() : nullptr;
@@ -167,6 +176,7 @@ void flatSearchThreshold(
 
     const int64_t G = p.queryGroup;
     auto ids = res.alloc<int32_t>(size_t(G) * C);
+    auto listedKeys = res.alloc<float>(size_t(G) * C);
     auto counts = res.alloc<uint32_t>(size_t(G));
     auto thresholds = res.alloc<float>(size_t(G));
     auto qNorms = res.alloc<float>(size_t(G));
@@ -192,8 +202,8 @@ void flatSearchThreshold(
         flatSearchTiles(res, sampleIn, k, restBudget, gD, gI);
         kernels::rowSquaredNorms(q, ng, d, qNorms.data(), stream);
         kernels::keyThresholds(
-                gD + (k - 1), k, ng, qNorms.data(), maxNorm.data(), bound, l2, thresholds.data(),
-                stream);
+                gD + (k - 1), k, ng, qNorms.data(), maxNorm.data(), thresholdBound, l2,
+                thresholds.data(), stream);
         // 2. Every base tile against the thresholds.
         FAISS_EXT_CUDA_CHECK(
                 cudaMemsetAsync(counts.data(), 0, size_t(ng) * sizeof(uint32_t), stream));
@@ -219,17 +229,34 @@ void flatSearchThreshold(
                         dist.data());
                 kernels::appendUnderThreshold(
                         dist.data(), nbt, nqt, nbt, l2 ? in.baseNorms + b0 : nullptr,
-                        thresholds.data() + q0, in.allow, int32_t(b0), ids.data() + q0 * C, C,
-                        counts.data() + q0, stream);
+                        thresholds.data() + q0, in.allow, int32_t(b0), ids.data() + q0 * C,
+                        listedKeys.data() + q0 * C, C, counts.data() + q0, stream);
             }
         }
-        // 3. The listed ids re-ranked exactly, then the k best of each list, a slice of
-        // the group at a time.
+        // 3. A slice of the group at a time: each query's k-th listed key (into its
+        // results, overwritten below) and its band's limit (over its threshold, used up);
+        // the listed ids inside the band re-ranked exactly, then the k best of each list.
         for (int64_t r0 = 0; r0 < ng; r0 += p.rerankRows) {
             const int64_t nr = std::min(p.rerankRows, ng - r0);
+            float* rowKeys = listedKeys.data() + r0 * C;
+            kernels::padListedKeys(rowKeys, counts.data() + r0, nr, C, stream);
+            kernels::SelectRowsArgs kth;
+            kth.dist = rowKeys;
+            kth.ldDist = C;
+            kth.nrows = nr;
+            kth.ncols = C;
+            kth.k = k;
+            kth.outD = gD + r0 * k;
+            kth.outI = gI + r0 * k;
+            kth.ldOut = k;
+            kernels::selectRowsMin(kth, stream);
+            float* limits = thresholds.data() + r0;
+            kernels::rerankBandLimits(
+                    gD + r0 * k + (k - 1), k, nr, qNorms.data() + r0, maxNorm.data(), keyBound, d,
+                    l2, limits, stream);
             kernels::rerankListed(
-                    q + r0 * d, in.base, d, l2, ids.data() + r0 * C, counts.data() + r0, nr, C,
-                    keys.data(), keyIds.data(), stream);
+                    q + r0 * d, in.base, d, l2, ids.data() + r0 * C, rowKeys, limits,
+                    counts.data() + r0, nr, C, keys.data(), keyIds.data(), stream);
             kernels::SelectRowsArgs sel;
             sel.dist = keys.data();
             sel.ldDist = C;

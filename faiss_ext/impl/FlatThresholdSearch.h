@@ -1,9 +1,11 @@
 // The flat search's threshold path: each query's k-th distance over an evenly spaced
 // sample of the base bounds its true k-th from above; GEMM tiles of the whole base are
 // then only compared with that bound (plus a proven margin for the GEMM's rounding), the
-// ids under it listed, and the listed ids re-ranked exactly in FP32. No per-(query,
-// segment) selection state, so the distance tiles can be sized for L2, and the GEMMs can
-// run on tensor cores (bf16x3, 3xTF32) with results that are FP32's (benchs/NOTES.md).
+// ids and keys under it listed, and the listed ids that can still be among the k nearest
+// (a key within twice the proven key error of the k-th listed key: kernels/RerankBand.h)
+// re-ranked exactly in FP32. No per-(query, segment) selection state, so the distance
+// tiles can be sized for L2, and the GEMMs can run on tensor cores (bf16x3, 3xTF32) with
+// results that are FP32's (benchs/NOTES.md).
 #pragma once
 
 #include <cstddef>
@@ -28,7 +30,7 @@ struct FlatThresholdPlan {
     int64_t capacity = 0;     ///< ids listed per query (more: re-searched by the tiles path)
     int64_t sampleRows = 0;   ///< sampled base rows: 0, stride, 2 stride, ...
     int64_t sampleStride = 0; ///< base rows between two sampled ones
-    int64_t queryGroup = 0;   ///< queries whose lists are held at once
+    int64_t queryGroup = 0;   ///< queries whose lists are held at once (groups of equal size)
     int64_t queryTile = 0;    ///< queries per GEMM
     int64_t rerankRows = 0;   ///< queries of the group re-ranked at once
     int64_t baseTile = 0;     ///< base vectors per GEMM
