@@ -171,10 +171,14 @@ __global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) 
                 bT[cg * 4 + 3][vi] = x.w;
             }
             __syncthreads();
+            // Threads whose 4 queries are all past the group's last one (a list's last
+            // group is partly empty) skip the products: whole warps of them leave the
+            // FP32 pipes to the other warps of the SM.
+            const int cEnd = 4 * ty < gCount ? kChunk : 0;
             // Even components into acc0, odd into acc1, in increasing order: the same
             // operations as the per-query scan, so both paths give the same bits.
 #pragma unroll 2
-            for (int c = 0; c < kChunk; c += 2) {
+            for (int c = 0; c < cEnd; c += 2) {
                 const float4 qa4 = *reinterpret_cast<const float4*>(&qT[c][4 * ty]);
                 const float4 qb4 = *reinterpret_cast<const float4*>(&qT[c + 1][4 * ty]);
                 const float4 ba0 = *reinterpret_cast<const float4*>(&bT[c][4 * tx]);
