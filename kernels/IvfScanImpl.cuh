@@ -104,6 +104,15 @@ __device__ inline int64_t rowId(const IvfScanArgs& a, int64_t q, int64_t col) {
 
 constexpr int kWarpScanWarps = kSelectThreads / 32;
 
+/// An empty candidate slot: k missing results (+inf, -1), written by threads first,
+/// first + stride, ...
+__device__ inline void writeEmptySlot(float* outD, int64_t* outI, int k, int first, int stride) {
+    for (int i = first; i < k; i += stride) {
+        outD[i] = CUDART_INF_F;
+        outI[i] = -1;
+    }
+}
+
 /// Writes one warp's selection (sorted keys, positions into the window) with their ids.
 template <typename Select>
 __device__ void writeWarpScanResults(
@@ -138,10 +147,7 @@ __global__ void __launch_bounds__(kSelectThreads)
 
     const RowWindow win = resolveWindow(a, q, slot);
     if (win.n < 0) {
-        for (int i = lane; i < a.k; i += 32) {
-            outD[i] = CUDART_INF_F;
-            outI[i] = -1;
-        }
+        writeEmptySlot(outD, outI, a.k, lane, 32);
         return;
     }
     // The product left +inf where the id filter removes a vector.

@@ -30,6 +30,7 @@ using scan::resolveWindow;
 using scan::rowId;
 using scan::RowWindow;
 using scan::ScanSlot;
+using scan::writeEmptySlot;
 
 constexpr int kOffsetThreads = 128; // 4 warps, one query each
 
@@ -85,10 +86,7 @@ __global__ void __launch_bounds__(kSelectThreads)
     int64_t* outI = a.candI + q * (a.chunksPerQuery * a.k) + slot * a.k;
     const RowWindow win = resolveWindow(a, q, slot);
     if (win.n < 0) {
-        for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
-            outD[i] = CUDART_INF_F;
-            outI[i] = -1;
-        }
+        writeEmptySlot(outD, outI, a.k, threadIdx.x, kSelectThreads);
         return;
     }
     BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
@@ -113,10 +111,7 @@ __global__ void __launch_bounds__(kSelectThreads)
 
     const ScanSlot ss = resolveSlot(a, q, slot);
     if (ss.n < 0) {
-        for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
-            outD[i] = CUDART_INF_F;
-            outI[i] = -1;
-        }
+        writeEmptySlot(outD, outI, a.k, threadIdx.x, kSelectThreads);
         return;
     }
     // blockSelectMin's first barrier orders the query writes before any load.

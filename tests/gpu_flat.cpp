@@ -11,11 +11,13 @@
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatStorage.h>
 
+#include "FlatTestUtil.h"
 #include "Synthetic.h"
 #include "TestUtil.h"
 
 using namespace faiss_ext;
 using faiss_ext::test::compareKnn;
+using faiss_ext::test::searchPath;
 
 namespace {
 
@@ -75,40 +77,6 @@ std::string describe(const FlatCase& c) {
             " d=" + std::to_string(c.d) + " k=" + std::to_string(c.k) +
             " metric=" + (c.metric == faiss::METRIC_L2 ? "L2" : "IP") +
             " seed=" + std::to_string(c.seed);
-}
-
-/// flatSearch on `path` in precision p over base rows xb (host), results to the host.
-void searchPath(
-        GpuResources& res,
-        const std::vector<float>& xb,
-        const std::vector<float>& xq,
-        int d,
-        int k,
-        faiss::MetricType metric,
-        FlatSearchPath path,
-        GpuFlatPrecision p,
-        std::vector<float>& D,
-        std::vector<int64_t>& I) {
-    const int64_t nb = int64_t(xb.size()) / d, nq = int64_t(xq.size()) / d;
-    FlatStorage base(res, d);
-    base.append(nb, xb.data());
-    auto q = res.alloc<float>(xq.size());
-    auto dDev = res.alloc<float>(size_t(nq) * k);
-    auto iDev = res.alloc<int64_t>(size_t(nq) * k);
-    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
-    FlatSearchInput in;
-    in.queries = q.data();
-    in.nq = nq;
-    in.base = base.vectors();
-    in.baseNorms = base.norms();
-    in.nb = nb;
-    in.d = d;
-    in.metric = metric;
-    in.precision = p;
-    in.path = path;
-    flatSearch(res, in, k, dDev.data(), iDev.data());
-    D = copyToHostVector(dDev.data(), size_t(nq) * k, res.stream());
-    I = copyToHostVector(iDev.data(), size_t(nq) * k, res.stream());
 }
 
 /// Every path (GpuIndexFlat's own choice, and each forced through flatSearch) in every

@@ -15,6 +15,7 @@
 #include <faiss_ext/impl/FlatThresholdSearch.h>
 #include <kernels/RerankBand.h>
 
+#include "FlatTestUtil.h"
 #include "TestUtil.h"
 
 using namespace faiss_ext;
@@ -38,38 +39,6 @@ std::vector<float> gridRows(int64_t n, std::mt19937_64& rng) {
         v = kScale * (kOffset + float(rng() % 32));
     }
     return out;
-}
-
-/// flatSearch forced onto the threshold path in precision p; results to the host.
-void searchThreshold(
-        GpuResources& res,
-        const std::vector<float>& xb,
-        const std::vector<float>& xq,
-        int k,
-        faiss::MetricType metric,
-        GpuFlatPrecision p,
-        std::vector<float>& D,
-        std::vector<int64_t>& I) {
-    const int64_t nb = int64_t(xb.size()) / kDim, nq = int64_t(xq.size()) / kDim;
-    FlatStorage base(res, kDim);
-    base.append(nb, xb.data());
-    auto q = res.alloc<float>(xq.size());
-    auto dDev = res.alloc<float>(size_t(nq) * k);
-    auto iDev = res.alloc<int64_t>(size_t(nq) * k);
-    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
-    FlatSearchInput in;
-    in.queries = q.data();
-    in.nq = nq;
-    in.base = base.vectors();
-    in.baseNorms = base.norms();
-    in.nb = nb;
-    in.d = kDim;
-    in.metric = metric;
-    in.precision = p;
-    in.path = FlatSearchPath::kThreshold;
-    flatSearch(res, in, k, dDev.data(), iDev.data());
-    D = copyToHostVector(dDev.data(), size_t(nq) * k, res.stream());
-    I = copyToHostVector(iDev.data(), size_t(nq) * k, res.stream());
 }
 
 /// The most ids any query lists: those whose exact key is under the sample's k-th key
@@ -158,7 +127,7 @@ TEST(GpuFlatSearch, ThresholdPathBandKeepsNearTiesAtLargeK) {
                         << (l2 ? "L2" : "IP") << " k=" << k << " precision " << int(p));
                 std::vector<float> D;
                 std::vector<int64_t> I;
-                searchThreshold(res, xb, xq, k, m, p, D, I);
+                test::searchPath(res, xb, xq, kDim, k, m, FlatSearchPath::kThreshold, p, D, I);
                 // A grid step is 1/9 of a squared distance (L2, ~100 at the k-th) and of a
                 // product (inner product, ~24000): the tolerances are well under one step.
                 EXPECT_EQ(compareKnn(refD, refI, D, I, kQueries, k, l2 ? 1e-5f : 1e-6f, 1e-3f), 0);

@@ -1,0 +1,52 @@
+// Helpers of the flat suites: one flatSearch on a forced path and precision.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <faiss/MetricType.h>
+
+#include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/utils/DeviceBuffer.h>
+
+namespace faiss_ext {
+namespace test {
+
+/// flatSearch on `path` in precision p over base rows xb (host), results to the host.
+inline void searchPath(
+        GpuResources& res,
+        const std::vector<float>& xb,
+        const std::vector<float>& xq,
+        int d,
+        int k,
+        faiss::MetricType metric,
+        FlatSearchPath path,
+        GpuFlatPrecision p,
+        std::vector<float>& D,
+        std::vector<int64_t>& I) {
+    const int64_t nb = int64_t(xb.size()) / d, nq = int64_t(xq.size()) / d;
+    FlatStorage base(res, d);
+    base.append(nb, xb.data());
+    auto q = res.alloc<float>(xq.size());
+    auto dDev = res.alloc<float>(size_t(nq) * k);
+    auto iDev = res.alloc<int64_t>(size_t(nq) * k);
+    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
+    FlatSearchInput in;
+    in.queries = q.data();
+    in.nq = nq;
+    in.base = base.vectors();
+    in.baseNorms = base.norms();
+    in.nb = nb;
+    in.d = d;
+    in.metric = metric;
+    in.precision = p;
+    in.path = path;
+    flatSearch(res, in, k, dDev.data(), iDev.data());
+    D = copyToHostVector(dDev.data(), size_t(nq) * k, res.stream());
+    I = copyToHostVector(iDev.data(), size_t(nq) * k, res.stream());
+}
+
+} // namespace test
+} // namespace faiss_ext
