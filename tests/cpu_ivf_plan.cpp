@@ -192,10 +192,10 @@ TEST(IvfPlan, ListMajorChosenWhenQueriesShareLists) {
     EXPECT_FALSE(p.listMajor);
     p = planIvfSearch(input(lengths, 1, 1, 10));
     EXPECT_FALSE(p.listMajor);
-    // The cut-off lies between 8 queries per list (per-query measured faster) and 16
+    // The cut-off lies between 4 queries per list (per-query measured faster) and 8
     // (list-major faster).
-    EXPECT_FALSE(planIvfSearch(input(lengths, 1024, 32, 10)).listMajor);
-    EXPECT_TRUE(planIvfSearch(input(lengths, 1024, 64, 10)).listMajor);
+    EXPECT_FALSE(planIvfSearch(input(lengths, 1024, 16, 10)).listMajor);
+    EXPECT_TRUE(planIvfSearch(input(lengths, 1024, 32, 10)).listMajor);
     // Forced either way.
     IvfPlanInput in = input(lengths, 1, 1, 10);
     in.scanPath = IvfScanPath::kListMajor;

@@ -20,9 +20,10 @@ constexpr int64_t kMaxGridRows = 65535;
 /// Auto picks the list-major scan from this many queries per non-empty list on average:
 /// below it a list tile is shared by too few queries to repay the distance buffer's
 /// write and read. Measured with both paths forced (bench_ivf_paths, H100, nlist 4096,
-/// k 10, SIFT and blobs alike): per-query / list-major time 0.59 at sharing 4, 0.88-0.90
-/// at 8, 0.95-1.00 at 9.8, 1.35-1.40 at 16.
-constexpr double kListMajorMinSharing = 12.0;
+/// k 10, SIFT and blobs alike; benchs/results/ivf_paths_h100_2026-11-26.md): per-query /
+/// list-major time 0.85-0.89 at sharing 2.4, 0.92-0.99 at 4, 1.41-1.45 at 8, 1.30-1.39 at
+/// 9.8, 2.15-2.19 at 16.
+constexpr double kListMajorMinSharing = 6.0;
 /// List-major candidate slots: windows of this many columns of a query's distance row.
 /// A warp selects over each (40K warps of 2048 keys at batch 10000, nprobe 32 on 1M x
 /// 128, nlist 4096: one wave and a half of an H100), and the merge reads 1 / 2048 of
