@@ -144,9 +144,17 @@ TEST(IvfPlan, EveryKAndNprobeFitsTheDefaultBudget) {
 TEST(IvfPlan, GiantListIsSplitIntoChunks) {
     std::vector<int64_t> lengths(100, 1000);
     lengths[7] = 1000000;
-    IvfSearchPlan p = planIvfSearch(input(lengths, 10000, 4, 10));
+    // The per-query scan: the giant list's chunks plus one for each other list.
+    IvfPlanInput perQuery = input(lengths, 10000, 4, 10);
+    perQuery.scanPath = IvfScanPath::kPerQuery;
+    IvfSearchPlan p = planIvfSearch(perQuery);
     EXPECT_LT(p.chunkLen, 1000000);
     EXPECT_GE(p.chunksPerQuery, (1000000 + p.chunkLen - 1) / p.chunkLen + 3);
+    // The list-major scan: windows of the longest row (kAuto's choice here).
+    p = planIvfSearch(input(lengths, 10000, 4, 10));
+    EXPECT_TRUE(p.listMajor);
+    EXPECT_GE(p.chunksPerQuery * p.chunkLen, 1000000 + 3 * 1000);
+    expectValid(input(lengths, 10000, 4, 10), p);
     // A forced chunk length is kept.
     IvfPlanInput in = input(lengths, 10, 4, 10);
     in.chunkOverride = 256;
