@@ -6,9 +6,10 @@
 // impl/IvfSearch.cpp): on uneven lists (real SIFT) the two sharings differ. A second
 // table forces the two merge paths (IvfMergePath) at small batches, k 10 and 100: the
 // data for kAuto's merge choice.
-// Usage: bench_ivf_paths [--sift DIR] [--merge-only] [nlist]
+// Usage: bench_ivf_paths [--sift DIR | --blobs N D] [--merge-only] [nlist]
 //   --sift DIR: base.bvecs (or .fvecs) and query.bvecs (or .fvecs) of DIR
-//   (benchs/datasets/README.md); default: bench_ivf's 1M x 128 blobs. nlist: 4096.
+//   (benchs/datasets/README.md); --blobs N D: N x D blobs (2000, spread 0.15); default:
+//   bench_ivf's 1M x 128 blobs. nlist: 4096.
 #include <sys/stat.h>
 #include <algorithm>
 #include <cstdio>
@@ -57,7 +58,7 @@ datasets::Matrix<float> readVectors(const std::string& dir, const std::string& s
     return f;
 }
 
-Data load(const char* siftDir) {
+Data load(const char* siftDir, int64_t blobsN, int blobsD) {
     Data data;
     if (siftDir != nullptr) {
         datasets::Matrix<float> base = readVectors(siftDir, "base");
@@ -70,8 +71,9 @@ Data load(const char* siftDir) {
         data.xq = std::move(query.data);
         return data;
     }
-    datasets::ClusteredSpec spec{1000000, 128, 2000, 0.15f, 7};
-    data.name = "1M x 128 blobs (2000 blobs, spread 0.15; bench_ivf's)";
+    datasets::ClusteredSpec spec{blobsN, blobsD, 2000, 0.15f, 7};
+    data.name = std::to_string(blobsN) + " x " + std::to_string(blobsD) +
+            " blobs (2000 blobs, spread 0.15; bench_ivf's at 1M x 128)";
     data.nb = spec.n;
     data.d = spec.d;
     data.xb = datasets::clustered(spec, 0);
@@ -192,9 +194,14 @@ int main(int argc, char** argv) {
     const char* siftDir = nullptr;
     bool mergeOnly = false;
     int64_t nlist = 4096;
+    int64_t blobsN = 1000000;
+    int blobsD = 128;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--sift") == 0 && i + 1 < argc) {
             siftDir = argv[++i];
+        } else if (std::strcmp(argv[i], "--blobs") == 0 && i + 2 < argc) {
+            blobsN = std::atoll(argv[++i]);
+            blobsD = std::atoi(argv[++i]);
         } else if (std::strcmp(argv[i], "--merge-only") == 0) {
             mergeOnly = true;
         } else {
@@ -205,7 +212,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_ivf_paths: no CUDA device found; this benchmark needs a GPU\n");
         return 2;
     }
-    const Data data = load(siftDir);
+    const Data data = load(siftDir, blobsN, blobsD);
     GpuResources res;
     bench::printDevice(res, bench::measureCeilings(res));
     std::printf(
