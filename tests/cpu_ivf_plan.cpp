@@ -204,12 +204,6 @@ TEST(IvfPlan, ListMajorChosenWhenQueriesShareLists) {
     // (list-major faster).
     EXPECT_FALSE(planIvfSearch(input(lengths, 1024, 16, 10)).listMajor);
     EXPECT_TRUE(planIvfSearch(input(lengths, 1024, 32, 10)).listMajor);
-    // At d = 768 from one query per list (the cut-off falls as 128 / d).
-    IvfPlanInput wide = input(lengths, 128, 32, 10);
-    wide.d = 768;
-    EXPECT_TRUE(planIvfSearch(wide).listMajor);
-    wide.nq = 32;
-    EXPECT_FALSE(planIvfSearch(wide).listMajor);
     // Forced either way.
     IvfPlanInput in = input(lengths, 1, 1, 10);
     in.scanPath = IvfScanPath::kListMajor;

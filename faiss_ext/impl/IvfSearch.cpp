@@ -22,10 +22,7 @@ constexpr int64_t kMaxGridRows = 65535;
 /// write and read. Measured with both paths forced (bench_ivf_paths, H100, nlist 4096,
 /// k 10, SIFT and blobs alike; benchs/results/ivf_paths_h100_2026-11-26.md): per-query /
 /// list-major time 0.85-0.89 at sharing 2.4, 0.92-0.99 at 4, 1.41-1.45 at 8, 1.30-1.39 at
-/// 9.8, 2.15-2.19 at 16. Above d = 128 the per-query scan's cost per vector grows
-/// faster than the list-major tile's, so the cut-off falls as 128 / d: on 500K x 768
-/// blobs (nlist 2048) list-major is 2.11x faster at sharing 1.0, 1.13x at 2.0 and 1.51x at
-/// 4.9, and 0.48x at 0.5 with nprobe 1 (ivf_paths_h100_2026-11-26.md).
+/// 9.8, 2.15-2.19 at 16.
 constexpr double kListMajorMinSharing = 6.0;
 /// List-major candidate slots: windows of this many columns of a query's distance row.
 /// A warp selects over each (40K warps of 2048 keys at batch 10000, nprobe 32 on 1M x
@@ -108,13 +105,12 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     switch (in.scanPath) {
         case IvfScanPath::kAuto: {
             // List-major pays when a tile of queries shares lists: on average at least
-            // kListMajorMinSharing x 128 / d queries per non-empty list within one tile.
+            // kListMajorMinSharing queries per non-empty list within one tile.
             const size_t bytes = perQuery(slotsFor(listMajorChunk, true), true);
             const int64_t tile =
                     std::min<int64_t>({in.nq, int64_t(budgetFor(true) / bytes), kMaxGridRows});
-            const double minSharing = kListMajorMinSharing * 128.0 / std::max(in.d, 128);
             p.listMajor = double(tile) * in.nprobe / double(std::max<int64_t>(nonEmpty, 1)) >=
-                    minSharing;
+                    kListMajorMinSharing;
             break;
         }
         case IvfScanPath::kPerQuery:
