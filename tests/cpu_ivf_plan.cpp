@@ -204,6 +204,12 @@ TEST(IvfPlan, ListMajorChosenWhenQueriesShareLists) {
     // (list-major faster).
     EXPECT_FALSE(planIvfSearch(input(lengths, 1024, 16, 10)).listMajor);
     EXPECT_TRUE(planIvfSearch(input(lengths, 1024, 32, 10)).listMajor);
+    // At d = 768 from 6 sqrt(128 / 768) = 2.45 queries per list.
+    IvfPlanInput wide = input(lengths, 128, 64, 10); // 2 queries per list
+    wide.d = 768;
+    EXPECT_FALSE(planIvfSearch(wide).listMajor);
+    wide.nprobe = 128; // 4
+    EXPECT_TRUE(planIvfSearch(wide).listMajor);
     // Forced either way.
     IvfPlanInput in = input(lengths, 1, 1, 10);
     in.scanPath = IvfScanPath::kListMajor;

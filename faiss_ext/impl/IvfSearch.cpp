@@ -1,6 +1,7 @@
 #include <faiss_ext/impl/IvfSearch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
 
@@ -22,7 +23,11 @@ constexpr int64_t kMaxGridRows = 65535;
 /// write and read. Measured with both paths forced (bench_ivf_paths, H100, nlist 4096,
 /// k 10, SIFT and blobs alike; benchs/results/ivf_paths_h100_2026-11-26.md): per-query /
 /// list-major time 0.85-0.89 at sharing 2.4, 0.92-0.99 at 4, 1.41-1.45 at 8, 1.30-1.39 at
-/// 9.8, 2.15-2.19 at 16.
+/// 9.8, 2.15-2.19 at 16. Above d = 128 it falls as sqrt(128 / d) (2.45 at d = 768): on
+/// compare_peers' 500K x 768 blobs (nlist 2048, batch 16-1024) list-major lost at 1-2
+/// queries per list and won at 4 (results/peers_clustered768_ivf_h100_2026-11-26.md
+/// against a run with the cut-off at 1), on bench_ivf_paths' 768-d blobs it won from 1
+/// (ivf_paths_h100_2026-11-26.md); the rule takes the more cautious of the two.
 constexpr double kListMajorMinSharing = 6.0;
 /// List-major candidate slots: windows of this many columns of a query's distance row.
 /// A warp selects over each (40K warps of 2048 keys at batch 10000, nprobe 32 on 1M x
@@ -105,12 +110,14 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     switch (in.scanPath) {
         case IvfScanPath::kAuto: {
             // List-major pays when a tile of queries shares lists: on average at least
-            // kListMajorMinSharing queries per non-empty list within one tile.
+            // kListMajorMinSharing queries per non-empty list within one tile (fewer above
+            // d = 128).
             const size_t bytes = perQuery(slotsFor(listMajorChunk, true), true);
             const int64_t tile =
                     std::min<int64_t>({in.nq, int64_t(budgetFor(true) / bytes), kMaxGridRows});
-            p.listMajor = double(tile) * in.nprobe / double(std::max<int64_t>(nonEmpty, 1)) >=
-                    kListMajorMinSharing;
+            const double minSharing = kListMajorMinSharing * std::sqrt(128.0 / std::max(in.d, 128));
+            p.listMajor =
+                    double(tile) * in.nprobe / double(std::max<int64_t>(nonEmpty, 1)) >= minSharing;
             break;
         }
         case IvfScanPath::kPerQuery:
