@@ -241,8 +241,9 @@ __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
         outI[r * capacity + slot] = -1;
     }
     const float* q = queries + r * d;
-    for (unsigned todo = __ballot_sync(kFullMask, inBand); todo != 0; todo &= todo - 1) {
-        const int src = __ffs(todo) - 1;
+    for (unsigned pending = __ballot_sync(kFullMask, inBand); pending != 0;
+         pending &= pending - 1) {
+        const int src = __ffs(pending) - 1;
         const int32_t id = __shfl_sync(kFullMask, myId, src);
         const float* b = base + int64_t(id) * d;
         float acc = 0.f;

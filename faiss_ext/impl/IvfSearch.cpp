@@ -245,7 +245,8 @@ void ivfSearch(
 
     auto coarseD = res.alloc<float>(size_t(tile) * nprobe);
     auto coarseI = res.alloc<int64_t>(size_t(tile) * nprobe);
-    auto offsets = res.alloc<int>(size_t(tile) * (nprobe + 1));
+    // Chunk offsets: the per-query scan's slots (the list-major ones are row windows).
+    auto offsets = res.alloc<int>(plan.listMajor ? 0 : size_t(tile) * (nprobe + 1));
     for (int64_t q0 = 0; q0 < nq; q0 += tile) {
         const int64_t m = std::min(tile, nq - q0);
         const float* q = queries + q0 * d;
@@ -254,7 +255,7 @@ void ivfSearch(
         coarse.queries = q;
         coarse.nq = m;
         flatSearch(res, coarse, nprobe, coarseD.data(), coarseI.data());
-        if (!plan.listMajor) { // the list-major slots are windows of the distance row
+        if (!plan.listMajor) {
             kernels::ivfChunkOffsets(
                     coarseI.data(), m, nprobe, in.lists->deviceLengths(), plan.chunkLen,
                     offsets.data(), stream);
@@ -270,7 +271,7 @@ void ivfSearch(
         scan.d = d;
         scan.coarse = coarseI.data();
         scan.nprobe = nprobe;
-        scan.offsets = offsets.data();
+        scan.offsets = plan.listMajor ? nullptr : offsets.data();
         scan.listData = in.lists->deviceData();
         scan.listIds = in.lists->deviceIds();
         scan.listLen = in.lists->deviceLengths();
