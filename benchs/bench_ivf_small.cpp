@@ -2,12 +2,15 @@
 // (GpuIndexIVFFlat::useSearchGraphs), in one process on one index: the host API's p50
 // latency (host queries in, results out) and the device time (CUDA events around
 // searchDevice on device queries), over nprobe 1..128 at k 10 and 100.
-// Usage: bench_ivf_small [n_base (1000000)] [nlist (4096)] [--profile nprobe k batch]
-// --profile: only three searches of that shape (any batch) between cudaProfilerStart and
-// cudaProfilerStop, for `ncu --profile-from-start off` (benchs/NOTES.md).
+// Usage: bench_ivf_small [n_base (1000000)] [nlist (4096)]
+//                        [--profile nprobe k batch [auto|per-query|list-major]]
+// --profile: only three searches of that shape (any batch, the scan path forced if named)
+// between cudaProfilerStart and cudaProfilerStop, for `ncu --profile-from-start off`
+// (benchs/NOTES.md).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <cuda_profiler_api.h>
@@ -36,7 +39,17 @@ int main(int argc, char** argv) {
     auto xb = datasets::clustered(spec, 0);
     spec.n = nqAll;
     auto xq = datasets::clustered(spec, 1);
-    GpuIndexIVFFlat index(res, d, nlist, faiss::METRIC_L2);
+    GpuIndexIVFFlatConfig config;
+    if (profile && argc > 7) {
+        const std::string path = argv[7];
+        FAISS_THROW_IF_NOT_FMT(
+                path == "auto" || path == "per-query" || path == "list-major",
+                "bench_ivf_small: unknown scan path '%s'", path.c_str());
+        config.scanPath = path == "per-query" ? IvfScanPath::kPerQuery
+                : path == "list-major"        ? IvfScanPath::kListMajor
+                                              : IvfScanPath::kAuto;
+    }
+    GpuIndexIVFFlat index(res, d, nlist, faiss::METRIC_L2, config);
     index.train(std::min<int64_t>(nb, 256 * nlist), xb.data());
     index.add(nb, xb.data());
     std::printf(

@@ -67,8 +67,8 @@ enum class IvfScanPath {
     kAuto,
     /// one block per (query, chunk of a probed list): each query reads its lists
     kPerQuery,
-    /// probes grouped by list on the device, one FP32 product per (128 list vectors,
-    /// 64 queries) into a distance buffer, then a warp (k <= 256) or block selection
+    /// probes grouped by list on the device, one FP32 product per (list tile, group of
+    /// 16-64 of its queries) into a distance buffer, then a warp (k <= 256) or block selection
     /// per (query, chunk) over it: each list tile is read once per group of queries
     kListMajor,
 };

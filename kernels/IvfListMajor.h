@@ -11,10 +11,6 @@
 namespace faiss_ext {
 namespace kernels {
 
-/// Queries and list vectors of one work item of the distance kernel.
-constexpr int kListMajorQueries = 64;
-constexpr int kListMajorVectors = 128;
-
 /// Device scratch of ivfGroupProbesByList for nlist lists and `pairs` (query, probe)
 /// pairs: counts, starts, cursors, per-list work and the grouped pairs.
 size_t ivfGroupScratchBytes(int64_t nlist, int64_t pairs);
@@ -26,8 +22,9 @@ struct IvfProbeGroups {
     const int* workStart = nullptr; ///< nlist + 1: first work item of each list
 };
 
-/// Groups the nq x nprobe probes of `coarse` (-1: none) by list; work items of a list:
-/// ceil(queries / kListMajorQueries) x ceil(length / kListMajorVectors).
+/// Groups the nq x nprobe probes of `coarse` (-1: none) by list; work items of a list
+/// probed by c queries: ceil(c / g) groups x ceil(length / (4096 / g)) tiles, with g the
+/// smallest of 16, 32 and 64 that holds c (64 above).
 IvfProbeGroups ivfGroupProbesByList(
         const int64_t* coarse,
         int64_t nq,

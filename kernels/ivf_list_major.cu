@@ -1,7 +1,8 @@
 // List-major IVF distances: the batch's probes grouped by list (counting sort, one-block
-// CUB scan of the per-list counts), then a persistent grid of 64-query x 128-vector product
-// tiles, each list tile read from memory once per group of 64 queries instead of once per
-// query.
+// CUB scan of the per-list counts), then a persistent grid of product tiles (a group of
+// 16-64 of a list's queries x 256-64 of its vectors), each list tile read from memory
+// once per group of queries instead of once per query.
+#include <cuda_pipeline.h>
 #include <math_constants.h>
 #include <cub/block/block_scan.cuh>
 
@@ -18,9 +19,16 @@ namespace kernels {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kG = kListMajorQueries;
-constexpr int kV = kListMajorVectors;
-constexpr int kChunk = 32; ///< components staged in shared memory per step
+constexpr int kMaxG = 64;  ///< most queries in a work item's group
+constexpr int kMaxV = 256; ///< most list vectors in a work item's tile
+constexpr int kChunk = 16; ///< components staged in shared memory per step
+
+/// Queries in each group of a list probed by `count` queries: the smallest of 16, 32 and
+/// 64 that holds them all (64 above). Each thread of a work item multiplies 4 queries by
+/// 4 vectors, so a group of g takes tiles of 4096 / g vectors.
+__device__ inline int listMajorGroup(int count) {
+    return count <= 16 ? 16 : count <= 32 ? 32 : kMaxG;
+}
 
 constexpr int kScanThreads = 1024;
 
@@ -86,8 +94,9 @@ __global__ void listWorkKernel(
         int* cursor) {
     const int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (l < nlist) {
-        const int64_t groups = (counts[l] + kG - 1) / kG;
-        const int64_t tiles = (listLen[l] + kV - 1) / kV;
+        const int g = listMajorGroup(counts[l]);
+        const int64_t groups = (counts[l] + g - 1) / g;
+        const int64_t tiles = (listLen[l] + 4096 / g - 1) / (4096 / g);
         work[l] = int(groups * tiles);
         cursor[l] = listStart[l];
     } else if (l == nlist) {
@@ -106,124 +115,184 @@ __global__ void scatterProbesKernel(
     }
 }
 
+/// One work item of the product: a group of a list's queries and a tile of its vectors.
+struct ListMajorItem {
+    int list;
+    int first;    ///< the list's first grouped pair
+    int nQueries; ///< queries probing the list
+    int g;        ///< queries a group (listMajorGroup)
+    int v;        ///< vectors a tile (4096 / g)
+    int g0;       ///< the group's first query among the list's
+    int gCount;   ///< queries in this group
+    int64_t v0;   ///< the tile's first vector
+    int vCount;   ///< vectors in this tile
+};
+
+__device__ inline ListMajorItem listMajorItem(const IvfListMajorArgs& a, int w) {
+    ListMajorItem it;
+    it.list = lastAtMost(a.groups.workStart, int(a.nlist), w);
+    it.first = a.groups.listStart[it.list];
+    it.nQueries = a.groups.listStart[it.list + 1] - it.first;
+    it.g = listMajorGroup(it.nQueries);
+    it.v = 4096 / it.g;
+    const int64_t len = a.listLen[it.list];
+    const int tiles = int((len + it.v - 1) / it.v);
+    const int local = w - a.groups.workStart[it.list];
+    it.g0 = (local / tiles) * it.g;
+    it.v0 = int64_t(local % tiles) * it.v;
+    it.gCount = min(it.g, it.nQueries - it.g0);
+    it.vCount = int(min(int64_t(it.v), len - it.v0));
+    return it;
+}
+
+/// The chunk `chunk` (kChunk components) of a work item's queries and list tile, copied
+/// asynchronously into one buffer: queries component by component (rows of any d), the
+/// tile as the interleaved lists' float4s; past d, the tile or the group: zeros.
+__device__ inline void loadChunk(
+        const IvfListMajorArgs& a,
+        const ListMajorItem& it,
+        const int* pairOf,
+        int chunk,
+        float4 (*qT)[kMaxG],
+        float4 (*vT)[kMaxV]) {
+    const int groups = ivfPaddedDim(a.d) / 4;
+    for (int idx = threadIdx.x; idx < it.g * kChunk; idx += kThreads) {
+        const int g = idx / kChunk;
+        const int c = idx % kChunk;
+        const int comp = chunk * kChunk + c;
+        float* dst = reinterpret_cast<float*>(&qT[c / 4][g]) + c % 4;
+        const int pair = pairOf[g];
+        if (pair >= 0 && comp < a.d) {
+            __pipeline_memcpy_async(dst, a.queries + int64_t(pair / a.nprobe) * a.d + comp, 4);
+        } else {
+            *dst = 0.f;
+        }
+    }
+    const float4* data = reinterpret_cast<const float4*>(a.listData[it.list]);
+    for (int idx = threadIdx.x; idx < it.v * (kChunk / 4); idx += kThreads) {
+        const int vi = idx % it.v;
+        const int gl = idx / it.v;
+        const int gi = chunk * (kChunk / 4) + gl;
+        const int64_t v = it.v0 + vi;
+        if (vi < it.vCount && gi < groups) {
+            __pipeline_memcpy_async(
+                    &vT[gl][vi],
+                    &data[(v >> 5) * (int64_t(32) * groups) + int64_t(gi) * 32 + (v & 31)],
+                    sizeof(float4));
+        } else {
+            vT[gl][vi] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    }
+    __pipeline_commit();
+}
+
+// At most 85 registers a thread, so that 3 blocks (24 warps) share an SM: the products
+// are latency-bound below that (2 blocks an SM issued 0.56 instructions a cycle).
 template <bool kInnerProduct>
-__global__ void __launch_bounds__(kThreads) listMajorKernel(IvfListMajorArgs a) {
-    // Component-major tiles: a thread's 4 queries (and 4 + 4 vectors) of one component
-    // are one 16-byte load each.
-    __shared__ __align__(16) float qT[kChunk][kG + 4];
-    __shared__ __align__(16) float bT[kChunk][kV + 4];
-    __shared__ int pairOf[kG];
-    const int tx = threadIdx.x % 16; // vectors 4 tx + j and kV / 2 + 4 tx + j
-    const int ty = threadIdx.x / 16; // queries 4 ty + i
-    const int dp = ivfPaddedDim(a.d);
-    const int groups = dp / 4;
+__global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs a) {
+    // Two buffers of one chunk each: the next chunk is copied in while this one is
+    // multiplied. Element [c / 4][i] holds components c .. c + 3 of query (vector) i.
+    __shared__ float4 qT[2][kChunk / 4][kMaxG];
+    __shared__ float4 vT[2][kChunk / 4][kMaxV];
+    __shared__ int pairOf[kMaxG];
+    const int chunks = (ivfPaddedDim(a.d) + kChunk - 1) / kChunk;
     const int total = a.groups.workStart[a.nlist];
 
     for (int w = blockIdx.x; w < total; w += gridDim.x) {
-        const int l = lastAtMost(a.groups.workStart, int(a.nlist), w);
-        const int64_t len = a.listLen[l];
-        const int first = a.groups.listStart[l];
-        const int nQueries = a.groups.listStart[l + 1] - first;
-        const int tiles = int((len + kV - 1) / kV);
-        const int local = w - a.groups.workStart[l];
-        const int g0 = (local / tiles) * kG;
-        const int64_t v0 = int64_t(local % tiles) * kV;
-        const int gCount = min(kG, nQueries - g0);
-        const int vCount = int(min(int64_t(kV), len - v0));
-        const float4* data = reinterpret_cast<const float4*>(a.listData[l]);
+        const ListMajorItem it = listMajorItem(a, w);
+        // Thread layout of the item: (g / 4) rows of queries 4 ty .. 4 ty + 3 and
+        // (1024 / g) columns of vectors tx, tx + tn, tx + 2 tn, tx + 3 tn.
+        const int tn = it.v / 4;
+        const int ty = threadIdx.x / tn;
+        const int tx = threadIdx.x % tn;
 
-        __syncthreads(); // the previous item is done with pairOf and the tiles
-        if (threadIdx.x < kG) {
-            pairOf[threadIdx.x] =
-                    threadIdx.x < gCount ? a.groups.pairs[first + g0 + threadIdx.x] : -1;
+        __syncthreads(); // the previous item is done with pairOf and the buffers
+        if (threadIdx.x < it.g) {
+            const int q = it.g0 + threadIdx.x;
+            pairOf[threadIdx.x] = q < it.nQueries ? a.groups.pairs[it.first + q] : -1;
         }
-        float acc0[4][8], acc1[4][8];
+        __syncthreads();
+        loadChunk(a, it, pairOf, 0, qT[0], vT[0]);
+
+        // Threads whose 4 queries are all past the group's last one, or whose vectors
+        // are all past the tile's end, skip the products: whole warps of them leave the
+        // FP32 pipes to the other warps of the SM.
+        const bool active = 4 * ty < it.gCount && tx < it.vCount;
+        float acc0[4][4], acc1[4][4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
 #pragma unroll
-            for (int j = 0; j < 8; ++j) {
+            for (int j = 0; j < 4; ++j) {
                 acc0[i][j] = 0.f;
                 acc1[i][j] = 0.f;
             }
         }
-        for (int c0 = 0; c0 < dp; c0 += kChunk) {
-            __syncthreads(); // pairOf written; the previous chunk consumed
-            for (int idx = threadIdx.x; idx < kG * kChunk; idx += kThreads) {
-                const int g = idx / kChunk;
-                const int c = idx % kChunk;
-                const int pair = pairOf[g];
-                qT[c][g] = pair >= 0 && c0 + c < a.d
-                        ? a.queries[int64_t(pair / a.nprobe) * a.d + c0 + c]
-                        : 0.f;
+        for (int c = 0; c < chunks; ++c) {
+            const int buf = c & 1;
+            if (c + 1 < chunks) {
+                __syncthreads(); // the other buffer's chunk (c - 1) is consumed
+                loadChunk(a, it, pairOf, c + 1, qT[buf ^ 1], vT[buf ^ 1]);
+                __pipeline_wait_prior(1);
+            } else {
+                __pipeline_wait_prior(0);
             }
-            for (int idx = threadIdx.x; idx < kV * (kChunk / 4); idx += kThreads) {
-                const int vi = idx % kV;
-                const int cg = idx / kV;
-                const int gi = c0 / 4 + cg;
-                const int64_t v = v0 + vi;
-                float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-                if (vi < vCount && gi < groups) {
-                    x = data[(v >> 5) * (int64_t(32) * groups) + int64_t(gi) * 32 + (v & 31)];
-                }
-                bT[cg * 4 + 0][vi] = x.x;
-                bT[cg * 4 + 1][vi] = x.y;
-                bT[cg * 4 + 2][vi] = x.z;
-                bT[cg * 4 + 3][vi] = x.w;
+            __syncthreads(); // chunk c is in place
+            if (!active) {
+                continue;
             }
-            __syncthreads();
-            // Threads whose 4 queries are all past the group's last one (a list's last
-            // group is partly empty) skip the products: whole warps of them leave the
-            // FP32 pipes to the other warps of the SM.
-            const int cEnd = 4 * ty < gCount ? kChunk : 0;
-            // Even components into acc0, odd into acc1, in increasing order: the same
-            // operations as the per-query scan, so both paths give the same bits.
-#pragma unroll 2
-            for (int c = 0; c < cEnd; c += 2) {
-                const float4 qa4 = *reinterpret_cast<const float4*>(&qT[c][4 * ty]);
-                const float4 qb4 = *reinterpret_cast<const float4*>(&qT[c + 1][4 * ty]);
-                const float4 ba0 = *reinterpret_cast<const float4*>(&bT[c][4 * tx]);
-                const float4 ba1 = *reinterpret_cast<const float4*>(&bT[c][kV / 2 + 4 * tx]);
-                const float4 bb0 = *reinterpret_cast<const float4*>(&bT[c + 1][4 * tx]);
-                const float4 bb1 = *reinterpret_cast<const float4*>(&bT[c + 1][kV / 2 + 4 * tx]);
-                const float qa[4] = {qa4.x, qa4.y, qa4.z, qa4.w};
-                const float qb[4] = {qb4.x, qb4.y, qb4.z, qb4.w};
-                const float ba[8] = {ba0.x, ba0.y, ba0.z, ba0.w, ba1.x, ba1.y, ba1.z, ba1.w};
-                const float bb[8] = {bb0.x, bb0.y, bb0.z, bb0.w, bb1.x, bb1.y, bb1.z, bb1.w};
+            // Components in increasing order, even ones into acc0 and odd into acc1:
+            // the per-query scan's operations (IvfListLoader.cuh), so both give the same
+            // bits.
+#pragma unroll
+            for (int gl = 0; gl < kChunk / 4; ++gl) {
+                float4 q[4];
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
+                    q[i] = qT[buf][gl][4 * ty + i];
+                }
 #pragma unroll
-                    for (int j = 0; j < 8; ++j) {
+                for (int j = 0; j < 4; ++j) {
+                    const float4 x = vT[buf][gl][tx + j * tn];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
                         if (kInnerProduct) {
-                            acc0[i][j] = fmaf(qa[i], ba[j], acc0[i][j]);
-                            acc1[i][j] = fmaf(qb[i], bb[j], acc1[i][j]);
+                            acc0[i][j] = fmaf(q[i].x, x.x, acc0[i][j]);
+                            acc1[i][j] = fmaf(q[i].y, x.y, acc1[i][j]);
+                            acc0[i][j] = fmaf(q[i].z, x.z, acc0[i][j]);
+                            acc1[i][j] = fmaf(q[i].w, x.w, acc1[i][j]);
                         } else {
-                            const float t0 = qa[i] - ba[j];
-                            const float t1 = qb[i] - bb[j];
-                            acc0[i][j] = fmaf(t0, t0, acc0[i][j]);
-                            acc1[i][j] = fmaf(t1, t1, acc1[i][j]);
+                            const float e0 = q[i].x - x.x, e1 = q[i].y - x.y;
+                            const float e2 = q[i].z - x.z, e3 = q[i].w - x.w;
+                            acc0[i][j] = fmaf(e0, e0, acc0[i][j]);
+                            acc1[i][j] = fmaf(e1, e1, acc1[i][j]);
+                            acc0[i][j] = fmaf(e2, e2, acc0[i][j]);
+                            acc1[i][j] = fmaf(e3, e3, acc1[i][j]);
                         }
                     }
                 }
             }
         }
+        if (!active) {
+            continue;
+        }
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int g = 4 * ty + i;
-            if (g >= gCount) {
+            if (g >= it.gCount) {
                 continue;
             }
             const int pair = pairOf[g];
             const int64_t q = pair / a.nprobe;
             const int p = pair % a.nprobe;
-            float* row =
-                    a.distances + q * a.ldDistances + a.vectorOffsets[q * (a.nprobe + 1) + p] + v0;
+            float* row = a.distances + q * a.ldDistances + a.vectorOffsets[q * (a.nprobe + 1) + p] +
+                    it.v0;
 #pragma unroll
-            for (int j = 0; j < 8; ++j) {
-                const int vi = (j < 4 ? 0 : kV / 2) + 4 * tx + (j & 3);
-                if (vi < vCount) {
+            for (int j = 0; j < 4; ++j) {
+                const int vi = tx + j * tn;
+                if (vi < it.vCount) {
                     const float s = acc0[i][j] + acc1[i][j];
-                    const bool allowed =
-                            !a.allow || idFilterAllows(a.allow, a.listBitBase[l] + v0 + vi);
+                    const bool allowed = !a.allow ||
+                            idFilterAllows(a.allow, a.listBitBase[it.list] + it.v0 + vi);
                     row[vi] = !allowed ? CUDART_INF_F : kInnerProduct ? -s : s;
                 }
             }
@@ -285,13 +354,14 @@ void ivfListMajorDistances(const IvfListMajorArgs& a, int smCount, cudaStream_t 
     if (a.nq == 0) {
         return;
     }
-    // Persistent grid: the work count lives on the device (no host round trip).
-    const unsigned grid = unsigned(std::max(1, smCount) * 4);
-    if (a.innerProduct) {
-        listMajorKernel<true><<<grid, kThreads, 0, stream>>>(a);
-    } else {
-        listMajorKernel<false><<<grid, kThreads, 0, stream>>>(a);
-    }
+    // Persistent grid, one wave of resident blocks: the work count lives on the device
+    // (no host round trip).
+    const auto kernel = a.innerProduct ? listMajorKernel<true> : listMajorKernel<false>;
+    int perSm = 0;
+    FAISS_EXT_CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kThreads, 0));
+    const unsigned grid = unsigned(std::max(1, smCount) * std::max(1, perSm));
+    kernel<<<grid, kThreads, 0, stream>>>(a);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 

@@ -200,15 +200,15 @@ TEST(IvfPlan, ListMajorChosenWhenQueriesShareLists) {
     EXPECT_FALSE(p.listMajor);
     p = planIvfSearch(input(lengths, 1, 1, 10));
     EXPECT_FALSE(p.listMajor);
-    // The cut-off lies between 4 queries per list (per-query measured faster) and 8
+    // The cut-off lies between 1 query per list (both paths measured equal) and 2
     // (list-major faster).
-    EXPECT_FALSE(planIvfSearch(input(lengths, 1024, 16, 10)).listMajor);
-    EXPECT_TRUE(planIvfSearch(input(lengths, 1024, 32, 10)).listMajor);
-    // At d = 768 from 6 sqrt(128 / 768) = 2.45 queries per list.
-    IvfPlanInput wide = input(lengths, 128, 64, 10); // 2 queries per list
+    EXPECT_FALSE(planIvfSearch(input(lengths, 1024, 4, 10)).listMajor);
+    EXPECT_TRUE(planIvfSearch(input(lengths, 1024, 8, 10)).listMajor);
+    // At d = 768 from 1.5 x 128 / 768 = 0.25 queries per list.
+    IvfPlanInput wide = input(lengths, 128, 4, 10); // 0.125 queries per list
     wide.d = 768;
     EXPECT_FALSE(planIvfSearch(wide).listMajor);
-    wide.nprobe = 128; // 4
+    wide.nprobe = 16; // 0.5
     EXPECT_TRUE(planIvfSearch(wide).listMajor);
     // Forced either way.
     IvfPlanInput in = input(lengths, 1, 1, 10);

@@ -1,7 +1,6 @@
 #include <faiss_ext/impl/IvfSearch.h>
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <numeric>
 
@@ -18,17 +17,15 @@ namespace {
 constexpr size_t kCandBytes = sizeof(float) + sizeof(int64_t);
 constexpr int64_t kMaxChunk = 32768;
 constexpr int64_t kMaxGridRows = 65535;
-/// Auto picks the list-major scan from this many queries per non-empty list on average:
-/// below it a list tile is shared by too few queries to repay the distance buffer's
-/// write and read. Measured with both paths forced (bench_ivf_paths, H100, nlist 4096,
-/// k 10, SIFT and blobs alike; benchs/results/ivf_paths_h100_2026-11-26.md): per-query /
-/// list-major time 0.85-0.89 at sharing 2.4, 0.92-0.99 at 4, 1.41-1.45 at 8, 1.30-1.39 at
-/// 9.8, 2.15-2.19 at 16. Above d = 128 it falls as sqrt(128 / d) (2.45 at d = 768): on
-/// compare_peers' 500K x 768 blobs (nlist 2048, batch 16-1024) list-major lost at 1-2
-/// queries per list and won at 4 (results/peers_clustered768_ivf_h100_2026-11-26.md
-/// against a run with the cut-off at 1), on bench_ivf_paths' 768-d blobs it won from 1
-/// (ivf_paths_h100_2026-11-26.md); the rule takes the more cautious of the two.
-constexpr double kListMajorMinSharing = 6.0;
+/// Auto picks the list-major scan from this many queries per non-empty list on average
+/// (at d = 128; it falls as 128 / d above): below it a list tile is shared by too few
+/// queries to repay the distance buffer's write and read. Measured with both paths
+/// forced after the list-major product took query groups sized per list (bench_ivf_paths,
+/// H100, k 10, benchs/results/ivf_paths_h100_2026-11-26b.md): per-query / list-major
+/// time on 1M x 128 blobs (nlist 4096) 0.79-0.87 at sharing 0.2-0.5, 0.96-1.02 at 1,
+/// 1.34 at 2, 1.28 at 2.4, 1.64 at 4; on 500K x 768 blobs (nlist 2048) 0.70-0.89 at
+/// 0.1, 1.10-1.45 at 0.2, 0.97 at 0.5 (batch 1024, nprobe 1), 2.7-3.5 from 1.
+constexpr double kListMajorMinSharing = 1.5;
 /// List-major candidate slots: windows of this many columns of a query's distance row.
 /// A warp selects over each (40K warps of 2048 keys at batch 10000, nprobe 32 on 1M x
 /// 128, nlist 4096: one wave and a half of an H100), and the merge reads 1 / 2048 of
@@ -111,11 +108,12 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
         case IvfScanPath::kAuto: {
             // List-major pays when a tile of queries shares lists: on average at least
             // kListMajorMinSharing queries per non-empty list within one tile (fewer above
-            // d = 128).
+            // d = 128, as measured: the per-query scan's re-reads of the lists grow with d
+            // while list-major's fixed costs, grouping and selection, do not).
             const size_t bytes = perQuery(slotsFor(listMajorChunk, true), true);
             const int64_t tile =
                     std::min<int64_t>({in.nq, int64_t(budgetFor(true) / bytes), kMaxGridRows});
-            const double minSharing = kListMajorMinSharing * std::sqrt(128.0 / std::max(in.d, 128));
+            const double minSharing = kListMajorMinSharing * 128.0 / std::max(in.d, 128);
             p.listMajor =
                     double(tile) * in.nprobe / double(std::max<int64_t>(nonEmpty, 1)) >= minSharing;
             break;
