@@ -204,11 +204,11 @@ TEST(IvfPlan, ListMajorChosenWhenQueriesShareLists) {
     // (list-major faster).
     EXPECT_FALSE(planIvfSearch(input(lengths, 1024, 4, 10)).listMajor);
     EXPECT_TRUE(planIvfSearch(input(lengths, 1024, 8, 10)).listMajor);
-    // At d = 768 from 1.5 x 128 / 768 = 0.25 queries per list.
-    IvfPlanInput wide = input(lengths, 128, 4, 10); // 0.125 queries per list
+    // At d = 768 from 1.5 sqrt(128 / 768) = 0.61 queries per list.
+    IvfPlanInput wide = input(lengths, 128, 16, 10); // 0.5 queries per list
     wide.d = 768;
     EXPECT_FALSE(planIvfSearch(wide).listMajor);
-    wide.nprobe = 16; // 0.5
+    wide.nprobe = 32; // 1
     EXPECT_TRUE(planIvfSearch(wide).listMajor);
     // Forced either way.
     IvfPlanInput in = input(lengths, 1, 1, 10);

@@ -1,6 +1,7 @@
 #include <faiss_ext/impl/IvfSearch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <numeric>
 
@@ -18,13 +19,15 @@ constexpr size_t kCandBytes = sizeof(float) + sizeof(int64_t);
 constexpr int64_t kMaxChunk = 32768;
 constexpr int64_t kMaxGridRows = 65535;
 /// Auto picks the list-major scan from this many queries per non-empty list on average
-/// (at d = 128; it falls as 128 / d above): below it a list tile is shared by too few
-/// queries to repay the distance buffer's write and read. Measured with both paths
-/// forced after the list-major product took query groups sized per list (bench_ivf_paths,
-/// H100, k 10, benchs/results/ivf_paths_h100_2026-11-26b.md): per-query / list-major
-/// time on 1M x 128 blobs (nlist 4096) 0.79-0.87 at sharing 0.2-0.5, 0.96-1.02 at 1,
-/// 1.34 at 2, 1.28 at 2.4, 1.64 at 4; on 500K x 768 blobs (nlist 2048) 0.70-0.89 at
-/// 0.1, 1.10-1.45 at 0.2, 0.97 at 0.5 (batch 1024, nprobe 1), 2.7-3.5 from 1.
+/// (at d = 128; it falls as sqrt(128 / d) above): below it a list tile is shared by too
+/// few queries to repay the distance buffer's write and read. Measured after the
+/// list-major product took query groups sized per list (H100, k 10,
+/// benchs/results/ivf_paths_h100_2026-11-26b.md, both paths forced): per-query /
+/// list-major time on 1M x 128 blobs (nlist 4096) 0.79-0.87 at sharing 0.2-0.5, 0.96-1.02
+/// at 1, 1.34 at 2, 1.28 at 2.4, 1.64 at 4. At d = 768 (0.61) two sets of blobs
+/// disagree below 1: bench_ivf_paths' had list-major ahead from 0.2, compare_peers'
+/// lost with it at 0.25 and 0.5 (peers_clustered768_ivf_h100_2026-11-26b.md, run at
+/// 128 / d) and won from 1; the rule takes the cautious fit.
 constexpr double kListMajorMinSharing = 1.5;
 /// List-major candidate slots: windows of this many columns of a query's distance row.
 /// A warp selects over each (40K warps of 2048 keys at batch 10000, nprobe 32 on 1M x
@@ -109,11 +112,11 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
             // List-major pays when a tile of queries shares lists: on average at least
             // kListMajorMinSharing queries per non-empty list within one tile (fewer above
             // d = 128, as measured: the per-query scan's re-reads of the lists grow with d
-            // while list-major's fixed costs, grouping and selection, do not).
+            // while list-major's fixed costs, the grouping and the selection, do not).
             const size_t bytes = perQuery(slotsFor(listMajorChunk, true), true);
             const int64_t tile =
                     std::min<int64_t>({in.nq, int64_t(budgetFor(true) / bytes), kMaxGridRows});
-            const double minSharing = kListMajorMinSharing * 128.0 / std::max(in.d, 128);
+            const double minSharing = kListMajorMinSharing * std::sqrt(128.0 / std::max(in.d, 128));
             p.listMajor =
                     double(tile) * in.nprobe / double(std::max<int64_t>(nonEmpty, 1)) >= minSharing;
             break;
