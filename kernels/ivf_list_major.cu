@@ -19,15 +19,21 @@ namespace kernels {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kMaxG = 64;  ///< most queries in a work item's group
-constexpr int kMaxV = 256; ///< most list vectors in a work item's tile
-constexpr int kChunk = 16; ///< components staged in shared memory per step
+/// Query-vector products of one work item per component: 4 queries x 4 vectors a thread.
+constexpr int kItemProducts = 16 * kThreads;
+constexpr int kMaxG = 64;                 ///< most queries in a work item's group
+constexpr int kMaxV = kItemProducts / 16; ///< most list vectors in a tile (groups of 16)
+constexpr int kChunk = 16;                ///< components staged in shared memory per step
 
 /// Queries in each group of a list probed by `count` queries: the smallest of 16, 32 and
-/// 64 that holds them all (64 above). Each thread of a work item multiplies 4 queries by
-/// 4 vectors, so a group of g takes tiles of 4096 / g vectors.
+/// 64 that holds them all (64 above).
 __device__ inline int listMajorGroup(int count) {
     return count <= 16 ? 16 : count <= 32 ? 32 : kMaxG;
+}
+
+/// List vectors in each tile of a list whose groups hold g queries.
+__device__ inline int listMajorTile(int g) {
+    return kItemProducts / g;
 }
 
 constexpr int kScanThreads = 1024;
@@ -96,7 +102,8 @@ __global__ void listWorkKernel(
     if (l < nlist) {
         const int g = listMajorGroup(counts[l]);
         const int64_t groups = (counts[l] + g - 1) / g;
-        const int64_t tiles = (listLen[l] + 4096 / g - 1) / (4096 / g);
+        const int v = listMajorTile(g);
+        const int64_t tiles = (listLen[l] + v - 1) / v;
         work[l] = int(groups * tiles);
         cursor[l] = listStart[l];
     } else if (l == nlist) {
@@ -121,7 +128,7 @@ struct ListMajorItem {
     int first;    ///< the list's first grouped pair
     int nQueries; ///< queries probing the list
     int g;        ///< queries a group (listMajorGroup)
-    int v;        ///< vectors a tile (4096 / g)
+    int v;        ///< vectors a tile (listMajorTile)
     int g0;       ///< the group's first query among the list's
     int gCount;   ///< queries in this group
     int64_t v0;   ///< the tile's first vector
@@ -134,7 +141,7 @@ __device__ inline ListMajorItem listMajorItem(const IvfListMajorArgs& a, int w) 
     it.first = a.groups.listStart[it.list];
     it.nQueries = a.groups.listStart[it.list + 1] - it.first;
     it.g = listMajorGroup(it.nQueries);
-    it.v = 4096 / it.g;
+    it.v = listMajorTile(it.g);
     const int64_t len = a.listLen[it.list];
     const int tiles = int((len + it.v - 1) / it.v);
     const int local = w - a.groups.workStart[it.list];
