@@ -3,10 +3,11 @@
 // latency (host queries in, results out) and the device time (CUDA events around
 // searchDevice on device queries), over nprobe 1..128 at k 10 and 100.
 // Usage: bench_ivf_small [n_base (1000000)] [nlist (4096)]
-//                        [--profile nprobe k batch [auto|per-query|list-major]]
-// --profile: only three searches of that shape (any batch, the scan path forced if named)
-// between cudaProfilerStart and cudaProfilerStop, for `ncu --profile-from-start off`
-// (benchs/NOTES.md).
+//                        [--profile nprobe k batch [auto|per-query|list-major] [d (128)]]
+// --profile: only three searches of that shape (any batch, the scan path forced if named,
+// blobs of dimension d) between cudaProfilerStart and cudaProfilerStop, for
+// `ncu --profile-from-start off` (benchs/NOTES.md); then the plan, and the median ms of
+// the host API (host arrays) and of searchDevice (CUDA events) at that shape.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <faiss/IndexIVF.h>
 
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/IvfSearch.h>
 
 #include "BenchUtil.h"
 #include "Synthetic.h"
@@ -31,7 +33,7 @@ int main(int argc, char** argv) {
     const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
     const int64_t nlist = argc > 2 ? std::atoll(argv[2]) : 4096;
     const bool profile = argc > 6 && std::strcmp(argv[3], "--profile") == 0;
-    const int d = 128;
+    const int d = profile && argc > 8 ? std::atoi(argv[8]) : 128;
     const int64_t nqAll = profile ? std::max<int64_t>(4096, std::atoll(argv[6])) : 4096;
     GpuResources res;
     bench::printDevice(res, bench::measureCeilings(res));
@@ -77,6 +79,19 @@ int main(int argc, char** argv) {
         }
         res.synchronize();
         cudaProfilerStop();
+        const IvfSearchPlan plan = index.plan(batch, k, int64_t(index.nprobe));
+        std::vector<float> D(size_t(batch) * k);
+        std::vector<int64_t> I(size_t(batch) * k);
+        const double host = bench::median(bench::timeHost(
+                2, 7, [&] { index.search(batch, xq.data(), k, D.data(), I.data()); }));
+        const double dev = bench::median(bench::timeDevice(
+                res, 2, 7, [&] { index.searchDevice(batch, qDev.data(), k, dD.data(), dI.data()); }));
+        std::printf(
+                "d %d nprobe %zu k %d batch %lld: %s, query tile %lld, row vectors %lld, chunk "
+                "%lld; host API %.3f ms, searchDevice %.3f ms\n",
+                d, index.nprobe, k, (long long)batch, plan.listMajor ? "list-major" : "per-query",
+                (long long)plan.queryTile, (long long)plan.maxRowVectors, (long long)plan.chunkLen,
+                host, dev);
         return 0;
     }
     for (int nprobe : {1, 4, 16, 32, 64, 128}) {

@@ -153,32 +153,54 @@ __device__ inline ListMajorItem listMajorItem(const IvfListMajorArgs& a, int w) 
 }
 
 /// The chunk `chunk` (kChunk components) of a work item's queries and list tile, copied
-/// asynchronously into one buffer: queries component by component (rows of any d), the
-/// tile as the interleaved lists' float4s; past d, the tile or the group: zeros.
+/// asynchronously into one buffer; past d, the tile or the group: zeros. Queries are
+/// copied 16 bytes at a time where their rows allow it (`vectorQueries`: d % 4 == 0 and a
+/// 16-byte aligned array), else component by component; the tile as the interleaved
+/// lists' float4s. g and the tile width are powers of two, so the elements are indexed
+/// with shifts: this loop runs once per chunk and thread, beside 512 FP32 operations.
 __device__ inline void loadChunk(
         const IvfListMajorArgs& a,
         const ListMajorItem& it,
-        const int* pairOf,
+        const int* rowOf,
         int chunk,
+        bool vectorQueries,
         float4 (*qT)[kMaxG],
         float4 (*vT)[kMaxV]) {
-    const int groups = ivfPaddedDim(a.d) / 4;
-    for (int idx = threadIdx.x; idx < it.g * kChunk; idx += kThreads) {
-        const int g = idx / kChunk;
-        const int c = idx % kChunk;
-        const int comp = chunk * kChunk + c;
-        float* dst = reinterpret_cast<float*>(&qT[c / 4][g]) + c % 4;
-        const int pair = pairOf[g];
-        if (pair >= 0 && comp < a.d) {
-            __pipeline_memcpy_async(dst, a.queries + int64_t(pair / a.nprobe) * a.d + comp, 4);
+    static_assert(kChunk == 16, "the element indexing assumes 4 float4s a chunk");
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    // Element idx = 32 m + 8 gl + r: query 8 m + r, components 4 gl .. 4 gl + 3. Eight
+    // consecutive lanes fill eight consecutive float4s of one row of qT (no bank
+    // conflict); each query's 64 bytes come from four lanes.
+    for (int idx = threadIdx.x; idx < it.g * (kChunk / 4); idx += kThreads) {
+        const int g = (idx & 7) | ((idx >> 5) << 3);
+        const int gl = (idx >> 3) & 3;
+        const int comp = chunk * kChunk + 4 * gl;
+        const int row = rowOf[g];
+        float4* dst = &qT[gl][g];
+        if (row < 0 || comp >= a.d) {
+            *dst = zero;
+            continue;
+        }
+        const float* src = a.queries + int64_t(row) * a.d + comp;
+        if (vectorQueries) {
+            __pipeline_memcpy_async(dst, src, sizeof(float4));
         } else {
-            *dst = 0.f;
+            float* parts = reinterpret_cast<float*>(dst);
+            for (int e = 0; e < 4; ++e) {
+                if (comp + e < a.d) {
+                    __pipeline_memcpy_async(parts + e, src + e, sizeof(float));
+                } else {
+                    parts[e] = 0.f;
+                }
+            }
         }
     }
+    const int groups = ivfPaddedDim(a.d) / 4;
     const float4* data = reinterpret_cast<const float4*>(a.listData[it.list]);
+    const int vShift = __ffs(it.v) - 1;
     for (int idx = threadIdx.x; idx < it.v * (kChunk / 4); idx += kThreads) {
-        const int vi = idx % it.v;
-        const int gl = idx / it.v;
+        const int vi = idx & (it.v - 1);
+        const int gl = idx >> vShift;
         const int gi = chunk * (kChunk / 4) + gl;
         const int64_t v = it.v0 + vi;
         if (vi < it.vCount && gi < groups) {
@@ -187,7 +209,7 @@ __device__ inline void loadChunk(
                     &data[(v >> 5) * (int64_t(32) * groups) + int64_t(gi) * 32 + (v & 31)],
                     sizeof(float4));
         } else {
-            vT[gl][vi] = make_float4(0.f, 0.f, 0.f, 0.f);
+            vT[gl][vi] = zero;
         }
     }
     __pipeline_commit();
@@ -196,12 +218,14 @@ __device__ inline void loadChunk(
 // At most 85 registers a thread, so that 3 blocks (24 warps) share an SM: the products
 // are latency-bound below that (2 blocks an SM issued 0.56 instructions a cycle).
 template <bool kInnerProduct>
-__global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs a) {
+__global__ void __launch_bounds__(kThreads, 3)
+        listMajorKernel(IvfListMajorArgs a, bool vectorQueries) {
     // Two buffers of one chunk each: the next chunk is copied in while this one is
     // multiplied. Element [c / 4][i] holds components c .. c + 3 of query (vector) i.
     __shared__ float4 qT[2][kChunk / 4][kMaxG];
     __shared__ float4 vT[2][kChunk / 4][kMaxV];
     __shared__ int pairOf[kMaxG];
+    __shared__ int rowOf[kMaxG]; ///< the query row of pairOf's pair (-1: none)
     const int chunks = (ivfPaddedDim(a.d) + kChunk - 1) / kChunk;
     const int total = a.groups.workStart[a.nlist];
 
@@ -216,10 +240,12 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
         __syncthreads(); // the previous item is done with pairOf and the buffers
         if (threadIdx.x < it.g) {
             const int q = it.g0 + threadIdx.x;
-            pairOf[threadIdx.x] = q < it.nQueries ? a.groups.pairs[it.first + q] : -1;
+            const int pair = q < it.nQueries ? a.groups.pairs[it.first + q] : -1;
+            pairOf[threadIdx.x] = pair;
+            rowOf[threadIdx.x] = pair >= 0 ? pair / a.nprobe : -1;
         }
         __syncthreads();
-        loadChunk(a, it, pairOf, 0, qT[0], vT[0]);
+        loadChunk(a, it, rowOf, 0, vectorQueries, qT[0], vT[0]);
 
         // Threads whose 4 queries are all past the group's last one, or whose vectors
         // are all past the tile's end, skip the products: whole warps of them leave the
@@ -238,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
             const int buf = c & 1;
             if (c + 1 < chunks) {
                 __syncthreads(); // the other buffer's chunk (c - 1) is consumed
-                loadChunk(a, it, pairOf, c + 1, qT[buf ^ 1], vT[buf ^ 1]);
+                loadChunk(a, it, rowOf, c + 1, vectorQueries, qT[buf ^ 1], vT[buf ^ 1]);
                 __pipeline_wait_prior(1);
             } else {
                 __pipeline_wait_prior(0);
@@ -368,7 +394,9 @@ void ivfListMajorDistances(const IvfListMajorArgs& a, int smCount, cudaStream_t 
     FAISS_EXT_CUDA_CHECK(
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kThreads, 0));
     const unsigned grid = unsigned(std::max(1, smCount) * std::max(1, perSm));
-    kernel<<<grid, kThreads, 0, stream>>>(a);
+    const bool vectorQueries =
+            a.d % 4 == 0 && reinterpret_cast<uintptr_t>(a.queries) % sizeof(float4) == 0;
+    kernel<<<grid, kThreads, 0, stream>>>(a, vectorQueries);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
