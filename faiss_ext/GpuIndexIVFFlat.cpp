@@ -443,6 +443,12 @@ IvfSearchInput GpuIndexIVFFlat::searchInput_(
     in.coarse.nb = quantizer_->ntotal;
     in.coarse.d = d;
     in.coarse.metric = quantizer_->metric_type;
+    FAISS_THROW_IF_NOT_FMT(
+            coarsePrecision == GpuFlatPrecision::kAuto ||
+                    coarsePrecision == GpuFlatPrecision::kFloat32 ||
+                    coarsePrecision == GpuFlatPrecision::kTF32x3,
+            "coarsePrecision=%d is not a GpuFlatPrecision", int(coarsePrecision));
+    in.coarse.precision = coarsePrecision;
     in.lists = lists_.get();
     in.metric = metric_type;
     in.nprobe = np;
@@ -475,6 +481,10 @@ void GpuIndexIVFFlat::searchImpl_(
         work(xDevice, distancesDevice, labelsDevice);
         return;
     }
+    FlatSearchInput coarse = in.coarse;
+    coarse.queries = xDevice;
+    coarse.nq = n;
+    coarse.precision = ivfCoarsePrecision(res_, coarse, in.nprobe);
     // Everything the captured launches depend on.
     const std::vector<int64_t> key = {
             n,
@@ -490,6 +500,7 @@ void GpuIndexIVFFlat::searchImpl_(
             int64_t(plan.listMajor),
             plan.maxRowVectors,
             int64_t(plan.bytes),
+            int64_t(coarse.precision),
             in.coarse.nb,
             int64_t(in.coarse.metric),
             int64_t(reinterpret_cast<uintptr_t>(in.coarse.base)),

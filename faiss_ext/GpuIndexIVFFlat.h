@@ -57,6 +57,14 @@ class GpuIndexIVFFlat : public GpuIndex {
     /// false: every search issues its kernels one by one. A runtime setting like
     /// nprobe (not saved with the index).
     bool useSearchGraphs = true;
+    /// The coarse search's product (query-centroid distances, which pick the probed
+    /// lists). kAuto: 3xTF32 on tensor cores for batches of at least 1024 queries on
+    /// devices of compute capability 8.0 and newer (it halves the coarse GEMM), FP32
+    /// else. 3xTF32's dot products carry a relative error up to about (3d / 8) 2^-23
+    /// (GpuFlatPrecision), so a list whose centroid ties another's to that precision can
+    /// be probed in its place; kFloat32 keeps FP32 throughout. A runtime setting like
+    /// nprobe (not saved with the index).
+    GpuFlatPrecision coarsePrecision = GpuFlatPrecision::kAuto;
     /// How many search shapes are held as CUDA graphs now.
     size_t searchGraphCount() const;
 

@@ -50,8 +50,13 @@ const char* pathName(IvfScanPath p) {
                                           : "auto";
 }
 
-/// Searches the CPU index and the GPU copy of it, once on each forced scan path.
-void runCase(GpuResources& res, const IvfCase& c, GpuIndexIVFFlatConfig cfg = {}) {
+/// Searches the CPU index and the GPU copy of it, once on each forced scan path, with
+/// the given coarse precision.
+void runCase(
+        GpuResources& res,
+        const IvfCase& c,
+        GpuIndexIVFFlatConfig cfg = {},
+        GpuFlatPrecision coarse = GpuFlatPrecision::kAuto) {
     SCOPED_TRACE(describe(c));
     auto xb = datasets::uniform(c.nb, c.d, c.seed);
     auto xq = datasets::uniform(c.nq, c.d, c.seed + 1);
@@ -71,6 +76,7 @@ void runCase(GpuResources& res, const IvfCase& c, GpuIndexIVFFlatConfig cfg = {}
         SCOPED_TRACE(pathName(path));
         cfg.scanPath = path;
         GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
+        gpu.coarsePrecision = coarse;
         ASSERT_EQ(gpu.ntotal, c.nb);
         std::vector<float> D(c.nq * c.k, 12345.f);
         std::vector<int64_t> I(c.nq * c.k, 777);
@@ -580,6 +586,68 @@ TEST(GpuIndexIVFFlat, SmallBudgetsGiveTheSameResults) {
     // Other GEMM tile shapes may round coarse distances differently: skip coarse ties.
     EXPECT_EQ(
             compareExact(D1, I1, D2, I2, nq, k, coarseTies(*cpu->quantizer, nq, xq.data(), 20)), 0);
+}
+
+// The coarse search on each product: kAuto takes 3xTF32 from 1024 queries on devices
+// with TF32 (8.0 and newer), FP32 below; each forced one gives FAISS CPU's results
+// (queries whose nprobe-th centroid ties the next to 1e-4 are skipped, as everywhere).
+TEST(GpuIndexIVFFlat, CoarsePrecisionsMatchCpu) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = testSeed();
+    FlatSearchInput coarse;
+    coarse.nb = 256;
+    coarse.d = 64;
+    for (int64_t nq : {int64_t(100), int64_t(2048)}) {
+        coarse.nq = nq;
+        const bool tf32 = nq >= 1024 && res.computeCapabilityMajor() >= 8;
+        EXPECT_EQ(
+                ivfCoarsePrecision(res, coarse, 8),
+                tf32 ? GpuFlatPrecision::kTF32x3 : GpuFlatPrecision::kFloat32)
+                << "nq=" << nq;
+    }
+    for (GpuFlatPrecision p :
+         {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
+        SCOPED_TRACE("coarse precision " + std::to_string(int(p)));
+        for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+            runCase(res, {30000, 2048, 64, 256, 8, 10, m, seed + 11, false}, {}, p);
+        }
+    }
+}
+
+// A budget too small for 3xTF32's operand splits: kAuto searches in FP32, a forced
+// 3xTF32 is refused with a clear error and the index answers as before afterwards.
+TEST(GpuIndexIVFFlat, CoarseSplitsRespectSmallBudgets) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResourcesConfig rc;
+    rc.tempMemoryBytes = size_t(16) << 20;
+    GpuResources small(rc);
+    const int d = 1024, k = 10;
+    const int64_t nb = 4000, nlist = 64, nq = 2048;
+    auto xb = datasets::uniform(nb, d, 21);
+    auto xq = datasets::uniform(nq, d, 22);
+    auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, xb.data());
+    cpu->add(nb, xb.data());
+    cpu->nprobe = 4;
+    std::vector<float> refD(nq * k), D(nq * k);
+    std::vector<int64_t> refI(nq * k), I(nq * k);
+    cpu->search(nq, xq.data(), k, refD.data(), refI.data());
+    const auto skip = coarseTies(*cpu->quantizer, nq, xq.data(), 4);
+
+    GpuIndexIVFFlat gpu(small, cpu.get());
+    gpu.search(nq, xq.data(), k, D.data(), I.data());
+    EXPECT_EQ(compareKnnRows(refD, refI, D, I, nq, k, skip, 1e-4f, 1e-4f), 0);
+    gpu.coarsePrecision = GpuFlatPrecision::kTF32x3;
+    try {
+        gpu.search(nq, xq.data(), k, D.data(), I.data());
+        FAIL() << "3xTF32 splits accepted in a 16 MiB budget";
+    } catch (const faiss::FaissException& e) {
+        EXPECT_NE(std::string(e.what()).find("too small"), std::string::npos) << e.what();
+    }
+    gpu.coarsePrecision = GpuFlatPrecision::kAuto;
+    std::fill(D.begin(), D.end(), 0.f);
+    gpu.search(nq, xq.data(), k, D.data(), I.data());
+    EXPECT_EQ(compareKnnRows(refD, refI, D, I, nq, k, skip, 1e-4f, 1e-4f), 0);
 }
 
 TEST(GpuIndexIVFFlat, ReconstructLikeFaiss) {

@@ -45,7 +45,28 @@ int64_t maxChunksOfProbes(const std::vector<int64_t>& lengthsDesc, int nprobe, i
     return std::max<int64_t>(sum, 1);
 }
 
+/// GpuFlatPrecision::kAuto's coarse search takes 3xTF32 from this many queries: it
+/// halves the batch's coarse GEMM (H100, 10000 x 4096 x 128: cuBLAS FP32 0.32 ms, 3xTF32
+/// ~0.15 ms with the operand splits; benchs/NOTES.md), while below ~1000 queries the
+/// GEMM is a few microseconds and the splits' launches would cost as much.
+constexpr int64_t kCoarseTF32x3MinQueries = 1024;
+
 } // namespace
+
+GpuFlatPrecision ivfCoarsePrecision(const GpuResources& res, const FlatSearchInput& coarse, int nprobe) {
+    if (coarse.precision != GpuFlatPrecision::kAuto) {
+        return coarse.precision;
+    }
+    // Only where the tiles path runs (the threshold path's kAuto is already on tensor
+    // cores, with a re-rank) and the splits of a query tile and of the centroids take
+    // at most a quarter of the budget.
+    const size_t splitRow = kernels::splitRowBytes(kernels::GemmProduct::kTF32x3, coarse.d);
+    const size_t splitBytes = size_t(std::min<int64_t>(coarse.nq, 4096) + coarse.nb) * splitRow;
+    const bool tf32x3 = res.computeCapabilityMajor() >= 8 &&
+            coarse.nq >= kCoarseTF32x3MinQueries && splitBytes <= res.tempMemoryBytes() / 4 &&
+            flatSearchPathFor(res, coarse, nprobe) == FlatSearchPath::kTiles;
+    return tf32x3 ? GpuFlatPrecision::kTF32x3 : GpuFlatPrecision::kFloat32;
+}
 
 size_t ivfScanSharedBytes(int d, int k) {
     return kernels::ivfScanSmemBytes(d, k);
@@ -255,6 +276,7 @@ void ivfSearch(
         FlatSearchInput coarse = in.coarse;
         coarse.queries = q;
         coarse.nq = m;
+        coarse.precision = ivfCoarsePrecision(res, coarse, nprobe);
         flatSearch(res, coarse, nprobe, coarseD.data(), coarseI.data());
         if (!plan.listMajor) {
             kernels::ivfChunkOffsets(

@@ -64,7 +64,9 @@ size_t ivfScanSharedBytes(int d, int k);
 
 /// Everything one search reads, in device memory.
 struct IvfSearchInput {
-    FlatSearchInput coarse; ///< centroids (queries and nq are set per tile)
+    /// centroids (queries and nq are set per tile); its precision is the index's
+    /// coarsePrecision, resolved per tile by ivfCoarsePrecision
+    FlatSearchInput coarse;
     const IvfLists* lists = nullptr;
     faiss::MetricType metric = faiss::METRIC_L2;
     int nprobe = 0;
@@ -72,6 +74,12 @@ struct IvfSearchInput {
     /// (IvfLists::slotBase); vectors whose bit is clear are skipped by the scan.
     const uint32_t* allow = nullptr;
 };
+
+/// The product of the coarse search of coarse.nq queries for their top nprobe lists:
+/// coarse.precision unless it is kAuto; kAuto takes 3xTF32 on devices of compute
+/// capability 8.0 and newer from 1024 queries (where the flat search takes its tiles path
+/// and the operand splits take at most a quarter of the temporary budget), FP32 else.
+GpuFlatPrecision ivfCoarsePrecision(const GpuResources& res, const FlatSearchInput& coarse, int nprobe);
 
 /// Runs the pipeline for nq device queries, writing n x k FAISS results to device
 /// memory, all on res.stream() with no host synchronisation.

@@ -3,7 +3,11 @@
 // so that it moves to and from faiss through serialized bytes.
 #pragma once
 
+#include <string>
+
 #include <pybind11/pybind11.h>
+
+#include <faiss_ext/IndexConfig.h>
 
 namespace faiss_ext {
 namespace python {
@@ -20,6 +24,11 @@ void bindIndexIo(py::module_& m);        // write_index / read_index (faiss_ext 
 void bindParts(py::module_& m);          // GpuIndexShards, GpuIndexReplicas (several GPUs)
 void bindFaissBytes(py::module_& m);     // interop with faiss through bytes
 void bindArgumentChecks(py::module_& m); // _check_* (the numpy rules, for tests)
+
+/// GpuFlatPrecision by its Python name ('auto', 'fp32', 'tf32x3'; bind_flat.cpp), and
+/// back; an unknown name is a ValueError.
+GpuFlatPrecision parsePrecision(const std::string& name);
+std::string precisionName(GpuFlatPrecision p);
 
 } // namespace python
 } // namespace faiss_ext

@@ -12,8 +12,6 @@
 namespace faiss_ext {
 namespace python {
 
-namespace {
-
 GpuFlatPrecision parsePrecision(const std::string& name) {
     if (name == "auto") {
         return GpuFlatPrecision::kAuto;
@@ -27,7 +25,11 @@ GpuFlatPrecision parsePrecision(const std::string& name) {
     throw py::value_error("precision must be 'auto', 'fp32' or 'tf32x3', not '" + name + "'");
 }
 
-} // namespace
+std::string precisionName(GpuFlatPrecision p) {
+    return p == GpuFlatPrecision::kFloat32 ? "fp32"
+            : p == GpuFlatPrecision::kTF32x3 ? "tf32x3"
+                                             : "auto";
+}
 
 void bindFlat(py::module_& m) {
     py::class_<GpuIndexFlat, GpuIndex>(

@@ -102,6 +102,7 @@ class GpuIndexFlat(GpuIndex):
 class GpuIndexIVFFlat(GpuIndex):
     nprobe: int
     use_search_graphs: bool
+    coarse_precision: str
     @property
     def search_graph_count(self) -> int: ...
     def __init__(

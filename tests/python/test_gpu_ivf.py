@@ -136,6 +136,28 @@ def test_scan_paths_are_exact_with_every_list_probed(res, rng):
         faiss_ext.GpuIndexIVFFlat(res, d, nlist, scan_path="rows")
 
 
+def test_coarse_precisions_agree(res, rng):
+    d, nlist, nb, nq, k = 48, 64, 20000, 2048, 10
+    centres = rng.random((nlist, d), dtype=np.float32)
+    xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
+    index = faiss_ext.GpuIndexIVFFlat(res, d, nlist)
+    index.train(xb)
+    index.add(xb)
+    index.nprobe = 4
+    assert index.coarse_precision == "auto"
+    results = {}
+    for name in ("fp32", "tf32x3", "auto"):
+        index.coarse_precision = name
+        assert index.coarse_precision == name
+        results[name] = index.search(xq, k)
+    # Only a centroid tied to 3xTF32's rounding could be probed in another's place.
+    for name in ("tf32x3", "auto"):
+        same = (results[name][1] == results["fp32"][1]).all(axis=1)
+        assert same.mean() > 0.99, name
+    with pytest.raises(ValueError, match="precision must be"):
+        index.coarse_precision = "fp16"
+
+
 def test_small_searches_replay_cuda_graphs(res, rng):
     d, nlist, k = 12, 16, 7
     centres = rng.random((nlist, d), dtype=np.float32)
