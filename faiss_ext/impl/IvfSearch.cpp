@@ -285,9 +285,14 @@ void ivfSearch(
         }
 
         // List scan: the candidates exist only while this tile is merged (allocated
-        // after the coarse search has released its temporaries).
-        auto candD = res.alloc<float>(size_t(m) * ld);
-        auto candI = res.alloc<int64_t>(size_t(m) * ld);
+        // after the coarse search has released its temporaries). With one candidate slot
+        // a query (nprobe 1 over short lists, say) the slot's k, sorted best first, are
+        // the merge's answer: the scan writes them in place and no merge runs.
+        float* dOut = outD + q0 * k;
+        int64_t* iOut = outI + q0 * k;
+        const bool oneSlot = plan.chunksPerQuery == 1;
+        auto candD = res.alloc<float>(oneSlot ? 0 : size_t(m) * ld);
+        auto candI = res.alloc<int64_t>(oneSlot ? 0 : size_t(m) * ld);
         kernels::IvfScanArgs scan;
         scan.queries = q;
         scan.nq = m;
@@ -304,8 +309,8 @@ void ivfSearch(
         scan.innerProduct = ip;
         scan.allow = in.allow;
         scan.listBitBase = in.lists->deviceSlotBase();
-        scan.candD = candD.data();
-        scan.candI = candI.data();
+        scan.candD = oneSlot ? dOut : candD.data();
+        scan.candI = oneSlot ? iOut : candI.data();
         if (plan.listMajor) {
             listMajorDistances(res, in, q, m, plan, coarseI.data(), scan);
         } else {
@@ -313,9 +318,9 @@ void ivfSearch(
         }
 
         // Merge.
-        float* dOut = outD + q0 * k;
-        int64_t* iOut = outI + q0 * k;
-        if (plan.fastMerge) {
+        if (oneSlot) {
+            kernels::ivfFinish(dOut, iOut, m * int64_t(k), ip, stream);
+        } else if (plan.fastMerge) {
             kernels::ivfMergeFast(candD.data(), candI.data(), m, ld, k, ip, dOut, iOut, stream);
         } else {
             kernels::SelectRowsArgs merge;
