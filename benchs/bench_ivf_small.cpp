@@ -84,8 +84,9 @@ int main(int argc, char** argv) {
         std::vector<int64_t> I(size_t(batch) * k);
         const double host = bench::median(bench::timeHost(
                 2, 7, [&] { index.search(batch, xq.data(), k, D.data(), I.data()); }));
-        const double dev = bench::median(bench::timeDevice(
-                res, 2, 7, [&] { index.searchDevice(batch, qDev.data(), k, dD.data(), dI.data()); }));
+        const double dev = bench::median(bench::timeDevice(res, 2, 7, [&] {
+            index.searchDevice(batch, qDev.data(), k, dD.data(), dI.data());
+        }));
         std::printf(
                 "d %d nprobe %zu k %d batch %lld: %s, query tile %lld, row vectors %lld, chunk "
                 "%lld; host API %.3f ms, searchDevice %.3f ms\n",

@@ -241,6 +241,10 @@ struct WarpSelect {
     /// best list (+inf with position -1 where fewer than k values were finite or -inf).
     template <typename Loader>
     __device__ void run(int64_t n, const Loader& load) {
+        if constexpr (kKp == 1) {
+            runMin(n, load);
+            return;
+        }
         float next[kItems];
         loadStep(next, 0, n, load);
         for (int64_t base = 0; base < n; base += kStep) {
@@ -271,6 +275,39 @@ struct WarpSelect {
         if (__any_sync(kWarpFullMask, count > 0)) {
             merge();
         }
+    }
+
+    /// run for k = 1: each lane keeps the smallest key it loads, then the warp reduces
+    /// them; no queues and no merges (the queued path merges a lane's two slots every few
+    /// values while the minimum is still falling). Same keys, so the same result.
+    template <typename Loader>
+    __device__ void runMin(int64_t n, const Loader& load) {
+        uint64_t key = kSelectEmptyKey;
+        float next[kItems];
+        loadStep(next, 0, n, load);
+        for (int64_t base = 0; base < n; base += kStep) {
+            float v[kItems];
+#pragma unroll
+            for (int j = 0; j < kItems; ++j) {
+                v[j] = next[j];
+            }
+            if (base + kStep < n) {
+                loadStep(next, base + kStep, n, load);
+            }
+#pragma unroll
+            for (int j = 0; j < kItems; ++j) {
+                // As offer: neither NaN nor +inf is a candidate.
+                if (v[j] < CUDART_INF_F) {
+                    key = minKey(key, selectKey(v[j], int(base + j * 32 + lane)));
+                }
+            }
+        }
+#pragma unroll
+        for (int m = 16; m >= 1; m >>= 1) {
+            key = minKey(key, shuffleXorKey(key, m));
+        }
+        best = key;
+        threshold = key;
     }
 
     /// Entry i < k of the result is held by lane i (and lane i + kKp, ...): only lane i

@@ -53,7 +53,10 @@ constexpr int64_t kCoarseTF32x3MinQueries = 1024;
 
 } // namespace
 
-GpuFlatPrecision ivfCoarsePrecision(const GpuResources& res, const FlatSearchInput& coarse, int nprobe) {
+GpuFlatPrecision ivfCoarsePrecision(
+        const GpuResources& res,
+        const FlatSearchInput& coarse,
+        int nprobe) {
     if (coarse.precision != GpuFlatPrecision::kAuto) {
         return coarse.precision;
     }
@@ -62,8 +65,8 @@ GpuFlatPrecision ivfCoarsePrecision(const GpuResources& res, const FlatSearchInp
     // at most a quarter of the budget.
     const size_t splitRow = kernels::splitRowBytes(kernels::GemmProduct::kTF32x3, coarse.d);
     const size_t splitBytes = size_t(std::min<int64_t>(coarse.nq, 4096) + coarse.nb) * splitRow;
-    const bool tf32x3 = res.computeCapabilityMajor() >= 8 &&
-            coarse.nq >= kCoarseTF32x3MinQueries && splitBytes <= res.tempMemoryBytes() / 4 &&
+    const bool tf32x3 = res.computeCapabilityMajor() >= 8 && coarse.nq >= kCoarseTF32x3MinQueries &&
+            splitBytes <= res.tempMemoryBytes() / 4 &&
             flatSearchPathFor(res, coarse, nprobe) == FlatSearchPath::kTiles;
     return tf32x3 ? GpuFlatPrecision::kTF32x3 : GpuFlatPrecision::kFloat32;
 }

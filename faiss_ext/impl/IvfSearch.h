@@ -79,7 +79,10 @@ struct IvfSearchInput {
 /// coarse.precision unless it is kAuto; kAuto takes 3xTF32 on devices of compute
 /// capability 8.0 and newer from 1024 queries (where the flat search takes its tiles path
 /// and the operand splits take at most a quarter of the temporary budget), FP32 else.
-GpuFlatPrecision ivfCoarsePrecision(const GpuResources& res, const FlatSearchInput& coarse, int nprobe);
+GpuFlatPrecision ivfCoarsePrecision(
+        const GpuResources& res,
+        const FlatSearchInput& coarse,
+        int nprobe);
 
 /// Runs the pipeline for nq device queries, writing n x k FAISS results to device
 /// memory, all on res.stream() with no host synchronisation.

@@ -26,7 +26,7 @@ GpuFlatPrecision parsePrecision(const std::string& name) {
 }
 
 std::string precisionName(GpuFlatPrecision p) {
-    return p == GpuFlatPrecision::kFloat32 ? "fp32"
+    return p == GpuFlatPrecision::kFloat32   ? "fp32"
             : p == GpuFlatPrecision::kTF32x3 ? "tf32x3"
                                              : "auto";
 }
