@@ -236,15 +236,11 @@ struct WarpSelect {
         }
     }
 
-    /// Runs the selection over positions [0, n) (n < 2^31): load(pos) gives the value at
-    /// pos; consecutive lanes load consecutive positions. Leaves the best k sorted in the
-    /// best list (+inf with position -1 where fewer than k values were finite or -inf).
-    template <typename Loader>
-    __device__ void run(int64_t n, const Loader& load) {
-        if constexpr (kKp == 1) {
-            runMin(n, load);
-            return;
-        }
+    /// Calls step(v, base) for each run of kStep positions [base, base + kStep) of
+    /// [0, n): v[j] is the value at base + 32 j + lane (+inf past n), and the next run's
+    /// loads are issued before the current one is handed over.
+    template <typename Loader, typename Step>
+    __device__ __forceinline__ void forEachStep(int64_t n, const Loader& load, Step&& step) const {
         float next[kItems];
         loadStep(next, 0, n, load);
         for (int64_t base = 0; base < n; base += kStep) {
@@ -256,6 +252,20 @@ struct WarpSelect {
             if (base + kStep < n) {
                 loadStep(next, base + kStep, n, load);
             }
+            step(v, base);
+        }
+    }
+
+    /// Runs the selection over positions [0, n) (n < 2^31): load(pos) gives the value at
+    /// pos; consecutive lanes load consecutive positions. Leaves the best k sorted in the
+    /// best list (+inf with position -1 where fewer than k values were finite or -inf).
+    template <typename Loader>
+    __device__ void run(int64_t n, const Loader& load) {
+        if constexpr (kKp == 1) {
+            runMin(n, load);
+            return;
+        }
+        forEachStep(n, load, [&](float(&v)[kItems], int64_t base) {
             // One value a lane at a time (a lane's queue gains at most one), shifting
             // v down so that it stays in registers without unrolling the merge.
             int64_t pos = base + lane;
@@ -271,7 +281,7 @@ struct WarpSelect {
                     merge();
                 }
             }
-        }
+        });
         if (__any_sync(kWarpFullMask, count > 0)) {
             merge();
         }
@@ -283,17 +293,7 @@ struct WarpSelect {
     template <typename Loader>
     __device__ void runMin(int64_t n, const Loader& load) {
         uint64_t key = kSelectEmptyKey;
-        float next[kItems];
-        loadStep(next, 0, n, load);
-        for (int64_t base = 0; base < n; base += kStep) {
-            float v[kItems];
-#pragma unroll
-            for (int j = 0; j < kItems; ++j) {
-                v[j] = next[j];
-            }
-            if (base + kStep < n) {
-                loadStep(next, base + kStep, n, load);
-            }
+        forEachStep(n, load, [&](float(&v)[kItems], int64_t base) {
 #pragma unroll
             for (int j = 0; j < kItems; ++j) {
                 // As offer: neither NaN nor +inf is a candidate.
@@ -301,7 +301,7 @@ struct WarpSelect {
                     key = minKey(key, selectKey(v[j], int(base + j * 32 + lane)));
                 }
             }
-        }
+        });
 #pragma unroll
         for (int m = 16; m >= 1; m >>= 1) {
             key = minKey(key, shuffleXorKey(key, m));
