@@ -481,11 +481,8 @@ void GpuIndexIVFFlat::searchImpl_(
         work(xDevice, distancesDevice, labelsDevice);
         return;
     }
-    FlatSearchInput coarse = in.coarse;
-    coarse.queries = xDevice;
-    coarse.nq = n;
-    coarse.precision = ivfCoarsePrecision(res_, coarse, in.nprobe);
-    // Everything the captured launches depend on.
+    // Everything the captured launches depend on (the coarse product is resolved from
+    // coarsePrecision and the shape).
     const std::vector<int64_t> key = {
             n,
             k,
@@ -500,7 +497,7 @@ void GpuIndexIVFFlat::searchImpl_(
             int64_t(plan.listMajor),
             plan.maxRowVectors,
             int64_t(plan.bytes),
-            int64_t(coarse.precision),
+            int64_t(coarsePrecision),
             in.coarse.nb,
             int64_t(in.coarse.metric),
             int64_t(reinterpret_cast<uintptr_t>(in.coarse.base)),
