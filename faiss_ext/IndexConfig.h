@@ -62,7 +62,7 @@ enum class IvfMergePath {
 /// operations in the same order, the same merge).
 enum class IvfScanPath {
     /// list-major when a tile of queries shares lists (on average at least
-    /// 1.5 sqrt(128 / max(d, 128)) queries per non-empty list), else per-query; chosen
+    /// 0.75 sqrt(128 / max(d, 128)) queries per non-empty list), else per-query; chosen
     /// per search by the planner
     kAuto,
     /// one block per (query, chunk of a probed list): each query reads its lists

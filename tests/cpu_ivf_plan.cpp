@@ -195,20 +195,20 @@ TEST(IvfPlan, ListMajorChosenWhenQueriesShareLists) {
     IvfSearchPlan p = planIvfSearch(input(lengths, 10000, 32, 10));
     EXPECT_TRUE(p.listMajor);
     EXPECT_EQ(p.maxRowVectors, 32 * 244);
-    // One query per list on average: per-query.
-    p = planIvfSearch(input(lengths, 128, 32, 10));
+    // Half a query per list on average: per-query.
+    p = planIvfSearch(input(lengths, 128, 16, 10));
     EXPECT_FALSE(p.listMajor);
     p = planIvfSearch(input(lengths, 1, 1, 10));
     EXPECT_FALSE(p.listMajor);
-    // The cut-off lies between 1 query per list (both paths measured equal) and 2
+    // The cut-off lies between 0.5 queries per list (per-query measured faster) and 1
     // (list-major faster).
-    EXPECT_FALSE(planIvfSearch(input(lengths, 1024, 4, 10)).listMajor);
-    EXPECT_TRUE(planIvfSearch(input(lengths, 1024, 8, 10)).listMajor);
-    // At d = 768 from 1.5 sqrt(128 / 768) = 0.61 queries per list.
-    IvfPlanInput wide = input(lengths, 128, 16, 10); // 0.5 queries per list
+    EXPECT_FALSE(planIvfSearch(input(lengths, 1024, 2, 10)).listMajor);
+    EXPECT_TRUE(planIvfSearch(input(lengths, 1024, 4, 10)).listMajor);
+    // At d = 768 from 0.75 sqrt(128 / 768) = 0.31 queries per list.
+    IvfPlanInput wide = input(lengths, 128, 8, 10); // 0.25 queries per list
     wide.d = 768;
     EXPECT_FALSE(planIvfSearch(wide).listMajor);
-    wide.nprobe = 32; // 1
+    wide.nprobe = 16; // 0.5
     EXPECT_TRUE(planIvfSearch(wide).listMajor);
     // Forced either way.
     IvfPlanInput in = input(lengths, 1, 1, 10);

@@ -21,14 +21,13 @@ constexpr int64_t kMaxGridRows = 65535;
 /// Auto picks the list-major scan from this many queries per non-empty list on average
 /// (at d = 128; it falls as sqrt(128 / d) above): below it a list tile is shared by too
 /// few queries to repay the distance buffer's write and read. Measured after the
-/// list-major product took query groups sized per list (H100, k 10,
-/// benchs/results/ivf_paths_h100_2026-11-26b.md, both paths forced): per-query /
-/// list-major time on 1M x 128 blobs (nlist 4096) 0.79-0.87 at sharing 0.2-0.5, 0.96-1.02
-/// at 1, 1.34 at 2, 1.28 at 2.4, 1.64 at 4. At d = 768 (0.61) two sets of blobs
-/// disagree below 1: bench_ivf_paths' had list-major ahead from 0.2, compare_peers'
-/// lost with it at 0.25 and 0.5 (peers_clustered768_ivf_h100_2026-11-26b.md, run at
-/// 128 / d) and won from 1; the rule takes the cautious fit.
-constexpr double kListMajorMinSharing = 1.5;
+/// product's loads were trimmed (H100, k 10, both paths forced, bench_ivf_paths,
+/// benchs/results/ivf_paths_h100_2026-11-26c.md): per-query / list-major time on 1M x
+/// 128 blobs (nlist 4096) 0.84-0.97 at sharing 0.2-0.5, 1.11-1.19 at 1, 1.46-1.58 at 2-2.4;
+/// on 500K x 768 blobs (nlist 2048) 0.82 at 0.1, 1.34 at 0.2, 1.12-3.24 at 0.5. The rule
+/// takes 0.75 (0.31 at d = 768). It was 1.5 before the loads were trimmed, when
+/// compare_peers' 768-d set lost with list-major at 0.25-0.5.
+constexpr double kListMajorMinSharing = 0.75;
 /// List-major candidate slots: windows of this many columns of a query's distance row.
 /// A warp selects over each (40K warps of 2048 keys at batch 10000, nprobe 32 on 1M x
 /// 128, nlist 4096: one wave and a half of an H100), and the merge reads 1 / 2048 of
