@@ -200,6 +200,9 @@ TEST(IvfPlan, ListMajorChosenWhenQueriesShareLists) {
     EXPECT_FALSE(p.listMajor);
     p = planIvfSearch(input(lengths, 1, 1, 10));
     EXPECT_FALSE(p.listMajor);
+    // One query probing every list: nothing to share.
+    EXPECT_FALSE(planIvfSearch(input(lengths, 1, 2048, 10)).listMajor);
+    EXPECT_TRUE(planIvfSearch(input(lengths, 2, 2048, 10)).listMajor);
     // The cut-off lies between 0.5 queries per list (per-query measured faster) and 1
     // (list-major faster).
     EXPECT_FALSE(planIvfSearch(input(lengths, 1024, 2, 10)).listMajor);

@@ -140,7 +140,8 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
             const int64_t tile =
                     std::min<int64_t>({in.nq, int64_t(budgetFor(true) / bytes), kMaxGridRows});
             const double minSharing = kListMajorMinSharing * std::sqrt(128.0 / std::max(in.d, 128));
-            p.listMajor =
+            // A single query shares nothing, however many lists it probes.
+            p.listMajor = tile >= 2 &&
                     double(tile) * in.nprobe / double(std::max<int64_t>(nonEmpty, 1)) >= minSharing;
             break;
         }
