@@ -13,6 +13,59 @@
 
 using namespace faiss_ext;
 
+namespace {
+
+/// The coarse search's shape at batch 10000 and nlist 4096: 4096 rows of 4096 columns in
+/// two segments of 2048, with and without a column bias (the centroid norms) and with
+/// rows 4096 or 4128 floats apart; warp path, GB/s of the distances read once.
+void wideRows(const GpuResources& res) {
+    const int64_t rows = 4096, cols = 4096, ldMax = 4128;
+    std::mt19937_64 rng(2);
+    std::uniform_real_distribution<float> u(-200.f, -100.f);
+    std::vector<float> host(size_t(rows * ldMax));
+    for (auto& v : host) {
+        v = u(rng);
+    }
+    std::vector<float> bias(static_cast<size_t>(cols));
+    for (auto& v : bias) {
+        v = u(rng) + 300.f;
+    }
+    auto dist = res.alloc<float>(host.size());
+    auto dBias = res.alloc<float>(bias.size());
+    copyToDevice(dist.data(), host.data(), host.size(), res.stream());
+    copyToDevice(dBias.data(), bias.data(), bias.size(), res.stream());
+    auto outD = res.alloc<float>(size_t(rows) * 2 * 32);
+    auto outI = res.alloc<int64_t>(size_t(rows) * 2 * 32);
+    std::printf(
+            "\n4096 rows x 4096 columns, segments of 2048, warp path: us per call (median of 7 "
+            "after 2) and GB/s of distances\n\n| k | ld | bias | us | GB/s |\n|---|---|---|---|---|\n");
+    for (int k : {1, 4, 10, 32}) {
+        for (int64_t ld : {int64_t(4096), ldMax}) {
+            for (bool withBias : {false, true}) {
+                kernels::SelectRowsArgs a;
+                a.dist = dist.data();
+                a.ldDist = ld;
+                a.nrows = rows;
+                a.ncols = cols;
+                a.segLen = 2048;
+                a.colBias = withBias ? dBias.data() : nullptr;
+                a.k = k;
+                a.outD = outD.data();
+                a.outI = outI.data();
+                a.ldOut = 2 * k;
+                a.path = kernels::SelectPath::kWarp;
+                const double ms = bench::median(bench::timeDevice(
+                        res, 2, 7, [&] { kernels::selectRowsMin(a, res.stream()); }));
+                std::printf(
+                        "| %d | %lld | %s | %.1f | %.0f |\n", k, (long long)ld,
+                        withBias ? "yes" : "no", ms * 1e3, rows * cols * 4.0 / (ms * 1e6));
+            }
+        }
+    }
+}
+
+} // namespace
+
 int main() {
     if (GpuResources::deviceCount() == 0) {
         std::fprintf(stderr, "bench_select: no CUDA device found; this benchmark needs a GPU\n");
@@ -68,5 +121,6 @@ int main() {
             }
         }
     }
+    wideRows(res);
     return 0;
 }

@@ -31,6 +31,19 @@ struct BiasedRowLoader {
     }
 };
 
+/// BiasedRowLoader without the id filter, the bias resolved at compile time: no branch
+/// between the loads of a step, so a warp's loads of a run are all in flight together (a
+/// branch per value held each value's loads to themselves: the coarse top-1 over 67 MB
+/// of distances read 1.0 TB/s, benchs/NOTES.md).
+template <bool kBias>
+struct RowLoader {
+    const float* row;
+    const float* bias;
+    __device__ float operator()(int64_t i) const {
+        return kBias ? row[i] + bias[i] : row[i];
+    }
+};
+
 __device__ inline BiasedRowLoader rowLoader(
         const SelectRowsArgs& a,
         int64_t row,
@@ -106,7 +119,14 @@ __global__ void __launch_bounds__(kWarpRowThreads) warpSelectRowsKernel(
     const int64_t segN = min(segLen, a.ncols - segStart);
 
     WarpSelect<kKp> sel(a.k);
-    sel.run(segN, rowLoader(a, row, segStart));
+    const BiasedRowLoader load = rowLoader(a, row, segStart);
+    if (load.allow) {
+        sel.run(segN, load);
+    } else if (load.bias) {
+        sel.run(segN, RowLoader<true>{load.row, load.bias});
+    } else {
+        sel.run(segN, RowLoader<false>{load.row, nullptr});
+    }
     writeSegmentResults<false>(a, sel, row, seg, segStart, lane, 32);
 }
 

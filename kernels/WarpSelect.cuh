@@ -12,7 +12,10 @@
 //    while fewer than k values have been merged);
 //  - a queue of kQueue keys a lane: its values whose key was below the threshold, not
 //    yet merged.
-// A value costs one key and one compare against the threshold. When some lane's queue
+// A step of values (kItems a lane) is first compared, as floats, against the
+// threshold's value: only when some lane holds a value <= it (a superset of the keys
+// below the threshold) are the step's values offered, each costing a key and a compare
+// against the threshold; past the first steps most steps offer nothing. When some lane's queue
 // is full (a warp vote after each value offered), the warp merges: the queues' slots
 // are packed into rows of 32 keys (ballots; a slot's keys move into the row's empty
 // lanes while they fit), and each row is bitonic-sorted within groups of kKp lanes by
@@ -136,9 +139,13 @@ struct WarpSelect {
     /// step's values are offered (8 a step with 6 queue slots spilled on sm_90).
     static constexpr int kItems = 4;
     static constexpr int kStep = 32 * kItems;
+    /// Runs of kItems loads a lane keeps in flight ahead of the one being offered (3
+    /// spilled with the queues of kKp >= 4 on sm_90).
+    static constexpr int kAhead = kKp <= 2 ? 3 : 2;
 
     uint64_t best;          ///< entry lane % kKp of the best list
     uint64_t threshold;     ///< entry k - 1 of the best list (every lane)
+    float thresholdValue;   ///< the value of threshold (+inf while it is the empty key)
     uint64_t queue[kQueue]; ///< newest first; slots past count hold kSelectEmptyKey
     int count;              ///< keys in this lane's queue
     const int kLast;        ///< k - 1
@@ -147,6 +154,7 @@ struct WarpSelect {
     __device__ explicit WarpSelect(int k)
             : best(kSelectEmptyKey),
               threshold(kSelectEmptyKey),
+              thresholdValue(selectKeyValue(kSelectEmptyKey)),
               count(0),
               kLast(k - 1),
               lane(threadIdx.x & 31) {
@@ -218,6 +226,7 @@ struct WarpSelect {
                 best = warpMergeGroups<kKp>(
                         minKey(best, kKp == 1 ? smallest : shuffleXorKey(smallest, kKp - 1)), lane);
                 threshold = shuffleKey(best, kLast);
+                thresholdValue = selectKeyValue(threshold);
             }
         }
         count = 0; // every slot below count was popped: the queues hold empty keys only
@@ -229,28 +238,54 @@ struct WarpSelect {
             int64_t base,
             int64_t n,
             const Loader& load) const {
+        if (base >= n) { // the whole run (warp-uniform)
+#pragma unroll
+            for (int j = 0; j < kItems; ++j) {
+                v[j] = CUDART_INF_F;
+            }
+            return;
+        }
+        // Every lane loads (positions past n re-read n - 1) and only then are those
+        // positions set to +inf: no branch between the loads, so they are in flight
+        // together (a branch a value held each value's loads, and the add of a biased
+        // loader, to themselves; the coarse top-1 read 1.0 TB/s, benchs/NOTES.md).
 #pragma unroll
         for (int j = 0; j < kItems; ++j) {
-            const int64_t pos = base + j * 32 + lane;
-            v[j] = pos < n ? load(pos) : CUDART_INF_F;
+            v[j] = load(min(base + j * 32 + lane, n - 1));
+        }
+#pragma unroll
+        for (int j = 0; j < kItems; ++j) {
+            if (base + j * 32 + lane >= n) {
+                v[j] = CUDART_INF_F;
+            }
         }
     }
 
     /// Calls step(v, base) for each run of kStep positions [base, base + kStep) of
-    /// [0, n): v[j] is the value at base + 32 j + lane (+inf past n), and the next run's
-    /// loads are issued before the current one is handed over.
+    /// [0, n): v[j] is the value at base + 32 j + lane (+inf past n). The loads of the
+    /// kAhead runs after the current one are in flight while it is handed over: with one
+    /// run ahead a warp kept 512 bytes in flight, and the coarse top-1 over 67 MB of
+    /// distances read 1.0 TB/s (benchs/NOTES.md).
     template <typename Loader, typename Step>
     __device__ __forceinline__ void forEachStep(int64_t n, const Loader& load, Step&& step) const {
-        float next[kItems];
-        loadStep(next, 0, n, load);
+        float ahead[kAhead][kItems];
+#pragma unroll
+        for (int a = 0; a < kAhead; ++a) {
+            loadStep(ahead[a], a * kStep, n, load);
+        }
         for (int64_t base = 0; base < n; base += kStep) {
             float v[kItems];
 #pragma unroll
             for (int j = 0; j < kItems; ++j) {
-                v[j] = next[j];
+                v[j] = ahead[0][j];
+#pragma unroll
+                for (int a = 0; a + 1 < kAhead; ++a) {
+                    ahead[a][j] = ahead[a + 1][j];
+                }
             }
-            if (base + kStep < n) {
-                loadStep(next, base + kStep, n, load);
+            const int64_t next = base + kAhead * kStep;
+            if (next < n) {
+                loadStep(ahead[kAhead - 1], next, n, load);
             }
             step(v, base);
         }
@@ -266,6 +301,15 @@ struct WarpSelect {
             return;
         }
         forEachStep(n, load, [&](float(&v)[kItems], int64_t base) {
+            // A key below the threshold has a value <= the threshold's (NaN is neither).
+            bool candidate = false;
+#pragma unroll
+            for (int j = 0; j < kItems; ++j) {
+                candidate |= v[j] <= thresholdValue;
+            }
+            if (!__any_sync(kWarpFullMask, candidate)) {
+                return;
+            }
             // One value a lane at a time (a lane's queue gains at most one), shifting
             // v down so that it stays in registers without unrolling the merge.
             int64_t pos = base + lane;
@@ -293,12 +337,14 @@ struct WarpSelect {
     template <typename Loader>
     __device__ void runMin(int64_t n, const Loader& load) {
         uint64_t key = kSelectEmptyKey;
+        float keyValue = CUDART_INF_F; // the value of key: a smaller key has a value <= it
         forEachStep(n, load, [&](float(&v)[kItems], int64_t base) {
 #pragma unroll
             for (int j = 0; j < kItems; ++j) {
                 // As offer: neither NaN nor +inf is a candidate.
-                if (v[j] < CUDART_INF_F) {
+                if (v[j] <= keyValue && v[j] < CUDART_INF_F) {
                     key = minKey(key, selectKey(v[j], int(base + j * 32 + lane)));
+                    keyValue = v[j];
                 }
             }
         });
