@@ -49,7 +49,8 @@ struct GpuIndexFlatConfig : GpuIndexConfig {
 /// How GpuIndexIVFFlat's merge stage reduces each query's nprobe x chunks x k
 /// candidates to its top k.
 enum class IvfMergePath {
-    /// fast when its shared memory fits the device's per-block limit, else heap
+    /// heap for k <= 32 (a warp a query); above, fast when its shared memory fits the
+    /// device's per-block limit and a query has at most 1024 candidates, else heap
     kAuto,
     /// stage the whole candidate row in shared memory and sort it once; a search whose
     /// row does not fit is refused

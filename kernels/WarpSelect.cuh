@@ -139,9 +139,6 @@ struct WarpSelect {
     /// step's values are offered (8 a step with 6 queue slots spilled on sm_90).
     static constexpr int kItems = 4;
     static constexpr int kStep = 32 * kItems;
-    /// Runs of kItems loads a lane keeps in flight ahead of the one being offered (3
-    /// spilled with the queues of kKp >= 4 on sm_90).
-    static constexpr int kAhead = kKp <= 2 ? 3 : 2;
 
     uint64_t best;          ///< entry lane % kKp of the best list
     uint64_t threshold;     ///< entry k - 1 of the best list (every lane)
@@ -238,54 +235,28 @@ struct WarpSelect {
             int64_t base,
             int64_t n,
             const Loader& load) const {
-        if (base >= n) { // the whole run (warp-uniform)
-#pragma unroll
-            for (int j = 0; j < kItems; ++j) {
-                v[j] = CUDART_INF_F;
-            }
-            return;
-        }
-        // Every lane loads (positions past n re-read n - 1) and only then are those
-        // positions set to +inf: no branch between the loads, so they are in flight
-        // together (a branch a value held each value's loads, and the add of a biased
-        // loader, to themselves; the coarse top-1 read 1.0 TB/s, benchs/NOTES.md).
 #pragma unroll
         for (int j = 0; j < kItems; ++j) {
-            v[j] = load(min(base + j * 32 + lane, n - 1));
-        }
-#pragma unroll
-        for (int j = 0; j < kItems; ++j) {
-            if (base + j * 32 + lane >= n) {
-                v[j] = CUDART_INF_F;
-            }
+            const int64_t pos = base + j * 32 + lane;
+            v[j] = pos < n ? load(pos) : CUDART_INF_F;
         }
     }
 
     /// Calls step(v, base) for each run of kStep positions [base, base + kStep) of
-    /// [0, n): v[j] is the value at base + 32 j + lane (+inf past n). The loads of the
-    /// kAhead runs after the current one are in flight while it is handed over: with one
-    /// run ahead a warp kept 512 bytes in flight, and the coarse top-1 over 67 MB of
-    /// distances read 1.0 TB/s (benchs/NOTES.md).
+    /// [0, n): v[j] is the value at base + 32 j + lane (+inf past n), and the next run's
+    /// loads are issued before the current one is handed over.
     template <typename Loader, typename Step>
     __device__ __forceinline__ void forEachStep(int64_t n, const Loader& load, Step&& step) const {
-        float ahead[kAhead][kItems];
-#pragma unroll
-        for (int a = 0; a < kAhead; ++a) {
-            loadStep(ahead[a], a * kStep, n, load);
-        }
+        float next[kItems];
+        loadStep(next, 0, n, load);
         for (int64_t base = 0; base < n; base += kStep) {
             float v[kItems];
 #pragma unroll
             for (int j = 0; j < kItems; ++j) {
-                v[j] = ahead[0][j];
-#pragma unroll
-                for (int a = 0; a + 1 < kAhead; ++a) {
-                    ahead[a][j] = ahead[a + 1][j];
-                }
+                v[j] = next[j];
             }
-            const int64_t next = base + kAhead * kStep;
-            if (next < n) {
-                loadStep(ahead[kAhead - 1], next, n, load);
+            if (base + kStep < n) {
+                loadStep(next, base + kStep, n, load);
             }
             step(v, base);
         }

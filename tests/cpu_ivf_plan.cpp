@@ -10,6 +10,7 @@
 
 #include <faiss_ext/impl/IvfSearch.h>
 #include <kernels/IvfMerge.h>
+#include <kernels/Select.h>
 
 #include "TestUtil.h"
 
@@ -77,10 +78,14 @@ TEST(IvfPlan, FastPathChosenForFewCandidatesThatFit) {
         in.scanPath = IvfScanPath::kPerQuery;
         return in;
     };
-    // k=10, nprobe=64: 640 candidates -> 1024 x 8 bytes, fits.
+    // k=10, nprobe=64: 640 candidates -> 1024 x 8 bytes, fits, but k <= 32 merges a warp
+    // a query (heap); k=64, nprobe=8: 512 candidates, fast.
     IvfSearchPlan p = planIvfSearch(input(lengths, 10000, 64, 10));
-    EXPECT_TRUE(p.fastMerge);
+    EXPECT_FALSE(p.fastMerge);
     EXPECT_EQ(p.fastMergeSmemBytes, size_t(1024) * 8);
+    p = planIvfSearch(input(lengths, 10000, 8, 64));
+    EXPECT_TRUE(p.fastMerge);
+    EXPECT_EQ(p.fastMergeSmemBytes, size_t(512) * 8);
     // k=100, nprobe=64: 6400 -> 8192 x 8 = 64 KiB fits the device's opt-in limit, but
     // the heap merge is faster for that many candidates.
     p = planIvfSearch(input(lengths, 10000, 64, 100));
@@ -134,7 +139,7 @@ TEST(IvfPlan, EveryKAndNprobeFitsTheDefaultBudget) {
                 expectValid(in, p);
                 EXPECT_EQ(
                         p.fastMerge,
-                        p.fastMergeSmemBytes <= kH100Smem &&
+                        k > kernels::kMaxWarpRowSelectK && p.fastMergeSmemBytes <= kH100Smem &&
                                 p.candidatesPerQuery <= kFastMergeMaxCandidates);
             }
         }

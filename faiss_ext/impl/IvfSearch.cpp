@@ -187,7 +187,8 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     const bool fits = p.fastMergeSmemBytes <= in.maxSmemPerBlock;
     switch (in.mergePath) {
         case IvfMergePath::kAuto:
-            p.fastMerge = fits && p.candidatesPerQuery <= kFastMergeMaxCandidates;
+            p.fastMerge = nextPow2(in.k) > kernels::kMaxWarpRowSelectK && fits &&
+                    p.candidatesPerQuery <= kFastMergeMaxCandidates;
             break;
         case IvfMergePath::kFast:
             FAISS_THROW_IF_NOT_FMT(

@@ -48,8 +48,11 @@ struct IvfSearchPlan {
     size_t bytes = 0; ///< temporaries of one tile
 };
 
-/// IvfMergePath::kAuto takes the fast merge (one block sorts a query's candidates) up to
-/// this many candidates per query when its shared memory fits, the heap merge above.
+/// IvfMergePath::kAuto takes the heap merge for k <= kernels::kMaxWarpRowSelectK (a warp
+/// a query, the best k in registers: the fast merge's 512-thread block a query took 75 us
+/// for 10000 queries of 30 candidates on an H100, benchs/NOTES.md). Above that k, the
+/// fast merge (one block sorts a query's candidates) up to this many candidates per
+/// query when its shared memory fits, the heap merge above.
 /// Both forced on SIFT (bench_ivf_paths --merge-only, H100): within 5% of each other at
 /// k 10 up to 3790 candidates; at k 100 the heap is 1.02-1.08x faster at 1200,
 /// 1.2-1.3x at 6800, 1.5-1.7x at 13200.
