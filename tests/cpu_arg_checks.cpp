@@ -91,6 +91,10 @@ TEST(FlatTiling, PrefersWideBaseTilesOverTallQueryTiles) {
     t = planFlatTiling(10000, 20000, 100, size_t(1) << 30, 528);
     EXPECT_EQ(t.queryTile, 4096);
     EXPECT_EQ(t.baseTile, 20000);
+    // A short base (the coarse search over 4096 centroids) takes a whole batch of 10000.
+    t = planFlatTiling(10000, 4096, 4, size_t(1) << 30, 4224);
+    EXPECT_EQ(t.queryTile, 10000);
+    EXPECT_EQ(t.baseTile, 4096);
     // A budget too small for a wide tile at 1024 queries stops halving there.
     t = planFlatTiling(10000, 1000000, 10, size_t(64) << 20, 528);
     EXPECT_EQ(t.queryTile, 1024);

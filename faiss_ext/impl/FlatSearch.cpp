@@ -32,12 +32,15 @@ FlatTiling planFlatTiling(
     const size_t candBudget = budgetBytes / 2;
     // Each base tile costs every query of its query tile a merge of its candidates with
     // the running best, so fewer, wider base tiles pay (bench_flat_tiles: at k 100 and
-    // 537 MB tiles, 1024 x 131072 beats 4096 x 32768 by 1.2x): the query tile halves from
-    // 4096 while the base tile is narrower than kWideBaseTile (or all of the base), down
-    // to kMinQueryTile queries, where the GEMMs stay efficient.
+    // 537 MB tiles, 1024 x 131072 beats 4096 x 32768 by 1.2x): after a first try with up
+    // to kMaxFlatQueryTile queries (a short base takes a whole batch), the query tile
+    // halves from 4096 while the base tile is narrower than kWideBaseTile (or all of the
+    // base), down to kMinQueryTile queries, where the GEMMs stay efficient.
     constexpr int64_t kWideBaseTile = 131072;
     constexpr int64_t kMinQueryTile = 1024;
-    for (int64_t qt = std::min<int64_t>(nq, 4096);; qt = (qt + 1) / 2) {
+    constexpr int64_t kHalvingStart = 4096;
+    for (int64_t qt = std::min(nq, kMaxFlatQueryTile);;
+         qt = qt > kHalvingStart ? std::min(nq, kHalvingStart) : (qt + 1) / 2) {
         // Candidate rows hold the running best k plus k per segment of one base tile.
         const int64_t maxSegs = int64_t(candBudget / (size_t(qt) * k * kCandBytes)) - 1;
         // cuBLAS takes int dimensions.
@@ -201,7 +204,7 @@ void selectOverBase(
 
 // Selection geometry: the warp path (small k) owns short segments cheaply, so it plans
 // in warps and starts from 1024-column segments; the block path from 4096. 3xTF32 first
-// sets aside the split of a query tile (at most 4096 queries).
+// sets aside the split of a query tile (at most kMaxFlatQueryTile queries).
 FlatTiling planFlatSearch(
         const GpuResources& res,
         const FlatSearchInput& in,
@@ -211,7 +214,7 @@ FlatTiling planFlatSearch(
             flatGemmProduct(in.precision, FlatSearchPath::kTiles, res.computeCapabilityMajor()),
             in.d);
     if (splitRow > 0) {
-        const size_t querySplit = size_t(std::min<int64_t>(in.nq, 4096)) * splitRow;
+        const size_t querySplit = size_t(std::min(in.nq, kMaxFlatQueryTile)) * splitRow;
         FAISS_THROW_IF_NOT_FMT(
                 querySplit < budget,
                 "temporary memory budget of %zu bytes is too small for the split of the "
