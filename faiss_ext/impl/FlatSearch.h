@@ -12,13 +12,13 @@
 
 namespace faiss_ext {
 
-/// How one exact search is cut so that its temporaries fit a memory budget.
 /// Most queries one GEMM of the tiles path takes. A short base (the IVF coarse search
 /// over nlist centroids) keeps a whole batch of 10000 in one tile: three tiles of 4096
 /// cost each its own norms, splits, centroid split and segment merge (~50 us at nlist
 /// 4096 on an H100, benchs/NOTES.md). Long bases halve it down to 1024 anyway.
 constexpr int64_t kMaxFlatQueryTile = 16384;
 
+/// How one exact search is cut so that its temporaries fit a memory budget.
 struct FlatTiling {
     int64_t queryTile = 0; ///< queries per GEMM
     int64_t baseTile = 0;  ///< base vectors per GEMM (a multiple of segLen, or all)

@@ -60,10 +60,10 @@ GpuFlatPrecision ivfCoarsePrecision(
         return coarse.precision;
     }
     // Only where the tiles path runs (the threshold path's kAuto is already on tensor
-    // cores, with a re-rank) and the splits of a query tile and of the centroids take
-    // at most a quarter of the budget.
+    // cores, with a re-rank) and the splits of a query tile (as planFlatSearch sets it
+    // aside) and of the centroids take at most a quarter of the budget.
     const size_t splitRow = kernels::splitRowBytes(kernels::GemmProduct::kTF32x3, coarse.d);
-    const size_t splitBytes = size_t(std::min<int64_t>(coarse.nq, 4096) + coarse.nb) * splitRow;
+    const size_t splitBytes = size_t(std::min(coarse.nq, kMaxFlatQueryTile) + coarse.nb) * splitRow;
     const bool tf32x3 = res.computeCapabilityMajor() >= 8 && coarse.nq >= kCoarseTF32x3MinQueries &&
             splitBytes <= res.tempMemoryBytes() / 4 &&
             flatSearchPathFor(res, coarse, nprobe) == FlatSearchPath::kTiles;
