@@ -98,8 +98,8 @@ int main(int argc, char** argv) {
     for (int nprobe : {1, 4, 16, 32, 64, 128}) {
         index.nprobe = size_t(nprobe);
         for (int k : {10, 100}) {
-            for (int64_t batch : {int64_t(1), int64_t(16), int64_t(128)}) {
-                const int reps = batch == 1 ? 400 : batch == 16 ? 200 : 100;
+            for (int64_t batch : {int64_t(1), int64_t(16), int64_t(128), int64_t(1024)}) {
+                const int reps = batch == 1 ? 400 : batch == 16 ? 200 : batch == 128 ? 100 : 40;
                 std::vector<float> D(batch * k);
                 std::vector<int64_t> I(batch * k);
                 auto dD = res.alloc<float>(size_t(batch) * k);

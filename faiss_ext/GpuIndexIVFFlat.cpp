@@ -27,7 +27,9 @@ namespace {
 /// Largest nprobe (the coarse top-k goes through the same selection as search).
 constexpr int64_t kMaxNprobe = kMaxSearchK;
 /// Searches of at most this many queries may run from CUDA graphs (useSearchGraphs).
-constexpr int64_t kSearchGraphMaxQueries = 128;
+/// At batch 1024 the launches still leave the device idle between kernels (benchs/NOTES.md,
+/// twelfth session); above, a search's temporaries outgrow a graph's share of the budget.
+constexpr int64_t kSearchGraphMaxQueries = 1024;
 /// Shapes held as graphs; each one's temporaries are at most 1 / kSearchGraphsHeld of
 /// the temp budget, so all of them stay within it.
 constexpr size_t kSearchGraphsHeld = 16;

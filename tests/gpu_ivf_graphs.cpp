@@ -50,7 +50,11 @@ void expectMatchesCpu(
 
 TEST(GpuIvfSearchGraphs, EveryCallMatchesCpuOnEveryPath) {
     FAISS_EXT_REQUIRE_GPU();
-    GpuResources res;
+    // A graph may hold 1/16 of the temp budget: 4 GiB lets every shape here (up to 1024
+    // queries at k 100) be captured, so that each one's replay is checked.
+    GpuResourcesConfig rc;
+    rc.tempMemoryBytes = size_t(4) << 30;
+    GpuResources res(rc);
     std::mt19937_64 rng(testSeed());
     const int d = 24;
     const int64_t nb = 20000, nlist = 64;
@@ -64,7 +68,7 @@ TEST(GpuIvfSearchGraphs, EveryCallMatchesCpuOnEveryPath) {
         heap.mergePath = IvfMergePath::kHeap;
         for (const GpuIndexIVFFlatConfig& cfg : {GpuIndexIVFFlatConfig(), list, heap}) {
             GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
-            for (int64_t nq : {int64_t(1), int64_t(16), int64_t(128)}) {
+            for (int64_t nq : {int64_t(1), int64_t(16), int64_t(128), int64_t(1024)}) {
                 for (int k : {1, 10, 100}) {
                     SCOPED_TRACE(
                             "metric " + std::to_string(int(m)) + " nq " + std::to_string(nq) +
@@ -83,8 +87,8 @@ TEST(GpuIvfSearchGraphs, EveryCallMatchesCpuOnEveryPath) {
                     EXPECT_EQ(compareExact(D1, I1, D3, I3, nq, k), 0);
                 }
             }
-            // 9 shapes seen three times each: every one of them held as a graph.
-            EXPECT_EQ(gpu.searchGraphCount(), 9u);
+            // 12 shapes seen three times each: every one of them held as a graph.
+            EXPECT_EQ(gpu.searchGraphCount(), 12u);
         }
     }
 }
@@ -150,10 +154,10 @@ TEST(GpuIvfSearchGraphs, HoldsAtMostSixteenShapesAndCanBeTurnedOff) {
         expectMatchesCpu(gpu, *cpu, nq, xq, k);
         EXPECT_EQ(gpu.searchGraphCount(), size_t(std::min<int64_t>(nq, 16)));
     }
-    // Searches above 128 queries are not captured, nor are any once turned off.
-    auto big = datasets::uniform(129, d, rng());
-    expectMatchesCpu(gpu, *cpu, 129, big, k);
-    expectMatchesCpu(gpu, *cpu, 129, big, k);
+    // Searches above 1024 queries are not captured, nor are any once turned off.
+    auto big = datasets::uniform(1025, d, rng());
+    expectMatchesCpu(gpu, *cpu, 1025, big, k);
+    expectMatchesCpu(gpu, *cpu, 1025, big, k);
     gpu.useSearchGraphs = false;
     auto xq = datasets::uniform(30, d, rng());
     expectMatchesCpu(gpu, *cpu, 30, xq, k);
