@@ -50,10 +50,11 @@ class GpuIndexIVFFlat : public GpuIndex {
     /// k-means parameters of train (as faiss::IndexIVF: 10 iterations; spherical for
     /// inner product).
     faiss::ClusteringParameters cp;
-    /// Searches of at most 128 queries without an ID selector run from a CUDA graph
+    /// Searches of at most 1024 queries without an ID selector run from a CUDA graph
     /// once their shape (queries, k, nprobe) has been seen twice: one launch instead of
     /// a dozen kernels and their temporaries, which is most of a small search's time.
-    /// At most 16 shapes are held, their temporaries within the resources' temp budget.
+    /// At most 16 shapes are held, each one's temporaries at most 1/16 of the
+    /// resources' temp budget (a larger shape runs kernel by kernel).
     /// false: every search issues its kernels one by one. A runtime setting like
     /// nprobe (not saved with the index).
     bool useSearchGraphs = true;

@@ -71,7 +71,7 @@ void bindIvf(py::module_& m) {
                     "Lists probed per query when search gets no params.")
             .def_readwrite(
                     "use_search_graphs", &GpuIndexIVFFlat::useSearchGraphs,
-                    "Searches of at most 128 queries without a selector replay a CUDA graph "
+                    "Searches of at most 1024 queries without a selector replay a CUDA graph "
                     "once their shape has been seen twice (default True).")
             .def_property(
                     "coarse_precision",
