@@ -8,8 +8,9 @@
 # SANITIZE_TIMEOUT seconds (default 150), and no run starts after SANITIZE_BUDGET
 # seconds in all (default 480: those left are reported as not run, a failure);
 # SANITIZE_TOOLS and SANITIZE_SUITES pick a subset; SANITIZE_KERNELS is synccheck's
-# kernel filter (default kns=faiss_ext). One line per run, a log per run in LOG_DIR; the status is 0 only when every
-# run passed with no error reported (77 when there was no device to run on).
+# kernel filter (default kns=faiss_ext). One line per run, a log per run in LOG_DIR; the
+# status is 0 only when every run passed with no error reported (77 when there was no
+# device to run on).
 set -uo pipefail
 build="${1:?build directory}"
 out="${2:?log directory}"
