@@ -3,8 +3,12 @@
 // batch 10000 and batch 1, for both search kernels (persistent, stepwise), beside
 // GpuIndexIVFFlat at equal recall (the smallest nprobe reaching each Bang recall), and
 // PQ mode (M = d / 4 sub-quantizers on the same graph) beside exact mode at batch 10000.
-// Usage: bench_bang [n_base] [spread] [pq]  (defaults 1000000, 0.15: bench_ivf's
-// dataset; a third argument "pq" skips the stepwise kernel and IVF-Flat)
+// Usage: bench_bang [n_base] [spread] [pq|build] [--sift DIR] [--lists N] [--probes P]
+// Defaults 1000000, 0.15 (bench_ivf's dataset). A third argument "pq" skips the
+// stepwise kernel and IVF-Flat; "build" stops after the persistent kernel's table.
+// --sift DIR: the first n_base rows of DIR/base.bvecs (or .fvecs) and 10000 of
+// DIR/query.bvecs instead of the clustered set. --lists / --probes: BangBuildConfig's
+// candidateLists / candidateProbes.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,12 +21,14 @@
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/BangBuild.h>
 #include <faiss_ext/impl/BangGraph.h>
 #include <kernels/BangStepwise.h>
 
 #include "BenchUtil.h"
 #include "DemoTable.h"
 #include "Synthetic.h"
+#include "VecsIO.h"
 
 using namespace faiss_ext;
 
@@ -75,21 +81,55 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_bang: no CUDA device found; this benchmark needs a GPU\n");
         return 2;
     }
-    const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
-    const float spread = argc > 2 ? float(std::atof(argv[2])) : 0.15f;
-    const bool pqOnly = argc > 3 && std::string(argv[3]) == "pq";
-    const int d = 128, k = 10;
-    const int64_t nq = 10000, nq1 = 200;
+    std::vector<std::string> args;
+    std::string siftDir;
+    GpuIndexBangConfig bangCfg;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--sift" && i + 1 < argc) {
+            siftDir = argv[++i];
+        } else if (a == "--lists" && i + 1 < argc) {
+            bangCfg.build.candidateLists = std::atoll(argv[++i]);
+        } else if (a == "--probes" && i + 1 < argc) {
+            bangCfg.build.candidateProbes = std::atoi(argv[++i]);
+        } else {
+            args.push_back(argv[i]);
+        }
+    }
+    int64_t nb = args.size() > 0 ? std::atoll(args[0].c_str()) : 1000000;
+    const float spread = args.size() > 1 ? float(std::atof(args[1].c_str())) : 0.15f;
+    // "pq": PQ mode's table after the persistent kernel's; "build": the build and the
+    // persistent kernel's table only.
+    const std::string mode = args.size() > 2 ? args[2] : "";
+    const bool pqOnly = mode == "pq", buildOnly = mode == "build";
+    const int k = 10;
+    int64_t nq = 10000;
+    const int64_t nq1 = 200;
     GpuResources res;
     bench::Ceilings ceil = bench::measureCeilings(res);
     bench::printDevice(res, ceil);
-    datasets::ClusteredSpec spec{nb, d, 2000, spread, 7};
-    auto xb = datasets::clustered(spec, 0);
-    spec.n = nq;
-    auto xq = datasets::clustered(spec, 1);
-    std::printf(
-            "dataset: %lld x %d clustered (%d blobs, spread %.2f), %lld queries, k=%d\n",
-            (long long)nb, d, spec.clusters, spec.spread, (long long)nq, k);
+    int d = 128;
+    std::vector<float> xb, xq;
+    if (siftDir.empty()) {
+        datasets::ClusteredSpec spec{nb, d, 2000, spread, 7};
+        xb = datasets::clustered(spec, 0);
+        spec.n = nq;
+        xq = datasets::clustered(spec, 1);
+        std::printf(
+                "dataset: %lld x %d clustered (%d blobs, spread %.2f), %lld queries, k=%d\n",
+                (long long)nb, d, spec.clusters, spec.spread, (long long)nq, k);
+    } else {
+        datasets::Matrix<float> base = datasets::readRowsAsFloat(siftDir, "base", nb);
+        datasets::Matrix<float> query = datasets::readRowsAsFloat(siftDir, "query", nq);
+        nb = base.n;
+        nq = query.n;
+        d = base.d;
+        xb = std::move(base.data);
+        xq = std::move(query.data);
+        std::printf(
+                "dataset: SIFT %s, %lld x %d, %lld queries, k=%d\n", siftDir.c_str(),
+                (long long)nb, d, (long long)nq, k);
+    }
 
     std::vector<float> gtD(nq * k);
     std::vector<int64_t> gtI(nq * k);
@@ -100,7 +140,7 @@ int main(int argc, char** argv) {
     }
 
     // Build.
-    GpuIndexBang bang(res, d);
+    GpuIndexBang bang(res, d, faiss::METRIC_L2, bangCfg);
     auto t0 = std::chrono::steady_clock::now();
     bang.add(nb, xb.data());
     const double buildS = secondsSince(t0);
@@ -108,9 +148,11 @@ int main(int argc, char** argv) {
     std::printf(
             "\nGpuIndexBang build (add): %.1f s = k-NN candidates %.1f s (GPU) + refinement "
             "searches %.1f s (GPU) + pruning %.1f s (GPU); R=%d alpha=%.2f "
-            "candidates=%d passes=%d build L=%d, entry %lld\n",
+            "candidates=%d from %s (%lld lists, %d probes) passes=%d build L=%d, entry %lld\n",
             buildS, bang.lastBuildKnnSeconds(), bang.lastBuildSearchSeconds(),
-            bang.lastBuildPruneSeconds(), c.graphDegree, double(c.alpha), c.candidates, c.passes,
+            bang.lastBuildPruneSeconds(), c.graphDegree, double(c.alpha), c.candidates,
+            bangCandidateLists(nb, c.candidateLists) == 0 ? "exact k-NN" : "IVF-Flat",
+            (long long)bangCandidateLists(nb, c.candidateLists), c.candidateProbes, c.passes,
             c.searchL, (long long)bang.entryPoint());
     std::printf(
             "device memory %.1f MiB = %.1f bytes/vector (vector %d + norm 4 + graph %d)\n",
@@ -163,7 +205,7 @@ int main(int argc, char** argv) {
             "| kernel | L | recall@10 | mean iterations | batch 10000 QPS | batch 10000 ms | "
             "floor ms | batch 1 ms | batch 1 QPS |\n|---|---|---|---|---|---|---|---|---|\n");
     std::vector<bool> kernels{false};
-    if (!pqOnly) {
+    if (!pqOnly && !buildOnly) {
         kernels.push_back(true);
     }
     for (bool stepwise : kernels) {
@@ -196,6 +238,10 @@ int main(int argc, char** argv) {
                 bangRows.push_back({L, recall, nq / (ms * 1e-3), meanIt});
             }
         }
+    }
+
+    if (buildOnly) {
+        return 0;
     }
 
     // PQ mode on the same graph (graph building is exact in both modes): setGraph

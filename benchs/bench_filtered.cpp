@@ -19,7 +19,6 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -71,30 +70,9 @@ struct Dataset {
     std::vector<float> xq; ///< nq x d
 };
 
-/// The first (at most) maxRows rows of DIR/stem.bvecs, as floats, or, without that file,
-/// of DIR/stem.fvecs.
-datasets::Matrix<float> readSiftFile(
-        const std::string& dir,
-        const std::string& stem,
-        int64_t maxRows) {
-    const std::string bvecs = dir + "/" + stem + ".bvecs";
-    datasets::Matrix<float> m;
-    if (std::filesystem::exists(bvecs)) {
-        const datasets::Matrix<uint8_t> b = datasets::readBvecs(bvecs);
-        m.n = b.n;
-        m.d = b.d;
-        m.data.assign(b.data.begin(), b.data.end());
-    } else {
-        m = datasets::readFvecs(dir + "/" + stem + ".fvecs");
-    }
-    m.n = std::min(m.n, maxRows);
-    m.data.resize(size_t(m.n) * m.d);
-    return m;
-}
-
 Dataset loadSift(const std::string& dir, int64_t maxBase, int64_t maxQueries) {
-    datasets::Matrix<float> base = readSiftFile(dir, "base", maxBase);
-    datasets::Matrix<float> query = readSiftFile(dir, "query", maxQueries);
+    datasets::Matrix<float> base = datasets::readRowsAsFloat(dir, "base", maxBase);
+    datasets::Matrix<float> query = datasets::readRowsAsFloat(dir, "query", maxQueries);
     if (base.d != query.d) {
         throw std::runtime_error("base and query vectors of " + dir + " differ in dimension");
     }

@@ -35,6 +35,13 @@ GpuIndexBangConfig checkedConfig(const GpuIndexBangConfig& c, int d) {
             b.candidates >= 1 && b.candidates <= 1024, "build.candidates=%d is outside [1, 1024]",
             b.candidates);
     FAISS_THROW_IF_NOT_FMT(
+            b.candidateLists >= -1,
+            "build.candidateLists=%lld must be >= -1 (-1: automatic, 0: exact k-NN)",
+            (long long)b.candidateLists);
+    FAISS_THROW_IF_NOT_FMT(
+            b.candidateProbes >= 1 && b.candidateProbes <= 2048,
+            "build.candidateProbes=%d is outside [1, 2048]", b.candidateProbes);
+    FAISS_THROW_IF_NOT_FMT(
             b.hubs >= 0, "build.hubs=%lld must be >= 0 (0: automatic)", (long long)b.hubs);
     FAISS_THROW_IF_NOT_FMT(
             b.passes >= 0 && b.passes <= 16, "build.passes=%d is outside [0, 16]", b.passes);

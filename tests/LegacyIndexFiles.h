@@ -1,7 +1,8 @@
-// Index files in the layouts of format versions 1 to 3 (impl/IndexImage.h), which the
+// Index files in the layouts of format versions 1 to 4 (impl/IndexImage.h), which the
 // library reads but no longer writes: versions 1 and 2 written here field by field,
-// apart from the library's writer, version 3 as a version 4 file without its
-// checksums; where the sections of a version 4 file lie; whole files of the current
+// apart from the library's writer, version 4 as the current file less Bang's candidate
+// source, version 3 as a version 4 file without its checksums; where the sections of a
+// file lie; whole files of the current
 // version in and out. For the tests that old files still load and that every flipped
 // byte is refused.
 #pragma once
@@ -13,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <faiss_ext/impl/Crc32c.h>
 #include <faiss_ext/impl/IndexImage.h>
 
 namespace faiss_ext {
@@ -120,14 +122,14 @@ Image decodeFile(
     return image;
 }
 
-/// Where one section of a version 4 file lies: [begin, end) from its length field to
+/// Where one section of a file of version 4 or later lies: [begin, end) from its length field to
 /// its last byte.
 struct SectionSpan {
     size_t begin;
     size_t end;
 };
 
-/// The sections of a version 4 file, in order, after the 20-byte header and before the
+/// The sections of a file of version 4 or later, in order, after the 20-byte header and before the
 /// 8-byte end marker. The file must be well formed.
 inline std::vector<SectionSpan> sectionSpans(const std::vector<uint8_t>& file) {
     std::vector<SectionSpan> spans;
@@ -142,16 +144,44 @@ inline std::vector<SectionSpan> sectionSpans(const std::vector<uint8_t>& file) {
     return spans;
 }
 
-/// The version 3 file of the same index as `file` (version 4): the same fields in the
-/// same order, without the header's checksum and the sections' lengths and checksums.
-inline std::vector<uint8_t> version3File(const std::vector<uint8_t>& file) {
+/// The version 4 file of the same index as `file` (the current version, 5): Bang's fields
+/// section loses the build config's candidateLists and candidateProbes (the 12 bytes
+/// before pqSubquantizers, search_L, ntotal and entry), with its length and checksum
+/// and the header's checksum made again; Flat and IVF-Flat files differ only in the
+/// version number.
+inline std::vector<uint8_t> version4File(const std::vector<uint8_t>& file) {
+    std::vector<uint8_t> v4 = file;
+    const uint32_t version = 4;
+    std::memcpy(v4.data() + 8, &version, 4);
+    const uint32_t headerCrc = crc32c(v4.data(), 16);
+    std::memcpy(v4.data() + 16, &headerCrc, 4);
+    uint32_t kind = 0;
+    std::memcpy(&kind, file.data() + 12, 4);
+    if (kind == uint32_t(IndexKind::kBang)) {
+        const SectionSpan fields = sectionSpans(file).front();
+        const size_t tail = 4 + 4 + 8 + 8; // pqSubquantizers, search_L, ntotal, entry
+        v4.erase(v4.begin() + (fields.end - tail - 12), v4.begin() + (fields.end - tail));
+        const uint64_t length = fields.end - fields.begin - 12 - 12;
+        const uint32_t crc =
+                crc32c(&length, sizeof(length), crc32c(v4.data() + fields.begin + 12, length));
+        std::memcpy(v4.data() + fields.begin, &length, 8);
+        std::memcpy(v4.data() + fields.begin + 8, &crc, 4);
+    }
+    return v4;
+}
+
+/// The version 3 file of the same index as `file` (the current version): version 4's
+/// fields in the same order, without the header's checksum and the sections' lengths
+/// and checksums.
+inline std::vector<uint8_t> version3File(const std::vector<uint8_t>& current) {
+    const std::vector<uint8_t> file = version4File(current);
     std::vector<uint8_t> v3(file.begin(), file.begin() + 16);
     const uint32_t version = 3;
     std::memcpy(v3.data() + 8, &version, 4);
     std::vector<SectionSpan> spans = sectionSpans(file);
     uint32_t kind = 0;
     std::memcpy(&kind, file.data() + 12, 4);
-    if (kind == 3) {
+    if (kind == uint32_t(IndexKind::kBang)) {
         spans.pop_back(); // Bang's removed vectors: a section new in version 4
     }
     for (const SectionSpan& s : spans) {

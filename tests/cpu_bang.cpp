@@ -12,6 +12,7 @@
 
 #include <faiss/impl/FaissAssert.h>
 
+#include <faiss_ext/impl/BangBuild.h>
 #include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/BangPrune.h>
 #include <faiss_ext/impl/BangPruneGpu.h>
@@ -207,6 +208,18 @@ TEST(BangPrune, GpuPagesCoverEveryNodeWithinTheBudget) {
     }
 }
 
+TEST(BangBuild, CandidateSourceRule) {
+    // -1: exact below kBangIvfCandidatesFrom, sqrt(n) lists from it.
+    EXPECT_EQ(bangCandidateLists(1, -1), 0);
+    EXPECT_EQ(bangCandidateLists(kBangIvfCandidatesFrom - 1, -1), 0);
+    EXPECT_EQ(bangCandidateLists(1000000, -1), 1000);
+    EXPECT_EQ(bangCandidateLists(10000000, -1), 3162);
+    // 0: exact; > 0: as asked, at most n.
+    EXPECT_EQ(bangCandidateLists(1000000, 0), 0);
+    EXPECT_EQ(bangCandidateLists(1000000, 7), 7);
+    EXPECT_EQ(bangCandidateLists(10, 50), 10);
+}
+
 TEST(BangKeys, OrderByDistanceThenId) {
     using namespace faiss_ext::kernels;
     EXPECT_LT(bangKey(0.f, 5), bangKey(0.f, 6));
@@ -233,6 +246,8 @@ TEST(BangImage, RoundTripAndRefusals) {
     im.config.build.hubs = 4;
     im.config.build.passes = 3;
     im.config.build.searchL = 50;
+    im.config.build.candidateLists = 12;
+    im.config.build.candidateProbes = 5;
     im.config.pageBytes = size_t(9) << 20;
     im.searchL = 33;
     im.ntotal = 3;
@@ -255,6 +270,8 @@ TEST(BangImage, RoundTripAndRefusals) {
         EXPECT_EQ(back.config.build.hubs, 4);
         EXPECT_EQ(back.config.build.passes, 3);
         EXPECT_EQ(back.config.build.searchL, 50);
+        EXPECT_EQ(back.config.build.candidateLists, 12);
+        EXPECT_EQ(back.config.build.candidateProbes, 5);
         EXPECT_EQ(back.config.pageBytes, size_t(9) << 20);
         EXPECT_EQ(back.config.pqSubquantizers, 0);
         EXPECT_EQ(back.searchL, 33);
@@ -281,6 +298,23 @@ TEST(BangImage, RoundTripAndRefusals) {
     bad = im;
     bad.ntotal = 4; // more rows than the bytes hold
     refuses(bad);
+    bad = im;
+    bad.config.build.candidateProbes = 0;
+    refuses(bad);
+    bad = im;
+    bad.config.build.candidateLists = -2;
+    refuses(bad);
+    // Versions 3 and 4 (no candidate source) load with its defaults and the rest as is.
+    for (const std::vector<uint8_t>& old : {test::version4File(s.bytes), test::version3File(s.bytes)}) {
+        const BangImage back = test::decodeFile(IndexKind::kBang, readBangImage, old, old.size());
+        EXPECT_EQ(back.config.build.candidateLists, BangBuildConfig().candidateLists);
+        EXPECT_EQ(back.config.build.candidateProbes, BangBuildConfig().candidateProbes);
+        EXPECT_EQ(back.config.build.searchL, 50);
+        EXPECT_EQ(back.config.pageBytes, size_t(9) << 20);
+        EXPECT_EQ(back.searchL, 33);
+        EXPECT_EQ(back.entry, 1);
+        EXPECT_EQ(back.graph, im.graph);
+    }
     for (size_t cut = 0; cut + 1 < s.bytes.size(); cut += 7) {
         MemorySource in(s.bytes.data(), cut);
         EXPECT_THROW(

@@ -6,6 +6,7 @@
 #include <limits>
 #include <queue>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <faiss/impl/FaissAssert.h>
@@ -150,7 +151,7 @@ TEST(GpuIndexBang, MatchesCpuReferenceOnGivenGraphs) {
     }
 }
 
-TEST(GpuIndexBang, RecallOnClustered100K) {
+TEST(GpuIndexBang, RecallOnClustered100KFromEitherCandidateSource) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 32, k = 10;
@@ -165,73 +166,68 @@ TEST(GpuIndexBang, RecallOnClustered100K) {
     std::vector<int64_t> gtI(nq * k);
     flat.search(nq, xq.data(), k, gtD.data(), gtI.data());
 
-    GpuIndexBang index(res, d);
-    index.add(nb, xb.data()); // the graph pruned on the GPU (impl/BangPruneGpu.h)
-    std::printf(
-            "build: k-NN %.2f s, searches %.2f s, prune %.2f s\n", index.lastBuildKnnSeconds(),
-            index.lastBuildSearchSeconds(), index.lastBuildPruneSeconds());
-    const std::vector<int32_t> graph = index.graph();
-    const int64_t reached = reachable(graph, index.graphDegree(), nb, index.entryPoint());
-    std::printf(
-            "%lld of %lld vectors reachable from the entry point\n", (long long)reached,
-            (long long)nb);
-    EXPECT_GE(reached, nb - nb / 1000);
-    std::vector<float> D(nq * k);
-    std::vector<int64_t> I(nq * k);
-    double best = 0, previous = 0;
-    for (int L : {10, 20, 40, 60, 80, 100}) {
-        SearchParametersBang params;
-        params.search_L = L;
-        index.search(nq, xq.data(), k, D.data(), I.data(), &params);
-        const double r = recallAt10(gtI, I, nq);
-        std::printf("GpuIndexBang 100K x %d clustered: L=%d recall@10 %.4f\n", d, L, r);
-        EXPECT_GE(r, previous - 0.01) << "recall fell as L grew, L=" << L;
-        previous = r;
-        best = std::max(best, r);
-        for (int64_t q = 0; q < nq; ++q) {
-            EXPECT_TRUE(std::is_sorted(D.begin() + q * k, D.begin() + (q + 1) * k));
+    const std::vector<int> Ls{10, 20, 40, 60, 80, 100};
+    std::vector<double> exactRecall;
+    // The first candidates from the exact k-NN, then from an IVF-Flat (sqrt(nb) lists).
+    for (int64_t lists : {int64_t(0), int64_t(316)}) {
+        GpuIndexBangConfig cfg;
+        cfg.build.candidateLists = lists;
+        GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
+        index.add(nb, xb.data()); // the graph pruned on the GPU (impl/BangPruneGpu.h)
+        std::printf(
+                "candidate lists %lld: build k-NN %.2f s, searches %.2f s, prune %.2f s\n",
+                (long long)lists, index.lastBuildKnnSeconds(), index.lastBuildSearchSeconds(),
+                index.lastBuildPruneSeconds());
+        const std::vector<int32_t> graph = index.graph();
+        const int64_t reached = reachable(graph, index.graphDegree(), nb, index.entryPoint());
+        std::printf(
+                "%lld of %lld vectors reachable from the entry point\n", (long long)reached,
+                (long long)nb);
+        EXPECT_GE(reached, nb - nb / 1000);
+        std::vector<float> D(nq * k);
+        std::vector<int64_t> I(nq * k);
+        double best = 0, previous = 0;
+        for (size_t i = 0; i < Ls.size(); ++i) {
+            SearchParametersBang params;
+            params.search_L = Ls[i];
+            index.search(nq, xq.data(), k, D.data(), I.data(), &params);
+            const double r = recallAt10(gtI, I, nq);
+            std::printf(
+                    "GpuIndexBang 100K x %d clustered, candidate lists %lld: L=%d recall@10 "
+                    "%.4f\n",
+                    d, (long long)lists, Ls[i], r);
+            EXPECT_GE(r, previous - 0.01) << "recall fell as L grew, L=" << Ls[i];
+            if (lists == 0) {
+                exactRecall.push_back(r);
+            } else {
+                EXPECT_GE(r, exactRecall[i] - 0.01)
+                        << "IVF candidates lose recall against exact ones at L=" << Ls[i];
+            }
+            previous = r;
+            best = std::max(best, r);
+            for (int64_t q = 0; q < nq; ++q) {
+                EXPECT_TRUE(std::is_sorted(D.begin() + q * k, D.begin() + (q + 1) * k));
+            }
         }
+        EXPECT_GE(best, 0.95);
+        // The stepwise kernel walks the same way.
+        DeviceResults a = searchWith(index, xq, k, 40, BangKernel::kPersistent);
+        DeviceResults b = searchWith(index, xq, k, 40, BangKernel::kStepwise);
+        EXPECT_EQ(a.I, b.I);
+        EXPECT_EQ(a.D, b.D);
+        EXPECT_EQ(a.iters, b.iters);
     }
-    EXPECT_GE(best, 0.95);
-    // The stepwise kernel walks the same way.
-    DeviceResults a = searchWith(index, xq, k, 40, BangKernel::kPersistent);
-    DeviceResults b = searchWith(index, xq, k, 40, BangKernel::kStepwise);
-    EXPECT_EQ(a.I, b.I);
-    EXPECT_EQ(a.D, b.D);
-    EXPECT_EQ(a.iters, b.iters);
 }
 
-TEST(GpuIndexBang, BuiltGraphIsWellFormed) {
+// Exact candidates, then IVF candidates from lists of ~5 vectors probed twice: each
+// vector finds ~10 of the 65 it asks for, the rest of its row is -1.
+TEST(GpuIndexBang, BuiltGraphIsWellFormedFromEitherCandidateSource) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16;
     const int64_t nb = 5000;
     datasets::ClusteredSpec spec{nb, d, 50, 0.05f, 5};
     auto xb = datasets::clustered(spec, 0);
-    GpuIndexBangConfig cfg;
-    cfg.build.graphDegree = 24;
-    GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
-    index.add(nb, xb.data());
-    EXPECT_EQ(index.deviceMemoryBytes(), size_t(nb) * (d + 1) * 4 + size_t(nb) * 24 * 4);
-    const std::vector<int32_t> g = index.graph();
-    ASSERT_EQ(g.size(), size_t(nb) * 24);
-    int64_t edges = 0;
-    for (int64_t v = 0; v < nb; ++v) {
-        std::vector<int32_t> row(g.begin() + v * 24, g.begin() + (v + 1) * 24);
-        const auto end = std::find(row.begin(), row.end(), -1);
-        EXPECT_TRUE(std::all_of(end, row.end(), [](int32_t x) { return x == -1; }))
-                << "row " << v << " is not padded at the end";
-        EXPECT_GE(end - row.begin(), 1) << "vector " << v << " has no neighbour";
-        edges += end - row.begin();
-        for (auto it = row.begin(); it != end; ++it) {
-            EXPECT_TRUE(*it >= 0 && *it < nb && *it != v) << "row " << v;
-        }
-        std::sort(row.begin(), end);
-        EXPECT_EQ(std::adjacent_find(row.begin(), end), end) << "row " << v;
-    }
-    std::printf(
-            "graph of %lld vectors, R=24: mean degree %.1f\n", (long long)nb, double(edges) / nb);
-    EXPECT_GE(reachable(g, 24, nb, index.entryPoint()), nb - nb / 1000);
     // The entry point is the vector nearest the centroid.
     std::vector<double> c(d, 0.0);
     for (int64_t v = 0; v < nb; ++v) {
@@ -251,8 +247,39 @@ TEST(GpuIndexBang, BuiltGraphIsWellFormed) {
     for (int64_t v = 0; v < nb; ++v) {
         bestDist = std::min(bestDist, toCentroid(v));
     }
-    // Nearest up to the float rounding of the GPU's GEMM-based distances.
-    EXPECT_LE(toCentroid(index.entryPoint()), bestDist * (1 + 1e-4) + 1e-6);
+    for (int64_t lists : {int64_t(0), int64_t(1000)}) {
+        SCOPED_TRACE("candidate lists " + std::to_string(lists));
+        GpuIndexBangConfig cfg;
+        cfg.build.graphDegree = 24;
+        cfg.build.candidateLists = lists;
+        cfg.build.candidateProbes = 2;
+        GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
+        index.add(nb, xb.data());
+        // Nothing of the build stays (the IVF-Flat of the candidates included).
+        EXPECT_EQ(index.deviceMemoryBytes(), size_t(nb) * (d + 1) * 4 + size_t(nb) * 24 * 4);
+        const std::vector<int32_t> g = index.graph();
+        ASSERT_EQ(g.size(), size_t(nb) * 24);
+        int64_t edges = 0;
+        for (int64_t v = 0; v < nb; ++v) {
+            std::vector<int32_t> row(g.begin() + v * 24, g.begin() + (v + 1) * 24);
+            const auto end = std::find(row.begin(), row.end(), -1);
+            EXPECT_TRUE(std::all_of(end, row.end(), [](int32_t x) { return x == -1; }))
+                    << "row " << v << " is not padded at the end";
+            EXPECT_GE(end - row.begin(), 1) << "vector " << v << " has no neighbour";
+            edges += end - row.begin();
+            for (auto it = row.begin(); it != end; ++it) {
+                EXPECT_TRUE(*it >= 0 && *it < nb && *it != v) << "row " << v;
+            }
+            std::sort(row.begin(), end);
+            EXPECT_EQ(std::adjacent_find(row.begin(), end), end) << "row " << v;
+        }
+        std::printf(
+                "graph of %lld vectors, R=24, candidate lists %lld: mean degree %.1f\n",
+                (long long)nb, (long long)lists, double(edges) / nb);
+        EXPECT_GE(reachable(g, 24, nb, index.entryPoint()), nb - nb / 1000);
+        // Nearest up to the float rounding of the GPU's GEMM-based distances.
+        EXPECT_LE(toCentroid(index.entryPoint()), bestDist * (1 + 1e-4) + 1e-6);
+    }
 }
 
 TEST(GpuIndexBang, KAboveSearchLRaisesL) {

@@ -151,6 +151,14 @@ TEST(GpuIndexBangErrors, BadConstruction) {
     c.build.candidates = 1025;
     expectThrowNaming([&] { make(c); }, "build.candidates=1025");
     c = GpuIndexBangConfig();
+    c.build.candidateLists = -2;
+    expectThrowNaming([&] { make(c); }, "build.candidateLists=-2");
+    c = GpuIndexBangConfig();
+    c.build.candidateProbes = 0;
+    expectThrowNaming([&] { make(c); }, "build.candidateProbes=0");
+    c.build.candidateProbes = 2049;
+    expectThrowNaming([&] { make(c); }, "build.candidateProbes=2049");
+    c = GpuIndexBangConfig();
     c.build.hubs = -1;
     expectThrowNaming([&] { make(c); }, "build.hubs=-1");
     c = GpuIndexBangConfig();

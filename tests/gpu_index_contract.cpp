@@ -148,6 +148,8 @@ struct IndexTraits<GpuIndexBang> {
         EXPECT_EQ(x.build.hubs, y.build.hubs);
         EXPECT_EQ(x.build.passes, y.build.passes);
         EXPECT_EQ(x.build.searchL, y.build.searchL);
+        EXPECT_EQ(x.build.candidateLists, y.build.candidateLists);
+        EXPECT_EQ(x.build.candidateProbes, y.build.candidateProbes);
         EXPECT_EQ(x.pqSubquantizers, y.pqSubquantizers);
         EXPECT_EQ(a.search_L, b.search_L);
     }

@@ -1,6 +1,8 @@
 #include "VecsIO.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 
@@ -143,6 +145,22 @@ void writeFbin(const std::string& p, const Matrix<float>& m) {
 }
 void writeIbin(const std::string& p, const Matrix<int32_t>& m) {
     writeBin(p, m);
+}
+
+Matrix<float> readRowsAsFloat(const std::string& dir, const std::string& stem, int64_t maxRows) {
+    const std::string bvecs = dir + "/" + stem + ".bvecs";
+    Matrix<float> m;
+    if (std::filesystem::exists(bvecs)) {
+        const Matrix<uint8_t> b = readBvecs(bvecs);
+        m.n = b.n;
+        m.d = b.d;
+        m.data.assign(b.data.begin(), b.data.end());
+    } else {
+        m = readFvecs(dir + "/" + stem + ".fvecs");
+    }
+    m.n = std::min(m.n, maxRows);
+    m.data.resize(size_t(m.n) * m.d);
+    return m;
 }
 
 } // namespace datasets

@@ -24,6 +24,10 @@ Matrix<uint8_t> readBvecs(const std::string& path);
 Matrix<float> readFbin(const std::string& path);
 Matrix<int32_t> readIbin(const std::string& path);
 
+/// The first (at most) maxRows rows of DIR/stem.bvecs as floats or, without that file,
+/// of DIR/stem.fvecs (a SIFT directory: base and query).
+Matrix<float> readRowsAsFloat(const std::string& dir, const std::string& stem, int64_t maxRows);
+
 void writeFvecs(const std::string& path, const Matrix<float>& m);
 void writeIvecs(const std::string& path, const Matrix<int32_t>& m);
 void writeBvecs(const std::string& path, const Matrix<uint8_t>& m);

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <string>
 
+#include <faiss/IndexIVF.h>
 #include <faiss/impl/FaissAssert.h>
 
+#include <faiss_ext/GpuIndexIVFFlat.h>
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangPruneGpu.h>
 #include <faiss_ext/impl/FlatSearch.h>
@@ -53,9 +55,45 @@ std::vector<int64_t> knnIds(
     return ids;
 }
 
-/// Stage 1's candidates: exact neighbours, nearest hubs, hubs' nearest hubs.
+/// Ids of approximately the k nearest stored vectors of each stored vector of
+/// `storage` (xHost: the same vectors on the host): an IVF-Flat over nlist lists
+/// (k-means on a sample of xHost), every vector searched with nprobe probes, in pages of
+/// pageBytes of results. out[v * k + j], -1 where the probed lists hold fewer than k.
+std::vector<int64_t> ivfKnnIds(
+        GpuResources& res,
+        const FlatStorage& storage,
+        const float* xHost,
+        int k,
+        int64_t nlist,
+        int nprobe,
+        size_t pageBytes) {
+    const int64_t n = storage.size();
+    const int d = storage.dim();
+    GpuIndexIVFFlatConfig config;
+    config.pageBytes = pageBytes;
+    GpuIndexIVFFlat ivf(res, d, nlist, faiss::METRIC_L2, config);
+    ivf.train(n, xHost);
+    ivf.add(n, storage.vectors());
+    faiss::SearchParametersIVF params;
+    params.nprobe = size_t(nprobe);
+    std::vector<int64_t> ids(size_t(n) * k);
+    const int64_t page =
+            std::max<int64_t>(1, std::min<int64_t>(n, int64_t(pageBytes / (size_t(k) * 12))));
+    auto dDev = res.alloc<float>(size_t(page) * k);
+    auto iDev = res.alloc<int64_t>(size_t(page) * k);
+    for (int64_t q0 = 0; q0 < n; q0 += page) {
+        const int64_t m = std::min(page, n - q0);
+        ivf.searchDevice(
+                m, storage.vectors() + size_t(q0) * d, k, dDev.data(), iDev.data(), &params);
+        copyToHost(ids.data() + size_t(q0) * k, iDev.data(), size_t(m) * k, res.stream());
+    }
+    return ids;
+}
+
+/// Stage 1's candidates: nearest neighbours (exact or from an IVF-Flat), nearest hubs,
+/// hubs' nearest hubs.
 BangCandidateLists firstCandidates(
-        const GpuResources& res,
+        GpuResources& res,
         const FlatStorage& storage,
         const float* xHost,
         const BangBuildConfig& p,
@@ -68,10 +106,13 @@ BangCandidateLists firstCandidates(
     const int hubHubK = int(std::min<int64_t>(kBangHubsPerHub + 1, H));
 
     std::vector<int64_t> nn;
-    if (K > 0) {
+    const int64_t ivfLists = bangCandidateLists(n, p.candidateLists);
+    if (K > 0 && ivfLists == 0) {
         nn =
                 knnIds(res, storage.vectors(), n, storage.vectors(), storage.norms(), n, d, K + 1,
                        pageBytes);
+    } else if (K > 0) {
+        nn = ivfKnnIds(res, storage, xHost, K + 1, ivfLists, p.candidateProbes, pageBytes);
     }
     std::vector<int64_t> hubIds(static_cast<size_t>(H));
     std::vector<float> hubX(size_t(H) * d);
@@ -196,8 +237,18 @@ int64_t bangHubCount(int64_t n, int64_t requested) {
     return std::min<int64_t>(n, std::max<int64_t>(1, int64_t(4 * std::sqrt(double(n)))));
 }
 
+int64_t bangCandidateLists(int64_t n, int64_t requested) {
+    if (requested >= 0) {
+        return std::min(requested, n);
+    }
+    if (n < kBangIvfCandidatesFrom) {
+        return 0;
+    }
+    return std::max<int64_t>(1, std::llround(std::sqrt(double(n))));
+}
+
 BangBuildTimes buildBangGraph(
-        const GpuResources& res,
+        GpuResources& res,
         BangGraph& work,
         const float* xHost,
         const BangBuildConfig& p,
@@ -215,7 +266,10 @@ BangBuildTimes buildBangGraph(
     t.knnSeconds = secondsSince(t0);
     // Stages: candidates, first prune, then a search and a prune per pass.
     const int64_t stages = 2 + 2 * int64_t(p.passes);
-    progress.step("graph: exact k-NN candidates, stage", 1, stages);
+    progress.step(
+            bangCandidateLists(n, p.candidateLists) == 0 ? "graph: exact k-NN candidates, stage"
+                                                         : "graph: IVF-Flat candidates, stage",
+            1, stages);
 
     t0 = std::chrono::steady_clock::now();
     std::vector<int32_t> graph =

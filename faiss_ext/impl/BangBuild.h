@@ -1,5 +1,6 @@
-// Building the BANG (Vamana) graph of a set of vectors: candidate neighbours from exact
-// k-NN searches on the GPU, pruning on the GPU (BangPruneGpu.h).
+// Building the BANG (Vamana) graph of a set of vectors: candidate neighbours from k-NN
+// searches on the GPU (exact, or an IVF-Flat's for large n), pruning on the GPU
+// (BangPruneGpu.h).
 #pragma once
 
 #include <cstddef>
@@ -30,14 +31,25 @@ constexpr int kBangHubsPerHub = 1024;
 /// The hub count actually used for n vectors.
 int64_t bangHubCount(int64_t n, int64_t requested);
 
+/// From this many vectors up, BangBuildConfig::candidateLists = -1 finds the first
+/// candidates with an IVF-Flat. The exact k-NN grows as n^2 (6.3 s at 1M x 128 on an
+/// H100, so ~0.25 s at 200K), k-means and the IVF search as n^1.5 plus a fixed cost;
+/// below this the exact one is about as fast and exact.
+constexpr int64_t kBangIvfCandidatesFrom = 200000;
+
+/// The IVF list count a build of n vectors uses for its first candidates
+/// (BangBuildConfig::candidateLists `requested`): 0 for the exact k-NN.
+int64_t bangCandidateLists(int64_t n, int64_t requested);
+
 /// Builds the graph of the n vectors `work` holds (xHost: the same vectors on the host)
 /// and sets it, with the medoid (the vector nearest the centroid) as the entry point,
 /// in `work`. Host <-> device staging of k-NN results in pages of pageBytes. Two
 /// stages:
-/// 1. A first graph from candidates found by exact k-NN on the GPU: each vector's
-///    config.candidates nearest neighbours, its kBangHubsPerNode nearest hubs, and for a hub
-///    its kBangHubsPerHub nearest other hubs; pruned (pruneCandidateGraphGpu). The hubs
-///    connect what a pure k-NN graph leaves apart (separate clusters).
+/// 1. A first graph from candidates found by k-NN searches on the GPU: each vector's
+///    config.candidates nearest neighbours (exact, or from an IVF-Flat over the vectors:
+///    bangCandidateLists), its kBangHubsPerNode nearest hubs, and for a hub its
+///    kBangHubsPerHub nearest other hubs (exact); pruned (pruneCandidateGraphGpu). The
+///    hubs connect what a pure k-NN graph leaves apart (separate clusters).
 /// 2. config.passes Vamana passes (DiskANN's construction, one batch per pass): every
 ///    vector is searched on the GPU in the current graph from the medoid with worklist
 ///    config.searchL; the parents the search expanded plus the vector's current neighbours
@@ -48,7 +60,7 @@ int64_t bangHubCount(int64_t n, int64_t requested);
 /// Reports each stage (candidates, first prune, each pass's searches and prune) to
 /// `progress`.
 BangBuildTimes buildBangGraph(
-        const GpuResources& res,
+        GpuResources& res,
         BangGraph& work,
         const float* xHost,
         const BangBuildConfig& config,

@@ -16,6 +16,8 @@ constexpr char kEnd[8] = {'F', 'X', 'E', 'X', 'T', 'E', 'N', 'D'};
 constexpr int kMaxDim = 1 << 20;
 /// The first version whose header and sections carry checksums.
 constexpr uint32_t kChecksumVersion = 4;
+/// The first version that saves BangBuildConfig's candidateLists and candidateProbes.
+constexpr uint32_t kBangCandidateSourceVersion = 5;
 
 // Sections (version 4 on): u64 length, u32 CRC32C of the section's bytes followed by
 // the length's 8 bytes, then the bytes. The checksum is checked before anything in the
@@ -131,9 +133,12 @@ void putConfig(ByteSink& out, const BangBuildConfig& b) {
     put<int64_t>(out, b.hubs);
     put<int32_t>(out, b.passes);
     put<int32_t>(out, b.searchL);
+    put<int64_t>(out, b.candidateLists);
+    put<int32_t>(out, b.candidateProbes);
 }
 
-void getConfig(ByteSource& in, BangBuildConfig& b) {
+/// Versions before kBangCandidateSourceVersion keep the candidate source's defaults.
+void getConfig(ByteSource& in, BangBuildConfig& b, uint32_t version) {
     b.graphDegree = get<int32_t>(in);
     FAISS_THROW_IF_NOT_FMT(
             b.graphDegree >= 1 && b.graphDegree <= 4096, "index file: graph degree %d",
@@ -144,6 +149,14 @@ void getConfig(ByteSource& in, BangBuildConfig& b) {
     b.hubs = get<int64_t>(in);
     b.passes = get<int32_t>(in);
     b.searchL = get<int32_t>(in);
+    if (version >= kBangCandidateSourceVersion) {
+        b.candidateLists = get<int64_t>(in);
+        b.candidateProbes = get<int32_t>(in);
+        FAISS_THROW_IF_NOT_FMT(
+                b.candidateLists >= -1 && b.candidateProbes >= 1,
+                "index file: candidate lists %lld, probes %d", (long long)b.candidateLists,
+                b.candidateProbes);
+    }
 }
 
 void putConfig(ByteSink& out, const GpuIndexBangConfig& c) {
@@ -160,9 +173,9 @@ int getPqSubquantizers(ByteSource& in, int d) {
     return M;
 }
 
-void getConfig(ByteSource& in, GpuIndexBangConfig& c, int d) {
+void getConfig(ByteSource& in, GpuIndexBangConfig& c, int d, uint32_t version) {
     getConfig(in, static_cast<GpuIndexConfig&>(c));
-    getConfig(in, c.build);
+    getConfig(in, c.build, version);
     c.pqSubquantizers = getPqSubquantizers(in, d);
 }
 
@@ -366,9 +379,9 @@ BangImage readBangImage(ByteSource& in, uint32_t version) {
         im.d = getDim(in);
         im.metric = getMetric(in, "index");
         if (version >= 3) {
-            getConfig(in, im.config, im.d);
+            getConfig(in, im.config, im.d, version);
         } else {
-            getConfig(in, im.config.build); // versions 1 and 2: the build fields only
+            getConfig(in, im.config.build, version); // versions 1 and 2: the build fields only
         }
         im.searchL = get<int32_t>(in);
         im.ntotal = get<int64_t>(in);

@@ -35,11 +35,13 @@
 //      metric, IVF-Flat after the trained flag, Bang in place of the build fields (the
 //      same fields inside GpuIndexBangConfig). Files of versions 1 and 2 load with the
 //      defaults for what they do not hold.
-//   4  (written) the header and every payload section carry a CRC32C; the fields
-//      are those of version 3, in the same order. Files of versions 1 to 3 load
-//      without checksums to check.
+//   4  the header and every payload section carry a CRC32C; the fields are those of
+//      version 3, in the same order. Files of versions 1 to 3 load without checksums
+//      to check.
 //      Bang images gain a fifth section: the removed vectors (u64 count, count int64
 //      node ids, ascending; GpuIndexBang::remove_ids).
+//   5  (written) Bang's build config ends with candidateLists (i64) and
+//      candidateProbes (i32). Files of versions 1 to 4 load with their defaults.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +53,7 @@
 namespace faiss_ext {
 
 /// The version written; every version from kIndexFormatOldestVersion up is read.
-constexpr uint32_t kIndexFormatVersion = 4;
+constexpr uint32_t kIndexFormatVersion = 5;
 constexpr uint32_t kIndexFormatOldestVersion = 1;
 
 enum class IndexKind : uint32_t {

@@ -28,20 +28,25 @@ void bindBang(py::module_& m) {
     py::class_<GpuIndexBang, GpuIndex>(
             m, "GpuIndexBang",
             "BANG graph index on the GPU (L2): add() builds a Vamana graph of degree R "
-            "over all stored vectors (a later add rebuilds it over old and new ones); "
+            "over all stored vectors (a later add rebuilds it over old and new ones; its "
+            "first candidates come from an exact k-NN below 200,000 vectors and from an "
+            "IVF-Flat of sqrt(n) lists probed build_probes times above, or build_lists "
+            "lists when given, 0 for exact); "
             "search walks it with a worklist of search_L entries (or "
             "SearchParametersBang(search_L=...) per call). pq_subquantizers=M > 0: BANG's "
             "PQ mode (M 8-bit sub-quantizers, M divides d, trained at add; the search walks "
             "with ADC distances and re-ranks its final worklist exactly).")
             .def(py::init([](PyGpuResources& res, int d, int R, float alpha, int buildCandidates,
-                             int buildPasses, int buildL, int searchL, size_t pageBytes,
-                             int pqSubquantizers) {
+                             int buildPasses, int buildL, int64_t buildLists, int buildProbes,
+                             int searchL, size_t pageBytes, int pqSubquantizers) {
                      GpuIndexBangConfig config;
                      config.build.graphDegree = R;
                      config.build.alpha = alpha;
                      config.build.candidates = buildCandidates;
                      config.build.passes = buildPasses;
                      config.build.searchL = buildL;
+                     config.build.candidateLists = buildLists;
+                     config.build.candidateProbes = buildProbes;
                      config.pageBytes = pageBytes;
                      config.pqSubquantizers = pqSubquantizers;
                      DeviceCall call(res);
@@ -53,7 +58,10 @@ void bindBang(py::module_& m) {
                  py::kw_only(), py::arg("alpha") = BangBuildConfig().alpha,
                  py::arg("build_candidates") = BangBuildConfig().candidates,
                  py::arg("build_passes") = BangBuildConfig().passes,
-                 py::arg("build_L") = BangBuildConfig().searchL, py::arg("search_L") = 64,
+                 py::arg("build_L") = BangBuildConfig().searchL,
+                 py::arg("build_lists") = BangBuildConfig().candidateLists,
+                 py::arg("build_probes") = BangBuildConfig().candidateProbes,
+                 py::arg("search_L") = 64,
                  py::arg("page_bytes") = GpuIndexBangConfig().pageBytes,
                  py::arg("pq_subquantizers") = GpuIndexBangConfig().pqSubquantizers,
                  py::keep_alive<1, 2>())

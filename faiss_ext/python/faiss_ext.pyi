@@ -131,6 +131,8 @@ class GpuIndexBang(GpuIndex):
         build_candidates: int = 64,
         build_passes: int = 2,
         build_L: int = 64,
+        build_lists: int = -1,
+        build_probes: int = 16,
         search_L: int = 64,
         page_bytes: int = 268435456,
         pq_subquantizers: int = 0,

@@ -41,6 +41,15 @@ def test_build_search_and_params(res, rng):
     print(f"recall@10 at L=64: {r64:.3f}")
     assert r64 >= 0.95
 
+    # First candidates from an IVF-Flat (forced at this size): the same recall.
+    ivf_built = faiss_ext.GpuIndexBang(res, d, R=32, build_lists=90, build_probes=8)
+    ivf_built.add(xb)
+    r_ivf = recall_at_10(ivf_built.search(xq, 10)[1], gt)
+    print(f"recall@10 at L=64, IVF candidates: {r_ivf:.3f}")
+    assert r_ivf >= r64 - 0.01
+    with pytest.raises(faiss_ext.FaissException, match="candidateProbes=0"):
+        faiss_ext.GpuIndexBang(res, d, build_probes=0)
+
     index.search_L = 10
     D10, I10 = index.search(xq, 10)
     D2, I2 = index.search(xq, 10, params=faiss_ext.SearchParametersBang(search_L=64))
