@@ -12,6 +12,7 @@
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangPruneGpu.h>
 #include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/impl/PinnedStaging.h>
 #include <kernels/BangSearch.h>
 
 namespace faiss_ext {
@@ -23,7 +24,9 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
 }
 
 /// Ids of the k nearest base rows of each query row (device arrays), paged through
-/// host memory: out[q * k + j] (int64 as FlatSearch gives them).
+/// host memory: out[q * k + j] (int64 as FlatSearch gives them). The build's large
+/// copies to the host go through the pinned staging: pageable ones run at ~1.1 GB/s
+/// (0.5 s for the ids of 1M vectors' 65 neighbours).
 std::vector<int64_t> knnIds(
         const GpuResources& res,
         const float* queries,
@@ -50,7 +53,9 @@ std::vector<int64_t> knnIds(
         in.d = d;
         in.metric = faiss::METRIC_L2;
         flatSearch(res, in, k, dDev.data(), iDev.data());
-        copyToHost(ids.data() + size_t(q0) * k, iDev.data(), size_t(m) * k, res.stream());
+        res.pinnedStaging().toHost(
+                ids.data() + size_t(q0) * k, iDev.data(), size_t(m) * k * sizeof(int64_t),
+                res.stream());
     }
     return ids;
 }
@@ -85,7 +90,9 @@ std::vector<int64_t> ivfKnnIds(
         const int64_t m = std::min(page, n - q0);
         ivf.searchDevice(
                 m, storage.vectors() + size_t(q0) * d, k, dDev.data(), iDev.data(), &params);
-        copyToHost(ids.data() + size_t(q0) * k, iDev.data(), size_t(m) * k, res.stream());
+        res.pinnedStaging().toHost(
+                ids.data() + size_t(q0) * k, iDev.data(), size_t(m) * k * sizeof(int64_t),
+                res.stream());
     }
     return ids;
 }
@@ -215,7 +222,9 @@ BangCandidateLists searchCandidates(
         a.maxVisited = maxVisited;
         kernels::bangSearchPersistent(g, a, res.stream());
         copyToHost(iters.data(), itersDev.data(), size_t(a.nq), res.stream());
-        copyToHost(visited.data(), visitedDev.data(), size_t(a.nq) * maxVisited, res.stream());
+        res.pinnedStaging().toHost(
+                visited.data(), visitedDev.data(), size_t(a.nq) * maxVisited * sizeof(int32_t),
+                res.stream());
         for (int64_t i = 0; i < a.nq; ++i) {
             const int count = std::min(iters[i], maxVisited);
             lists.ids.insert(
