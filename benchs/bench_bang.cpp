@@ -4,11 +4,12 @@
 // GpuIndexIVFFlat at equal recall (the smallest nprobe reaching each Bang recall), and
 // PQ mode (M = d / 4 sub-quantizers on the same graph) beside exact mode at batch 10000.
 // Usage: bench_bang [n_base] [spread] [pq|build] [--sift DIR] [--lists N] [--probes P]
+//                   [--verbose]
 // Defaults 1000000, 0.15 (bench_ivf's dataset). A third argument "pq" skips the
 // stepwise kernel and IVF-Flat; "build" stops after the persistent kernel's table.
 // --sift DIR: the first n_base rows of DIR/base.bvecs (or .fvecs) and 10000 of
 // DIR/query.bvecs instead of the clustered set. --lists / --probes: BangBuildConfig's
-// candidateLists / candidateProbes.
+// candidateLists / candidateProbes. --verbose: the build's phases as they end.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> args;
     std::string siftDir;
     GpuIndexBangConfig bangCfg;
+    bool verbose = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--sift" && i + 1 < argc) {
@@ -92,6 +94,8 @@ int main(int argc, char** argv) {
             bangCfg.build.candidateLists = std::atoll(argv[++i]);
         } else if (a == "--probes" && i + 1 < argc) {
             bangCfg.build.candidateProbes = std::atoi(argv[++i]);
+        } else if (a == "--verbose") {
+            verbose = true;
         } else {
             args.push_back(argv[i]);
         }
@@ -127,8 +131,8 @@ int main(int argc, char** argv) {
         xb = std::move(base.data);
         xq = std::move(query.data);
         std::printf(
-                "dataset: SIFT %s, %lld x %d, %lld queries, k=%d\n", siftDir.c_str(),
-                (long long)nb, d, (long long)nq, k);
+                "dataset: SIFT %s, %lld x %d, %lld queries, k=%d\n", siftDir.c_str(), (long long)nb,
+                d, (long long)nq, k);
     }
 
     std::vector<float> gtD(nq * k);
@@ -141,6 +145,7 @@ int main(int argc, char** argv) {
 
     // Build.
     GpuIndexBang bang(res, d, faiss::METRIC_L2, bangCfg);
+    bang.verbose = verbose;
     auto t0 = std::chrono::steady_clock::now();
     bang.add(nb, xb.data());
     const double buildS = secondsSince(t0);

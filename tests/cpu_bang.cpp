@@ -305,7 +305,8 @@ TEST(BangImage, RoundTripAndRefusals) {
     bad.config.build.candidateLists = -2;
     refuses(bad);
     // Versions 3 and 4 (no candidate source) load with its defaults and the rest as is.
-    for (const std::vector<uint8_t>& old : {test::version4File(s.bytes), test::version3File(s.bytes)}) {
+    for (const std::vector<uint8_t>& old :
+         {test::version4File(s.bytes), test::version3File(s.bytes)}) {
         const BangImage back = test::decodeFile(IndexKind::kBang, readBangImage, old, old.size());
         EXPECT_EQ(back.config.build.candidateLists, BangBuildConfig().candidateLists);
         EXPECT_EQ(back.config.build.candidateProbes, BangBuildConfig().candidateProbes);

@@ -64,6 +64,7 @@ std::vector<int64_t> knnIds(
 /// `storage` (xHost: the same vectors on the host): an IVF-Flat over nlist lists
 /// (k-means on a sample of xHost), every vector searched with nprobe probes, in pages of
 /// pageBytes of results. out[v * k + j], -1 where the probed lists hold fewer than k.
+/// Reports the trained and filled IVF-Flat to `progress`.
 std::vector<int64_t> ivfKnnIds(
         GpuResources& res,
         const FlatStorage& storage,
@@ -71,7 +72,8 @@ std::vector<int64_t> ivfKnnIds(
         int k,
         int64_t nlist,
         int nprobe,
-        size_t pageBytes) {
+        size_t pageBytes,
+        const Progress& progress) {
     const int64_t n = storage.size();
     const int d = storage.dim();
     GpuIndexIVFFlatConfig config;
@@ -79,6 +81,7 @@ std::vector<int64_t> ivfKnnIds(
     GpuIndexIVFFlat ivf(res, d, nlist, faiss::METRIC_L2, config);
     ivf.train(n, xHost);
     ivf.add(n, storage.vectors());
+    progress.report("candidates: IVF-Flat trained and filled", 0.3);
     faiss::SearchParametersIVF params;
     params.nprobe = size_t(nprobe);
     std::vector<int64_t> ids(size_t(n) * k);
@@ -104,7 +107,8 @@ BangCandidateLists firstCandidates(
         const FlatStorage& storage,
         const float* xHost,
         const BangBuildConfig& p,
-        size_t pageBytes) {
+        size_t pageBytes,
+        const Progress& progress) {
     const int64_t n = storage.size();
     const int d = storage.dim();
     const int K = int(std::min<int64_t>(p.candidates, n - 1));
@@ -119,8 +123,14 @@ BangCandidateLists firstCandidates(
                 knnIds(res, storage.vectors(), n, storage.vectors(), storage.norms(), n, d, K + 1,
                        pageBytes);
     } else if (K > 0) {
-        nn = ivfKnnIds(res, storage, xHost, K + 1, ivfLists, p.candidateProbes, pageBytes);
+        nn = ivfKnnIds(
+                res, storage, xHost, K + 1, ivfLists, p.candidateProbes, pageBytes, progress);
     }
+    progress.report(
+            ivfLists == 0 ? "candidates: exact nearest neighbours"
+                          : "candidates: IVF-Flat "
+                            "nearest neighbours",
+            0.7);
     std::vector<int64_t> hubIds(static_cast<size_t>(H));
     std::vector<float> hubX(size_t(H) * d);
     for (int64_t h = 0; h < H; ++h) {
@@ -133,6 +143,7 @@ BangCandidateLists firstCandidates(
             knnIds(res, storage.vectors(), n, hubs.vectors(), hubs.norms(), H, d, hubK, pageBytes);
     const std::vector<int64_t> hubToHub =
             knnIds(res, hubs.vectors(), H, hubs.vectors(), hubs.norms(), H, d, hubHubK, pageBytes);
+    progress.report("candidates: nearest hubs", 0.8);
 
     BangCandidateLists lists;
     lists.ids.reserve(size_t(n) * (K + hubK) + size_t(H) * hubHubK);
@@ -192,7 +203,8 @@ BangCandidateLists searchCandidates(
         const std::vector<int32_t>& graph,
         int64_t medoid,
         const BangBuildConfig& p,
-        size_t pageBytes) {
+        size_t pageBytes,
+        const Progress& progress) {
     const int64_t n = work.size();
     const int d = work.dim();
     const int R = p.graphDegree;
@@ -225,6 +237,7 @@ BangCandidateLists searchCandidates(
         res.pinnedStaging().toHost(
                 visited.data(), visitedDev.data(), size_t(a.nq) * maxVisited * sizeof(int32_t),
                 res.stream());
+        progress.report("searches: vectors searched", double(q0 + a.nq) / double(n) * 0.8);
         for (int64_t i = 0; i < a.nq; ++i) {
             const int count = std::min(iters[i], maxVisited);
             lists.ids.insert(
@@ -270,11 +283,14 @@ BangBuildTimes buildBangGraph(
             p.searchL >= 1);
     BangBuildTimes t;
     auto t0 = std::chrono::steady_clock::now();
-    BangCandidateLists first = firstCandidates(res, storage, xHost, p, pageBytes);
-    const int64_t medoid = medoidOf(res, storage, xHost, pageBytes);
-    t.knnSeconds = secondsSince(t0);
     // Stages: candidates, first prune, then a search and a prune per pass.
     const int64_t stages = 2 + 2 * int64_t(p.passes);
+    auto stage = [&](int64_t s) {
+        return progress.part(double(s - 1) / double(stages), double(s) / double(stages));
+    };
+    BangCandidateLists first = firstCandidates(res, storage, xHost, p, pageBytes, stage(1));
+    const int64_t medoid = medoidOf(res, storage, xHost, pageBytes);
+    t.knnSeconds = secondsSince(t0);
     progress.step(
             bangCandidateLists(n, p.candidateLists) == 0 ? "graph: exact k-NN candidates, stage"
                                                          : "graph: IVF-Flat candidates, stage",
@@ -282,18 +298,20 @@ BangBuildTimes buildBangGraph(
 
     t0 = std::chrono::steady_clock::now();
     std::vector<int32_t> graph =
-            pruneCandidateGraphGpu(res, storage, first, p.graphDegree, p.alpha);
+            pruneCandidateGraphGpu(res, storage, first, p.graphDegree, p.alpha, stage(2));
     t.pruneSeconds = secondsSince(t0);
     progress.step("graph: first prune, stage", 2, stages);
     for (int pass = 0; pass < p.passes; ++pass) {
         t0 = std::chrono::steady_clock::now();
-        BangCandidateLists c = searchCandidates(res, work, graph, medoid, p, pageBytes);
+        BangCandidateLists c =
+                searchCandidates(res, work, graph, medoid, p, pageBytes, stage(3 + 2 * pass));
         t.searchSeconds += secondsSince(t0);
         progress.step(
                 "graph: pass " + std::to_string(pass + 1) + " searches, stage", 3 + 2 * pass,
                 stages);
         t0 = std::chrono::steady_clock::now();
-        graph = pruneCandidateGraphGpu(res, storage, c, p.graphDegree, p.alpha);
+        graph = pruneCandidateGraphGpu(
+                res, storage, c, p.graphDegree, p.alpha, stage(4 + 2 * pass));
         t.pruneSeconds += secondsSince(t0);
         progress.step(
                 "graph: pass " + std::to_string(pass + 1) + " prune, stage", 4 + 2 * pass, stages);

@@ -134,7 +134,8 @@ std::vector<int32_t> pruneCandidateGraphGpu(
         const FlatStorage& vectors,
         const BangCandidateLists& candidates,
         int R,
-        float alpha) {
+        float alpha,
+        const Progress& progress) {
     const int64_t n = vectors.size();
     const int d = vectors.dim();
     FAISS_ASSERT(n >= 1 && n < INT_MAX && R >= 1 && candidates.size() == n);
@@ -160,6 +161,15 @@ std::vector<int32_t> pruneCandidateGraphGpu(
         kernels::bangPrunePage(b.page(vectors, r), b.work(), R, alpha, false, graph.data(), stream);
     }
 
+    // The device's share of each step shows in the report only once the step is done.
+    auto report = [&](const char* phase, double fraction) {
+        if (progress.enabled()) {
+            FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
+            progress.report(phase, fraction);
+        }
+    };
+    report("prune: candidates pruned", 0.4);
+
     // Reverse edges: node u's list is inIds[inOffsets[u] .. inOffsets[u + 1]).
     DeviceBuffer<int32_t> degree = res.alloc<int32_t>(size_t(n));
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(degree.data(), 0, degree.bytes(), stream));
@@ -179,6 +189,7 @@ std::vector<int32_t> pruneCandidateGraphGpu(
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(degree.data(), 0, degree.bytes(), stream));
     kernels::bangFillInEdges(
             graph.data(), n, R, inOffsetsDev.data(), degree.data(), inIds.data(), stream);
+    report("prune: reverse edges listed", 0.5);
 
     // Second prune: out-edges plus reverse edges, copied when at most R, else pruned.
     // Written over graph in place: a page's gather has read its own rows (and no others)
@@ -192,6 +203,7 @@ std::vector<int32_t> pruneCandidateGraphGpu(
                 b.segments.data(), b.ids.data(), stream);
         kernels::bangPrunePage(b.page(vectors, r), b.work(), R, alpha, true, graph.data(), stream);
     }
+    report("prune: out and reverse edges pruned", 0.9);
     std::vector<int32_t> out(graph.size());
     res.pinnedStaging().toHost(out.data(), graph.data(), graph.bytes(), stream);
     return out;

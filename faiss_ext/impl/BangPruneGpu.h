@@ -10,6 +10,7 @@
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/impl/BangPrune.h>
+#include <faiss_ext/impl/Progress.h>
 
 namespace faiss_ext {
 
@@ -49,12 +50,14 @@ std::vector<BangPrunePageRange> planBangPrunePages(
 /// graph of the first prune, the in-degrees and the reverse-edge lists (n x R ids at most); the
 /// per-node work in pages of at most res.tempMemoryBytes() (planBangPrunePages; a node whose
 /// candidates and reverse edges alone do not fit is refused with a faiss::FaissException). On the
-/// resources' stream; waits for it.
+/// resources' stream; waits for it. Reports the first prune, the reverse edges and the
+/// second prune to `progress` (waiting for the device after each when it prints).
 std::vector<int32_t> pruneCandidateGraphGpu(
         const GpuResources& res,
         const FlatStorage& vectors,
         const BangCandidateLists& candidates,
         int R,
-        float alpha);
+        float alpha,
+        const Progress& progress = Progress(false, ""));
 
 } // namespace faiss_ext

@@ -61,8 +61,7 @@ void bindBang(py::module_& m) {
                  py::arg("build_L") = BangBuildConfig().searchL,
                  py::arg("build_lists") = BangBuildConfig().candidateLists,
                  py::arg("build_probes") = BangBuildConfig().candidateProbes,
-                 py::arg("search_L") = 64,
-                 py::arg("page_bytes") = GpuIndexBangConfig().pageBytes,
+                 py::arg("search_L") = 64, py::arg("page_bytes") = GpuIndexBangConfig().pageBytes,
                  py::arg("pq_subquantizers") = GpuIndexBangConfig().pqSubquantizers,
                  py::keep_alive<1, 2>())
             .def_readwrite(
