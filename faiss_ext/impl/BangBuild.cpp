@@ -13,6 +13,8 @@
 #include <faiss_ext/impl/BangPruneGpu.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/PinnedStaging.h>
+#include <faiss_ext/utils/CudaCheck.h>
+#include <kernels/BangCandidates.h>
 #include <kernels/BangSearch.h>
 
 namespace faiss_ext {
@@ -23,11 +25,9 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Ids of the k nearest base rows of each query row (device arrays), paged through
-/// host memory: out[q * k + j] (int64 as FlatSearch gives them). The build's large
-/// copies to the host go through the pinned staging: pageable ones run at ~1.1 GB/s
-/// (0.5 s for the ids of 1M vectors' 65 neighbours).
-std::vector<int64_t> knnIds(
+/// Ids of the k nearest base rows of each query row, all in device memory: nq x k
+/// (int64 as FlatSearch gives them), searched in pages of pageBytes of distances.
+DeviceBuffer<int64_t> knnIds(
         const GpuResources& res,
         const float* queries,
         int64_t nq,
@@ -37,35 +37,30 @@ std::vector<int64_t> knnIds(
         int d,
         int k,
         size_t pageBytes) {
-    std::vector<int64_t> ids(size_t(nq) * k);
+    auto ids = res.alloc<int64_t>(size_t(nq) * k);
     const int64_t page =
-            std::max<int64_t>(1, std::min<int64_t>(nq, int64_t(pageBytes / (size_t(k) * 12))));
+            std::max<int64_t>(1, std::min<int64_t>(nq, int64_t(pageBytes / (size_t(k) * 4))));
     auto dDev = res.alloc<float>(size_t(page) * k);
-    auto iDev = res.alloc<int64_t>(size_t(page) * k);
     for (int64_t q0 = 0; q0 < nq; q0 += page) {
-        const int64_t m = std::min(page, nq - q0);
         FlatSearchInput in;
         in.queries = queries + size_t(q0) * d;
-        in.nq = m;
+        in.nq = std::min(page, nq - q0);
         in.base = base;
         in.baseNorms = baseNorms;
         in.nb = nb;
         in.d = d;
         in.metric = faiss::METRIC_L2;
-        flatSearch(res, in, k, dDev.data(), iDev.data());
-        res.pinnedStaging().toHost(
-                ids.data() + size_t(q0) * k, iDev.data(), size_t(m) * k * sizeof(int64_t),
-                res.stream());
+        flatSearch(res, in, k, dDev.data(), ids.data() + size_t(q0) * k);
     }
     return ids;
 }
 
 /// Ids of approximately the k nearest stored vectors of each stored vector of
-/// `storage` (xHost: the same vectors on the host): an IVF-Flat over nlist lists
-/// (k-means on a sample of xHost), every vector searched with nprobe probes, in pages of
-/// pageBytes of results. out[v * k + j], -1 where the probed lists hold fewer than k.
-/// Reports the trained and filled IVF-Flat to `progress`.
-std::vector<int64_t> ivfKnnIds(
+/// `storage` (xHost: the same vectors on the host), in device memory (n x k, -1 where
+/// the probed lists hold fewer than k): an IVF-Flat over nlist lists (k-means on a
+/// sample of xHost), every vector searched with nprobe probes, in pages of pageBytes of
+/// distances. Reports the trained and filled IVF-Flat to `progress`.
+DeviceBuffer<int64_t> ivfKnnIds(
         GpuResources& res,
         const FlatStorage& storage,
         const float* xHost,
@@ -84,25 +79,21 @@ std::vector<int64_t> ivfKnnIds(
     progress.report("candidates: IVF-Flat trained and filled", 0.3);
     faiss::SearchParametersIVF params;
     params.nprobe = size_t(nprobe);
-    std::vector<int64_t> ids(size_t(n) * k);
+    auto ids = res.alloc<int64_t>(size_t(n) * k);
     const int64_t page =
-            std::max<int64_t>(1, std::min<int64_t>(n, int64_t(pageBytes / (size_t(k) * 12))));
+            std::max<int64_t>(1, std::min<int64_t>(n, int64_t(pageBytes / (size_t(k) * 4))));
     auto dDev = res.alloc<float>(size_t(page) * k);
-    auto iDev = res.alloc<int64_t>(size_t(page) * k);
     for (int64_t q0 = 0; q0 < n; q0 += page) {
-        const int64_t m = std::min(page, n - q0);
         ivf.searchDevice(
-                m, storage.vectors() + size_t(q0) * d, k, dDev.data(), iDev.data(), &params);
-        res.pinnedStaging().toHost(
-                ids.data() + size_t(q0) * k, iDev.data(), size_t(m) * k * sizeof(int64_t),
-                res.stream());
+                std::min(page, n - q0), storage.vectors() + size_t(q0) * d, k, dDev.data(),
+                ids.data() + size_t(q0) * k, &params);
     }
     return ids;
 }
 
-/// Stage 1's candidates: nearest neighbours (exact or from an IVF-Flat), nearest hubs,
-/// hubs' nearest hubs.
-BangCandidateLists firstCandidates(
+/// Stage 1's candidates, in device memory: nearest neighbours (exact or from an
+/// IVF-Flat), nearest hubs, hubs' nearest hubs (kernels::bangFillFirstCandidates).
+BangDeviceCandidates firstCandidates(
         GpuResources& res,
         const FlatStorage& storage,
         const float* xHost,
@@ -111,62 +102,50 @@ BangCandidateLists firstCandidates(
         const Progress& progress) {
     const int64_t n = storage.size();
     const int d = storage.dim();
-    const int K = int(std::min<int64_t>(p.candidates, n - 1));
+    const int K1 = n > 1 ? int(std::min<int64_t>(p.candidates, n - 1)) + 1 : 0;
     const int64_t H = bangHubCount(n, p.hubs);
     const int hubK = int(std::min<int64_t>(kBangHubsPerNode, H));
     const int hubHubK = int(std::min<int64_t>(kBangHubsPerHub + 1, H));
 
-    std::vector<int64_t> nn;
+    DeviceBuffer<int64_t> nn;
     const int64_t ivfLists = bangCandidateLists(n, p.candidateLists);
-    if (K > 0 && ivfLists == 0) {
-        nn =
-                knnIds(res, storage.vectors(), n, storage.vectors(), storage.norms(), n, d, K + 1,
-                       pageBytes);
-    } else if (K > 0) {
-        nn = ivfKnnIds(
-                res, storage, xHost, K + 1, ivfLists, p.candidateProbes, pageBytes, progress);
+    if (K1 > 0 && ivfLists == 0) {
+        nn = knnIds(
+                res, storage.vectors(), n, storage.vectors(), storage.norms(), n, d, K1, pageBytes);
+    } else if (K1 > 0) {
+        nn = ivfKnnIds(res, storage, xHost, K1, ivfLists, p.candidateProbes, pageBytes, progress);
     }
     progress.report(
             ivfLists == 0 ? "candidates: exact nearest neighbours"
-                          : "candidates: IVF-Flat "
-                            "nearest neighbours",
+                          : "candidates: IVF-Flat nearest neighbours",
             0.7);
-    std::vector<int64_t> hubIds(static_cast<size_t>(H));
+    // Hub h is node h * n / H (increasing in h).
     std::vector<float> hubX(size_t(H) * d);
     for (int64_t h = 0; h < H; ++h) {
-        hubIds[h] = h * n / H;
-        std::copy_n(xHost + size_t(hubIds[h]) * d, d, hubX.data() + size_t(h) * d);
+        std::copy_n(xHost + size_t(h * n / H) * d, d, hubX.data() + size_t(h) * d);
     }
     FlatStorage hubs(res, d);
     hubs.append(H, hubX.data());
-    const std::vector<int64_t> toHub =
+    const DeviceBuffer<int64_t> toHub =
             knnIds(res, storage.vectors(), n, hubs.vectors(), hubs.norms(), H, d, hubK, pageBytes);
-    const std::vector<int64_t> hubToHub =
+    const DeviceBuffer<int64_t> hubToHub =
             knnIds(res, hubs.vectors(), H, hubs.vectors(), hubs.norms(), H, d, hubHubK, pageBytes);
     progress.report("candidates: nearest hubs", 0.8);
 
-    BangCandidateLists lists;
-    lists.ids.reserve(size_t(n) * (K + hubK) + size_t(H) * hubHubK);
-    std::vector<int32_t> row;
-    int64_t nextHub = 0; // hubIds is increasing
+    BangDeviceCandidates lists;
+    lists.offsets.assign(size_t(n) + 1, 0);
+    int64_t nextHub = 0;
     for (int64_t v = 0; v < n; ++v) {
-        row.clear();
-        for (int j = 0; j < K + 1 && K > 0; ++j) {
-            row.push_back(int32_t(nn[size_t(v) * (K + 1) + j]));
-        }
-        for (int j = 0; j < hubK; ++j) {
-            const int64_t h = toHub[size_t(v) * hubK + j];
-            row.push_back(h >= 0 ? int32_t(hubIds[h]) : -1);
-        }
-        if (nextHub < H && hubIds[nextHub] == v) {
-            for (int j = 0; j < hubHubK; ++j) {
-                const int64_t o = hubToHub[size_t(nextHub) * hubHubK + j];
-                row.push_back(o >= 0 ? int32_t(hubIds[o]) : -1);
-            }
-            ++nextHub;
-        }
-        lists.append(row.data(), row.size());
+        const bool isHub = nextHub < H && nextHub * n / H == v;
+        nextHub += isHub;
+        lists.offsets[size_t(v) + 1] = lists.offsets[size_t(v)] + K1 + hubK + (isHub ? hubHubK : 0);
     }
+    auto offsetsDev = res.alloc<int64_t>(lists.offsets.size());
+    copyToDevice(offsetsDev.data(), lists.offsets.data(), lists.offsets.size(), res.stream());
+    lists.ids = res.alloc<int32_t>(size_t(lists.offsets.back()));
+    kernels::bangFillFirstCandidates(
+            nn.data(), K1, toHub.data(), hubK, hubToHub.data(), hubHubK, n, H, offsetsDev.data(),
+            lists.ids.data(), res.stream());
     return lists;
 }
 
@@ -190,63 +169,60 @@ int64_t medoidOf(
     }
     auto cDev = res.alloc<float>(size_t(d));
     copyToDevice(cDev.data(), centroid.data(), size_t(d), res.stream());
-    const std::vector<int64_t> m =
+    const DeviceBuffer<int64_t> m =
             knnIds(res, cDev.data(), 1, storage.vectors(), storage.norms(), n, d, 1, pageBytes);
-    return m[0] >= 0 ? m[0] : 0;
+    int64_t medoid = -1;
+    copyToHost(&medoid, m.data(), 1, res.stream());
+    return medoid >= 0 ? medoid : 0;
 }
 
-/// One refinement pass's candidates: the parents each vector's search expanded in
-/// `graph` (set in `work` with the medoid as entry), plus its current neighbours.
-BangCandidateLists searchCandidates(
+/// One refinement pass's candidates, in device memory: the parents each vector's search
+/// expanded in the graph `work` holds (from its entry point), plus its current
+/// neighbours (kernels::bangFillPassCandidates).
+BangDeviceCandidates searchCandidates(
         const GpuResources& res,
-        BangGraph& work,
-        const std::vector<int32_t>& graph,
-        int64_t medoid,
+        const BangGraph& work,
         const BangBuildConfig& p,
-        size_t pageBytes,
         const Progress& progress) {
     const int64_t n = work.size();
-    const int d = work.dim();
     const int R = p.graphDegree;
     const int maxVisited = 2 * p.searchL;
-    work.setGraph(graph.data(), medoid);
     const kernels::BangGraphView g = work.exactView();
-
-    const int64_t page = std::max<int64_t>(
-            1, std::min<int64_t>(n, int64_t(pageBytes / (size_t(maxVisited + 3) * 4 + 8))));
-    auto visitedDev = res.alloc<int32_t>(size_t(page) * maxVisited);
-    auto itersDev = res.alloc<int32_t>(size_t(page));
-    auto dDev = res.alloc<float>(size_t(page));
-    auto iDev = res.alloc<int64_t>(size_t(page));
-    std::vector<int32_t> visited(size_t(page) * maxVisited), iters(static_cast<size_t>(page));
-    BangCandidateLists lists;
-    lists.ids.reserve(size_t(n) * (p.searchL + R));
-    for (int64_t q0 = 0; q0 < n; q0 += page) {
+    auto visited = res.alloc<int32_t>(size_t(n) * maxVisited);
+    auto iterations = res.alloc<int32_t>(size_t(n));
+    {
+        auto dDev = res.alloc<float>(size_t(n));
+        auto iDev = res.alloc<int64_t>(size_t(n));
         kernels::BangSearchArgs a;
-        a.queries = g.vectors + size_t(q0) * d;
-        a.nq = std::min(page, n - q0);
+        a.queries = g.vectors;
+        a.nq = n;
         a.L = p.searchL;
         a.k = 1;
         a.outD = dDev.data();
         a.outI = iDev.data();
-        a.iterations = itersDev.data();
-        a.visited = visitedDev.data();
+        a.iterations = iterations.data();
+        a.visited = visited.data();
         a.maxVisited = maxVisited;
         kernels::bangSearchPersistent(g, a, res.stream());
-        copyToHost(iters.data(), itersDev.data(), size_t(a.nq), res.stream());
-        res.pinnedStaging().toHost(
-                visited.data(), visitedDev.data(), size_t(a.nq) * maxVisited * sizeof(int32_t),
-                res.stream());
-        progress.report("searches: vectors searched", double(q0 + a.nq) / double(n) * 0.8);
-        for (int64_t i = 0; i < a.nq; ++i) {
-            const int count = std::min(iters[i], maxVisited);
-            lists.ids.insert(
-                    lists.ids.end(), visited.begin() + i * maxVisited,
-                    visited.begin() + i * maxVisited + count);
-            const int32_t* row = graph.data() + size_t(q0 + i) * R;
-            lists.append(row, size_t(R));
-        }
     }
+    if (progress.enabled()) {
+        FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(res.stream()));
+        progress.report("searches: vectors searched", 0.8);
+    }
+    BangDeviceCandidates lists;
+    auto counts = res.alloc<int64_t>(size_t(n));
+    auto offsetsDev = res.alloc<int64_t>(size_t(n) + 1);
+    auto temp = res.alloc<char>(kernels::bangPassOffsetsTempBytes(n));
+    kernels::bangPassOffsets(
+            iterations.data(), n, maxVisited, R, counts.data(), offsetsDev.data(), temp.data(),
+            temp.size(), res.stream());
+    lists.offsets.resize(size_t(n) + 1);
+    res.pinnedStaging().toHost(
+            lists.offsets.data(), offsetsDev.data(), offsetsDev.bytes(), res.stream());
+    lists.ids = res.alloc<int32_t>(size_t(lists.offsets.back()));
+    kernels::bangFillPassCandidates(
+            visited.data(), iterations.data(), maxVisited, g.graph, R, n, offsetsDev.data(),
+            lists.ids.data(), res.stream());
     return lists;
 }
 
@@ -283,40 +259,46 @@ BangBuildTimes buildBangGraph(
             p.searchL >= 1);
     BangBuildTimes t;
     auto t0 = std::chrono::steady_clock::now();
+    // Each phase's time is taken once the device has done its work.
+    auto lap = [&](double& seconds) {
+        FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(res.stream()));
+        seconds += secondsSince(t0);
+        t0 = std::chrono::steady_clock::now();
+    };
     // Stages: candidates, first prune, then a search and a prune per pass.
     const int64_t stages = 2 + 2 * int64_t(p.passes);
     auto stage = [&](int64_t s) {
         return progress.part(double(s - 1) / double(stages), double(s) / double(stages));
     };
-    BangCandidateLists first = firstCandidates(res, storage, xHost, p, pageBytes, stage(1));
-    const int64_t medoid = medoidOf(res, storage, xHost, pageBytes);
-    t.knnSeconds = secondsSince(t0);
-    progress.step(
-            bangCandidateLists(n, p.candidateLists) == 0 ? "graph: exact k-NN candidates, stage"
-                                                         : "graph: IVF-Flat candidates, stage",
-            1, stages);
-
-    t0 = std::chrono::steady_clock::now();
-    std::vector<int32_t> graph =
-            pruneCandidateGraphGpu(res, storage, first, p.graphDegree, p.alpha, stage(2));
-    t.pruneSeconds = secondsSince(t0);
-    progress.step("graph: first prune, stage", 2, stages);
+    DeviceBuffer<int32_t> graph;
+    int64_t medoid = 0;
+    {
+        const BangDeviceCandidates first =
+                firstCandidates(res, storage, xHost, p, pageBytes, stage(1));
+        medoid = medoidOf(res, storage, xHost, pageBytes);
+        lap(t.knnSeconds);
+        progress.step(
+                bangCandidateLists(n, p.candidateLists) == 0 ? "graph: exact k-NN candidates, stage"
+                                                             : "graph: IVF-Flat candidates, stage",
+                1, stages);
+        graph = pruneCandidateGraphOnDevice(res, storage, first, p.graphDegree, p.alpha, stage(2));
+        lap(t.pruneSeconds);
+        progress.step("graph: first prune, stage", 2, stages);
+    }
     for (int pass = 0; pass < p.passes; ++pass) {
-        t0 = std::chrono::steady_clock::now();
-        BangCandidateLists c =
-                searchCandidates(res, work, graph, medoid, p, pageBytes, stage(3 + 2 * pass));
-        t.searchSeconds += secondsSince(t0);
+        work.setGraph(std::move(graph), medoid);
+        const BangDeviceCandidates c = searchCandidates(res, work, p, stage(3 + 2 * pass));
+        lap(t.searchSeconds);
         progress.step(
                 "graph: pass " + std::to_string(pass + 1) + " searches, stage", 3 + 2 * pass,
                 stages);
-        t0 = std::chrono::steady_clock::now();
-        graph = pruneCandidateGraphGpu(
+        graph = pruneCandidateGraphOnDevice(
                 res, storage, c, p.graphDegree, p.alpha, stage(4 + 2 * pass));
-        t.pruneSeconds += secondsSince(t0);
+        lap(t.pruneSeconds);
         progress.step(
                 "graph: pass " + std::to_string(pass + 1) + " prune, stage", 4 + 2 * pass, stages);
     }
-    work.setGraph(graph.data(), medoid);
+    work.setGraph(std::move(graph), medoid);
     return t;
 }
 

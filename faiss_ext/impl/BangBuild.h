@@ -43,8 +43,11 @@ int64_t bangCandidateLists(int64_t n, int64_t requested);
 
 /// Builds the graph of the n vectors `work` holds (xHost: the same vectors on the host)
 /// and sets it, with the medoid (the vector nearest the centroid) as the entry point,
-/// in `work`. Host <-> device staging of k-NN results in pages of pageBytes. Two
-/// stages:
+/// in `work`. Everything per node stays on the device (kernels/BangCandidates.h): the
+/// k-NN ids, each stage's candidate lists (about n x (candidates + 9) ids for the first
+/// graph, n x (2 searchL + R) for a pass), the visited parents and the graph; the host
+/// reads the vectors for the hubs and the medoid and plans the prune's pages from the
+/// lists' offsets. k-NN searches run in pages of pageBytes of distances. Two stages:
 /// 1. A first graph from candidates found by k-NN searches on the GPU: each vector's
 ///    config.candidates nearest neighbours (exact, or from an IVF-Flat over the vectors:
 ///    bangCandidateLists), its kBangHubsPerNode nearest hubs, and for a hub its

@@ -56,6 +56,13 @@ void BangGraph::setGraph(const int32_t* graph, int64_t entry) {
     entry_ = entry;
 }
 
+void BangGraph::setGraph(DeviceBuffer<int32_t> graph, int64_t entry) {
+    FAISS_ASSERT(entry >= 0 && entry < size());
+    FAISS_ASSERT(graph.size() == size_t(size()) * R_);
+    graph_ = std::move(graph);
+    entry_ = entry;
+}
+
 void BangGraph::setPq(const BangPqTables& tables) {
     FAISS_ASSERT(pqM_ > 0);
     FAISS_ASSERT(tables.centroids.size() == size_t(kernels::kBangPqCentroids) * dim());

@@ -30,6 +30,8 @@ class BangGraph {
     /// Replaces the graph (size() x R ids in [-1, size()), host, checked by the
     /// caller) and the entry point.
     void setGraph(const int32_t* graph, int64_t entry);
+    /// The same from a device array of size() x R ids, taken over without a copy.
+    void setGraph(DeviceBuffer<int32_t> graph, int64_t entry);
     /// PQ mode: replaces the codebooks (pqM x 256 x d / pqM) and codes (size() x pqM).
     void setPq(const BangPqTables& tables);
     /// Replaces the tombstones: bit v of words (idFilterWords(size()) words) marks node v

@@ -13,7 +13,8 @@ namespace faiss_ext {
 
 namespace {
 
-/// One page's device arrays (kernels::BangPruneWork plus the ids and segment offsets).
+/// One page's device arrays (kernels::BangPruneWork plus the segment offsets and, for
+/// the second prune's gathered candidates, the ids).
 struct PageBuffers {
     DeviceBuffer<int32_t> segments;
     DeviceBuffer<int32_t> ids;
@@ -22,9 +23,9 @@ struct PageBuffers {
     DeviceBuffer<uint8_t> alive;
     DeviceBuffer<char> sortTemp;
 
-    PageBuffers(const GpuResources& res, const BangPrunePageRange& page)
+    PageBuffers(const GpuResources& res, const BangPrunePageRange& page, bool ownIds)
             : segments(res.alloc<int32_t>(size_t(page.end - page.begin) + 1)),
-              ids(res.alloc<int32_t>(size_t(page.entries))),
+              ids(res.alloc<int32_t>(ownIds ? size_t(page.entries) : 0)),
               keys(res.alloc<uint64_t>(size_t(page.entries))),
               keysAlt(res.alloc<uint64_t>(size_t(page.entries))),
               alive(res.alloc<uint8_t>(size_t(page.entries))),
@@ -45,7 +46,11 @@ struct PageBuffers {
         copyToDevice(segments.data(), seg.data(), seg.size(), stream);
     }
 
-    kernels::BangPrunePage page(const FlatStorage& vectors, const BangPrunePageRange& r) const {
+    /// The page's nodes with their candidates at pageIds.
+    kernels::BangPrunePage page(
+            const FlatStorage& vectors,
+            const BangPrunePageRange& r,
+            const int32_t* pageIds) const {
         kernels::BangPrunePage p;
         p.vectors = vectors.vectors();
         p.n = vectors.size();
@@ -53,7 +58,7 @@ struct PageBuffers {
         p.v0 = r.begin;
         p.nodes = int(r.end - r.begin);
         p.segments = segments.data();
-        p.ids = ids.data();
+        p.ids = pageIds;
         p.entries = int(r.entries);
         return p;
     }
@@ -129,10 +134,10 @@ std::vector<BangPrunePageRange> planBangPrunePages(
     return pages;
 }
 
-std::vector<int32_t> pruneCandidateGraphGpu(
+DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         const GpuResources& res,
         const FlatStorage& vectors,
-        const BangCandidateLists& candidates,
+        const BangDeviceCandidates& candidates,
         int R,
         float alpha,
         const Progress& progress) {
@@ -149,18 +154,6 @@ std::vector<int32_t> pruneCandidateGraphGpu(
             d, smem, res.maxSharedMemoryPerBlock());
     const cudaStream_t stream = res.stream();
     DeviceBuffer<int32_t> graph = res.alloc<int32_t>(size_t(n) * R);
-
-    // First prune: RobustPrune of every node's candidates into graph.
-    for (const BangPrunePageRange& r :
-         planBangPrunePages(candidates.offsets, res.tempMemoryBytes(), sortTempBytes)) {
-        PageBuffers b(res, r);
-        b.setSegments(candidates.offsets, r, stream);
-        res.pinnedStaging().toDevice(
-                b.ids.data(), candidates.ids.data() + candidates.offsets[size_t(r.begin)],
-                size_t(r.entries) * sizeof(int32_t), stream);
-        kernels::bangPrunePage(b.page(vectors, r), b.work(), R, alpha, false, graph.data(), stream);
-    }
-
     // The device's share of each step shows in the report only once the step is done.
     auto report = [&](const char* phase, double fraction) {
         if (progress.enabled()) {
@@ -168,6 +161,16 @@ std::vector<int32_t> pruneCandidateGraphGpu(
             progress.report(phase, fraction);
         }
     };
+
+    // First prune: RobustPrune of every node's candidates into graph.
+    for (const BangPrunePageRange& r :
+         planBangPrunePages(candidates.offsets, res.tempMemoryBytes(), sortTempBytes)) {
+        PageBuffers b(res, r, false);
+        b.setSegments(candidates.offsets, r, stream);
+        const int32_t* pageIds = candidates.ids.data() + candidates.offsets[size_t(r.begin)];
+        kernels::bangPrunePage(
+                b.page(vectors, r, pageIds), b.work(), R, alpha, false, graph.data(), stream);
+    }
     report("prune: candidates pruned", 0.4);
 
     // Reverse edges: node u's list is inIds[inOffsets[u] .. inOffsets[u + 1]).
@@ -196,16 +199,32 @@ std::vector<int32_t> pruneCandidateGraphGpu(
     // before its prune writes them, and the reverse edges are already built.
     for (const BangPrunePageRange& r :
          planBangPrunePages(offsets, res.tempMemoryBytes(), sortTempBytes)) {
-        PageBuffers b(res, r);
+        PageBuffers b(res, r, true);
         b.setSegments(offsets, r, stream);
         kernels::bangGatherOutAndInEdges(
                 graph.data(), R, inOffsetsDev.data(), inIds.data(), r.begin, int(r.end - r.begin),
                 b.segments.data(), b.ids.data(), stream);
-        kernels::bangPrunePage(b.page(vectors, r), b.work(), R, alpha, true, graph.data(), stream);
+        kernels::bangPrunePage(
+                b.page(vectors, r, b.ids.data()), b.work(), R, alpha, true, graph.data(), stream);
     }
-    report("prune: out and reverse edges pruned", 0.9);
+    report("prune: out and reverse edges pruned", 1.0);
+    return graph;
+}
+
+std::vector<int32_t> pruneCandidateGraphGpu(
+        const GpuResources& res,
+        const FlatStorage& vectors,
+        const BangCandidateLists& candidates,
+        int R,
+        float alpha) {
+    BangDeviceCandidates c;
+    c.offsets = candidates.offsets;
+    c.ids = res.alloc<int32_t>(candidates.ids.size());
+    res.pinnedStaging().toDevice(c.ids.data(), candidates.ids.data(), c.ids.bytes(), res.stream());
+    const DeviceBuffer<int32_t> graph =
+            pruneCandidateGraphOnDevice(res, vectors, c, R, alpha, Progress(false, ""));
     std::vector<int32_t> out(graph.size());
-    res.pinnedStaging().toHost(out.data(), graph.data(), graph.bytes(), stream);
+    res.pinnedStaging().toHost(out.data(), graph.data(), graph.bytes(), res.stream());
     return out;
 }
 

@@ -39,25 +39,45 @@ std::vector<BangPrunePageRange> planBangPrunePages(
         size_t budgetBytes,
         const std::function<size_t(int64_t entries, int64_t nodes)>& sortTempBytes);
 
+/// Candidate lists in device memory: node v's ids are ids[offsets[v] .. offsets[v + 1]);
+/// the offsets stay on the host too (the prune plans its pages there).
+struct BangDeviceCandidates {
+    std::vector<int64_t> offsets{0}; ///< n + 1, host
+    DeviceBuffer<int32_t> ids;       ///< offsets.back(), device
+
+    int64_t size() const {
+        return int64_t(offsets.size()) - 1;
+    }
+};
+
 /// pruneCandidateGraph (impl/BangPrune.h) on the GPU, over the vectors `vectors` holds
-/// (row v is node v; n = vectors.size() < 2^31): the n x R graph on the host, rows
+/// (row v is node v; n = vectors.size() < 2^31): the n x R graph in device memory, rows
 /// padded with -1, neighbours in ascending (distance, id) order. The same graph as the
 /// host's up to the rounding of distances, which the GPU sums in another (fixed) order:
 /// where two distances, or a distance and alpha times another, are that close, the
 /// choice may differ. Candidate ids outside [0, n) are ignored (the host's must be
-/// valid). The candidate ids go to the device once (page by page) and the graph comes
-/// back once, both through the resources' pinned staging. Device memory: for the whole call the
-/// graph of the first prune, the in-degrees and the reverse-edge lists (n x R ids at most); the
-/// per-node work in pages of at most res.tempMemoryBytes() (planBangPrunePages; a node whose
-/// candidates and reverse edges alone do not fit is refused with a faiss::FaissException). On the
-/// resources' stream; waits for it. Reports the first prune, the reverse edges and the
-/// second prune to `progress` (waiting for the device after each when it prints).
+/// valid); the first prune reads them in place. Device memory besides the candidates:
+/// for the whole call the graph, the in-degrees and the reverse-edge lists (n x R ids
+/// at most); the per-node work in pages of at most res.tempMemoryBytes()
+/// (planBangPrunePages; a node whose candidates and reverse edges alone do not fit is
+/// refused with a faiss::FaissException). On the resources' stream, without waiting
+/// for it except for the in-degrees. Reports the first prune, the reverse edges and
+/// the second prune to `progress` (waiting for the device after each when it prints).
+DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
+        const GpuResources& res,
+        const FlatStorage& vectors,
+        const BangDeviceCandidates& candidates,
+        int R,
+        float alpha,
+        const Progress& progress);
+
+/// pruneCandidateGraphOnDevice of host candidate lists (uploaded through the resources'
+/// pinned staging), the graph copied back to the host.
 std::vector<int32_t> pruneCandidateGraphGpu(
         const GpuResources& res,
         const FlatStorage& vectors,
         const BangCandidateLists& candidates,
         int R,
-        float alpha,
-        const Progress& progress = Progress(false, ""));
+        float alpha);
 
 } // namespace faiss_ext

@@ -1,0 +1,63 @@
+// Host entry points of the graph build's candidate lists on the GPU (plain C++: no
+// device code here): each node's candidates written into one device array of
+// contiguous lists (node v: ids[offsets[v] .. offsets[v + 1])), which the prune reads in
+// place (impl/BangPruneGpu.h). The host does no per-node work for them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace faiss_ext {
+namespace kernels {
+
+/// The first graph's candidates: node v gets its K1 nearest nodes (nn[v * K1 ..]), its
+/// hubK nearest hubs (toHub[v * hubK ..], hub h being node h * n / H) and, when v is hub
+/// h, hub h's hubHubK nearest hubs (hubToHub[h * hubHubK ..]), in that order, as int32
+/// node ids (-1 stays -1). offsets: n + 1 (offsets[v + 1] - offsets[v] = K1 + hubK, plus
+/// hubHubK for a hub), arranged by the caller.
+void bangFillFirstCandidates(
+        const int64_t* nn,
+        int K1,
+        const int64_t* toHub,
+        int hubK,
+        const int64_t* hubToHub,
+        int hubHubK,
+        int64_t n,
+        int64_t H,
+        const int64_t* offsets,
+        int32_t* ids,
+        cudaStream_t stream);
+
+/// offsets (n + 1) of a refinement pass's candidates: node v has min(iterations[v],
+/// maxVisited) expanded parents and its R graph entries. temp: bangPassOffsetsTempBytes(n)
+/// bytes of device memory.
+size_t bangPassOffsetsTempBytes(int64_t n);
+void bangPassOffsets(
+        const int32_t* iterations,
+        int64_t n,
+        int maxVisited,
+        int R,
+        int64_t* counts,
+        int64_t* offsets,
+        void* temp,
+        size_t tempBytes,
+        cudaStream_t stream);
+
+/// A refinement pass's candidates: node v gets visited[v * maxVisited ..] (its first
+/// min(iterations[v], maxVisited) entries) then its graph row (n x R, -1 kept), at
+/// ids[offsets[v] ..] (bangPassOffsets).
+void bangFillPassCandidates(
+        const int32_t* visited,
+        const int32_t* iterations,
+        int maxVisited,
+        const int32_t* graph,
+        int R,
+        int64_t n,
+        const int64_t* offsets,
+        int32_t* ids,
+        cudaStream_t stream);
+
+} // namespace kernels
+} // namespace faiss_ext

@@ -1,0 +1,155 @@
+// The graph build's candidate lists (BangCandidates.h): one warp per node copies its
+// sources into its slot range, so the writes of a list are contiguous.
+#include <cub/device/device_scan.cuh>
+
+#include <faiss_ext/utils/CudaCheck.h>
+
+#include "BangCandidates.h"
+
+namespace faiss_ext {
+namespace kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+
+int64_t warpBlocks(int64_t n) {
+    return (n + kWarps - 1) / kWarps;
+}
+
+__global__ void fillFirstKernel(
+        const int64_t* nn,
+        int K1,
+        const int64_t* toHub,
+        int hubK,
+        const int64_t* hubToHub,
+        int hubHubK,
+        int64_t n,
+        int64_t H,
+        const int64_t* offsets,
+        int32_t* ids) {
+    const int64_t v = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (v >= n) {
+        return;
+    }
+    int32_t* out = ids + offsets[v];
+    for (int j = lane; j < K1; j += 32) {
+        out[j] = int32_t(nn[v * K1 + j]);
+    }
+    out += K1;
+    for (int j = lane; j < hubK; j += 32) {
+        const int64_t h = toHub[v * hubK + j];
+        out[j] = h >= 0 ? int32_t(h * n / H) : -1;
+    }
+    out += hubK;
+    // v is hub h when h * n / H == v for h = ceil(v H / n), the first h reaching v.
+    const int64_t h = (v * H + n - 1) / n;
+    if (h < H && h * n / H == v) {
+        for (int j = lane; j < hubHubK; j += 32) {
+            const int64_t o = hubToHub[h * hubHubK + j];
+            out[j] = o >= 0 ? int32_t(o * n / H) : -1;
+        }
+    }
+}
+
+__global__ void passCountsKernel(
+        const int32_t* iterations,
+        int64_t n,
+        int maxVisited,
+        int R,
+        int64_t* counts) {
+    const int64_t v = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+    if (v < n) {
+        counts[v] = min(iterations[v], maxVisited) + R;
+    }
+}
+
+__global__ void fillPassKernel(
+        const int32_t* visited,
+        const int32_t* iterations,
+        int maxVisited,
+        const int32_t* graph,
+        int R,
+        int64_t n,
+        const int64_t* offsets,
+        int32_t* ids) {
+    const int64_t v = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (v >= n) {
+        return;
+    }
+    int32_t* out = ids + offsets[v];
+    const int parents = min(iterations[v], maxVisited);
+    for (int j = lane; j < parents; j += 32) {
+        out[j] = visited[v * maxVisited + j];
+    }
+    out += parents;
+    for (int j = lane; j < R; j += 32) {
+        out[j] = graph[v * R + j];
+    }
+}
+
+} // namespace
+
+void bangFillFirstCandidates(
+        const int64_t* nn,
+        int K1,
+        const int64_t* toHub,
+        int hubK,
+        const int64_t* hubToHub,
+        int hubHubK,
+        int64_t n,
+        int64_t H,
+        const int64_t* offsets,
+        int32_t* ids,
+        cudaStream_t stream) {
+    fillFirstKernel<<<unsigned(warpBlocks(n)), kThreads, 0, stream>>>(
+            nn, K1, toHub, hubK, hubToHub, hubHubK, n, H, offsets, ids);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+size_t bangPassOffsetsTempBytes(int64_t n) {
+    size_t bytes = 0;
+    FAISS_EXT_CUDA_CHECK(cub::DeviceScan::InclusiveSum(
+            nullptr, bytes, static_cast<const int64_t*>(nullptr),
+            static_cast<int64_t*>(nullptr), n));
+    return bytes;
+}
+
+void bangPassOffsets(
+        const int32_t* iterations,
+        int64_t n,
+        int maxVisited,
+        int R,
+        int64_t* counts,
+        int64_t* offsets,
+        void* temp,
+        size_t tempBytes,
+        cudaStream_t stream) {
+    passCountsKernel<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+            iterations, n, maxVisited, R, counts);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(offsets, 0, sizeof(int64_t), stream));
+    FAISS_EXT_CUDA_CHECK(
+            cub::DeviceScan::InclusiveSum(temp, tempBytes, counts, offsets + 1, n, stream));
+}
+
+void bangFillPassCandidates(
+        const int32_t* visited,
+        const int32_t* iterations,
+        int maxVisited,
+        const int32_t* graph,
+        int R,
+        int64_t n,
+        const int64_t* offsets,
+        int32_t* ids,
+        cudaStream_t stream) {
+    fillPassKernel<<<unsigned(warpBlocks(n)), kThreads, 0, stream>>>(
+            visited, iterations, maxVisited, graph, R, n, offsets, ids);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace kernels
+} // namespace faiss_ext
