@@ -4,12 +4,14 @@
 // GpuIndexIVFFlat at equal recall (the smallest nprobe reaching each Bang recall), and
 // PQ mode (M = d / 4 sub-quantizers on the same graph) beside exact mode at batch 10000.
 // Usage: bench_bang [n_base] [spread] [pq|build] [--sift DIR] [--lists N] [--probes P]
-//                   [--verbose]
+//                   [--verbose] [--extend F]
 // Defaults 1000000, 0.15 (bench_ivf's dataset). A third argument "pq" skips the
 // stepwise kernel and IVF-Flat; "build" stops after the persistent kernel's table.
 // --sift DIR: the first n_base rows of DIR/base.bvecs (or .fvecs) and 10000 of
 // DIR/query.bvecs instead of the clustered set. --lists / --probes: BangBuildConfig's
 // candidateLists / candidateProbes. --verbose: the build's phases as they end.
+// --extend F: also builds on the first (1 - F) n rows, adds the other F n in one add (an
+// extension of the graph), and prints its time and recall beside the one build's.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
     std::string siftDir;
     GpuIndexBangConfig bangCfg;
     bool verbose = false;
+    double extendFraction = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--sift" && i + 1 < argc) {
@@ -96,6 +99,8 @@ int main(int argc, char** argv) {
             bangCfg.build.candidateProbes = std::atoi(argv[++i]);
         } else if (a == "--verbose") {
             verbose = true;
+        } else if (a == "--extend" && i + 1 < argc) {
+            extendFraction = std::atof(argv[++i]);
         } else {
             args.push_back(argv[i]);
         }
@@ -245,6 +250,30 @@ int main(int argc, char** argv) {
         }
     }
 
+    if (extendFraction > 0) {
+        // Built on the first rows, then extended by the rest in one add.
+        const int64_t added = int64_t(double(nb) * extendFraction), first = nb - added;
+        GpuIndexBang ext(res, d, faiss::METRIC_L2, bangCfg);
+        ext.add(first, xb.data());
+        t0 = std::chrono::steady_clock::now();
+        ext.add(added, xb.data() + size_t(first) * d);
+        const double extS = secondsSince(t0);
+        std::printf(
+                "\nExtension: built on %lld vectors, then add(%lld): %.2f s = k-NN among the new "
+                "%.2f s + their searches %.2f s + prune %.2f s\n\n| L | recall@10 one build | "
+                "recall@10 extended | extended QPS |\n|---|---|---|---|\n",
+                (long long)first, (long long)added, extS, ext.lastBuildKnnSeconds(),
+                ext.lastBuildSearchSeconds(), ext.lastBuildPruneSeconds());
+        for (const Row& r : bangRows) {
+            const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
+                searchKernel(ext, false, qDev.data(), nq, k, r.L, dD.data(), dI.data(), nullptr);
+            }));
+            copyToHost(I.data(), dI.data(), I.size(), res.stream());
+            std::printf(
+                    "| %d | %.4f | %.4f | %.0f |\n", r.L, r.recall,
+                    bench::recallAt(gtI, k, I, k, nq, 10), nq / (ms * 1e-3));
+        }
+    }
     if (buildOnly) {
         return 0;
     }

@@ -109,8 +109,85 @@ int GpuIndexBang::searchL_(const faiss::SearchParameters* params, int64_t k) con
     return effectiveL(p ? p->search_L : search_L, k);
 }
 
+namespace {
+
+/// add's build over the stored vectors that remain (removed ones dropped) and x, into
+/// `next`.
+BangBuildTimes rebuildInto(
+        BangGraph& next,
+        const GpuIndexBang& index,
+        int64_t n,
+        const float* x,
+        const Progress& progress) {
+    // The removed nodes are dropped here: the rebuild compacts the ids. The build reads
+    // every vector on the host too (hubs, medoid, PQ training and codes; x: host or
+    // device).
+    const BangGraph& state = index.deviceState();
+    GpuResources& res = index.resources();
+    const GpuIndexBangConfig& config = index.bangConfig();
+    const int64_t ntotal = index.ntotal, total = ntotal + n;
+    const int d = index.d;
+    std::vector<float> all(size_t(total) * d);
+    if (state.tombstoneCount() == 0) {
+        if (ntotal > 0) {
+            state.vectors().copyRowsToHost(0, ntotal, all.data());
+        }
+    } else {
+        std::vector<float> nodes(size_t(index.nodeCount()) * d);
+        state.vectors().copyRowsToHost(0, index.nodeCount(), nodes.data());
+        int64_t kept = 0;
+        for (int64_t v = 0; v < index.nodeCount(); ++v) {
+            if (!state.isTombstone(v)) {
+                std::copy_n(nodes.data() + size_t(v) * d, d, all.data() + size_t(kept++) * d);
+            }
+        }
+        FAISS_ASSERT(kept == ntotal);
+    }
+    copyToHost(all.data() + size_t(ntotal) * d, x, size_t(n) * d, res.stream());
+    next.setVectors(total, all.data());
+    const BangBuildTimes t = buildBangGraph(
+            res, next, all.data(), config.build, config.pageBytes,
+            progress.part(0, index.pqMode() ? 0.8 : 1.0));
+    if (index.pqMode()) {
+        next.setPq(trainBangPq(
+                res, total, d, config.pqSubquantizers, all.data(), config.pageBytes,
+                progress.part(0.8, 1.0)));
+    }
+    return t;
+}
+
+/// add's extension of the stored graph (no removed nodes) by x, into `next`.
+BangBuildTimes extendInto(
+        BangGraph& next,
+        const GpuIndexBang& index,
+        int64_t n,
+        const float* x,
+        const Progress& progress) {
+    const BangGraph& state = index.deviceState();
+    GpuResources& res = index.resources();
+    const GpuIndexBangConfig& config = index.bangConfig();
+    const int d = index.d;
+    next.setVectors(state.vectors(), n, x);
+    const BangBuildTimes t = extendBangGraph(
+            res, next, state, x, config.build, config.pageBytes,
+            progress.part(0, index.pqMode() ? 0.9 : 1.0));
+    if (index.pqMode()) {
+        // The codebooks stay; the new vectors are encoded with them.
+        BangPqTables tables{state.pqCentroids(), state.pqCodes()};
+        std::vector<float> xHost(size_t(n) * d);
+        copyToHost(xHost.data(), x, xHost.size(), res.stream());
+        const std::vector<uint8_t> codes =
+                encodeBangPq(n, d, config.pqSubquantizers, tables.centroids.data(), xHost.data());
+        tables.codes.insert(tables.codes.end(), codes.begin(), codes.end());
+        next.setPq(tables);
+        progress.report("PQ codes of the new vectors", 1.0);
+    }
+    return t;
+}
+
+} // namespace
+
 void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
-    // The removed nodes are dropped here: the rebuild compacts the ids.
     const int64_t total = ntotal + n;
     FAISS_THROW_IF_NOT_FMT(
             total < INT_MAX, "add: %lld vectors in all; GpuIndexBang holds fewer than 2^31",
@@ -121,37 +198,11 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
             "codebooks (would hold %lld)",
             (long long)kBangPqMinVectors, (long long)total);
     const Progress progress(verbose, "GpuIndexBang::add");
-    // Everything is built aside; the index changes only once nothing can fail. The
-    // build reads every vector on the host too (hubs, medoid, PQ training and codes;
-    // x: host or device).
-    std::vector<float> all(size_t(total) * d);
-    if (state_->tombstoneCount() == 0) {
-        if (ntotal > 0) {
-            state_->vectors().copyRowsToHost(0, ntotal, all.data());
-        }
-    } else {
-        std::vector<float> nodes(size_t(nodeCount()) * d);
-        state_->vectors().copyRowsToHost(0, nodeCount(), nodes.data());
-        int64_t kept = 0;
-        for (int64_t v = 0; v < nodeCount(); ++v) {
-            if (!state_->isTombstone(v)) {
-                std::copy_n(nodes.data() + size_t(v) * d, d, all.data() + size_t(kept++) * d);
-            }
-        }
-        FAISS_ASSERT(kept == ntotal);
-    }
-    copyToHost(all.data() + size_t(ntotal) * d, x, size_t(n) * d, res_.stream());
+    // Everything is built aside; the index changes only once nothing can fail.
     BangGraph next(res_, d, bangConfig_.build.graphDegree, bangConfig_.pqSubquantizers);
-    next.setVectors(total, all.data());
-    const BangBuildTimes t = buildBangGraph(
-            res_, next, all.data(), bangConfig_.build, config_.pageBytes,
-            progress.part(0, pqMode() ? 0.8 : 1.0));
-    if (pqMode()) {
-        next.setPq(trainBangPq(
-                res_, total, d, bangConfig_.pqSubquantizers, all.data(), config_.pageBytes,
-                progress.part(0.8, 1.0)));
-    }
-
+    const BangBuildTimes t = ntotal > 0 && state_->tombstoneCount() == 0
+            ? extendInto(next, *this, n, x, progress)
+            : rebuildInto(next, *this, n, x, progress);
     *state_ = std::move(next);
     ntotal = total;
     lastKnnSeconds_ = t.knnSeconds;

@@ -22,12 +22,14 @@ struct SearchParametersBang : faiss::SearchParameters {
     int search_L = 64;
 };
 
-/// Vectors and graph live on the GPU (impl/BangGraph.h). add() (re)builds the graph over
-/// every stored vector (impl/BangBuild.h): a first graph from exact k-NN candidates
-/// (GPU) pruned by RobustPrune (GPU), then Vamana passes whose searches and prunes run on
-/// the GPU.
-/// A later add() rebuilds the whole graph over old and new vectors (the ids stay
-/// sequential). Search (exact mode): exact squared L2 distances throughout, so the final
+/// Vectors and graph live on the GPU (impl/BangGraph.h). The first add() builds the
+/// graph over its vectors (impl/BangBuild.h): a first graph from k-NN candidates (exact,
+/// or an IVF-Flat's from 200,000 vectors: BangBuildConfig::candidateLists) pruned by
+/// RobustPrune, then Vamana passes, everything per node on the GPU. A later add()
+/// extends that graph (DiskANN's insert in one batch: each new vector searched in the
+/// graph and linked to the nodes its search expanded and to its nearest new vectors,
+/// with reverse edges; PQ mode encodes the new vectors with the codebooks it has); ids
+/// stay sequential. Search (exact mode): exact squared L2 distances throughout, so the final
 /// worklist is already exactly ranked; the k best of it are returned (k <= L; L =
 /// max(search_L, k)). PQ mode (GpuIndexBangConfig::pqSubquantizers): the worklist is
 /// ranked by ADC distances, and its L nodes are re-ranked exactly before the k best are
@@ -36,9 +38,10 @@ struct SearchParametersBang : faiss::SearchParameters {
 /// Filtered search (params->sel) and removal: remove_ids marks tombstones; the graph
 /// keeps the removed nodes (searches walk through them but never return them),
 /// ntotal counts the others, and the ids of the others do not change, so ids are node
-/// numbers in [0, nodeCount()). The next add() rebuilds the graph over the vectors
-/// that remain plus the new ones, which then get sequential ids again (0 .. ntotal -
-/// 1, the remaining ones in order, as faiss::IndexFlat after remove_ids). A filtered
+/// numbers in [0, nodeCount()). The next add() then rebuilds the graph (and in PQ mode
+/// the codebooks) over the vectors that remain plus the new ones, which get sequential
+/// ids again (0 .. ntotal - 1, the remaining ones in order, as faiss::IndexFlat after
+/// remove_ids). A filtered
 /// search walks the whole graph and keeps the best allowed nodes in a second list
 /// (impl/BangFilteredSearch.h), or, when a host cost model finds it cheaper (few
 /// allowed nodes), searches the allowed nodes exactly.

@@ -116,8 +116,9 @@ struct GpuIndexBangConfig : GpuIndexConfig {
     /// The graph build.
     BangBuildConfig build;
     /// BANG's PQ mode: M sub-quantizers of 8 bits each (faiss::ProductQuantizer,
-    /// trained at every add on up to 65536 evenly spaced stored vectors with k-means on
-    /// the GPU; impl/BangPq.h). The search walks the graph with ADC distances from the
+    /// trained by the add that builds the graph on up to 65536 evenly spaced stored
+    /// vectors with k-means on the GPU; an add that extends the graph encodes its
+    /// vectors with them; impl/BangPq.h). The search walks the graph with ADC distances from the
     /// codes (M bytes per vector) and a per-query table in shared memory (M KiB), then
     /// re-ranks its final worklist with exact distances from the full vectors, which
     /// stay on the GPU. The graph is built with exact distances either way. 0: exact

@@ -30,15 +30,16 @@ void bangFillFirstCandidates(
         int32_t* ids,
         cudaStream_t stream);
 
-/// offsets (n + 1) of a refinement pass's candidates: node v has min(iterations[v],
-/// maxVisited) expanded parents and its R graph entries. temp: bangPassOffsetsTempBytes(n)
-/// bytes of device memory.
+/// offsets (n + 1) of candidate lists made of a search's expanded parents and `extra`
+/// more entries: node v has min(iterations[v], maxVisited) + extra (a refinement pass:
+/// its R graph entries; an extension: its nearest new nodes). counts: n scratch values;
+/// temp: bangPassOffsetsTempBytes(n) bytes of device memory.
 size_t bangPassOffsetsTempBytes(int64_t n);
 void bangPassOffsets(
         const int32_t* iterations,
         int64_t n,
         int maxVisited,
-        int R,
+        int extra,
         int64_t* counts,
         int64_t* offsets,
         void* temp,
@@ -55,6 +56,22 @@ void bangFillPassCandidates(
         const int32_t* graph,
         int R,
         int64_t n,
+        const int64_t* offsets,
+        int32_t* ids,
+        cudaStream_t stream);
+
+/// An extension's candidates: new node i (node idBase + i) gets visited[i * maxVisited
+/// ..] (its first min(iterations[i], maxVisited) entries: nodes of the graph it extends)
+/// then its K1 nearest new nodes (nn[i * K1 ..], numbered from 0 among the new ones,
+/// written + idBase; -1 stays -1), at ids[offsets[i] ..] (bangPassOffsets, extra K1).
+void bangFillExtendCandidates(
+        const int32_t* visited,
+        const int32_t* iterations,
+        int maxVisited,
+        const int64_t* nn,
+        int K1,
+        int64_t idBase,
+        int64_t m,
         const int64_t* offsets,
         int32_t* ids,
         cudaStream_t stream);

@@ -72,23 +72,26 @@ void bangPrunePage(
         int32_t* graph,
         cudaStream_t stream);
 
-/// inDegree[u] += 1 for every entry u in [0, n) of graph (n x R); inDegree: n counters,
-/// zeroed by the caller.
+/// inDegree[u] += 1 for every entry u in [0, n) of rows firstSource .. n - 1 of graph
+/// (n x R); inDegree: n counters, zeroed by the caller.
 void bangCountInEdges(
         const int32_t* graph,
         int64_t n,
         int R,
+        int64_t firstSource,
         int32_t* inDegree,
         cudaStream_t stream);
 
-/// For every edge v -> u of graph (entry u in [0, n) of row v): inIds[inOffsets[u] +
-/// cursor[u]++] = v. inOffsets: n + 1 exclusive sums of the in-degrees; cursor: n
-/// counters zeroed by the caller. The order within one node's list depends on the
-/// scheduling; the prune sorts it by (distance, id), so its result does not.
+/// For every edge v -> u of graph (entry u in [0, n) of row v >= firstSource):
+/// inIds[inOffsets[u] + cursor[u]++] = v. inOffsets: n + 1 exclusive sums of the
+/// in-degrees (bangCountInEdges with the same firstSource); cursor: n counters zeroed by
+/// the caller. The order within one node's list depends on the scheduling; the prune
+/// sorts it by (distance, id), so its result does not.
 void bangFillInEdges(
         const int32_t* graph,
         int64_t n,
         int R,
+        int64_t firstSource,
         const int64_t* inOffsets,
         int32_t* cursor,
         int32_t* inIds,

@@ -58,11 +58,11 @@ __global__ void passCountsKernel(
         const int32_t* iterations,
         int64_t n,
         int maxVisited,
-        int R,
+        int extra,
         int64_t* counts) {
     const int64_t v = int64_t(blockIdx.x) * kThreads + threadIdx.x;
     if (v < n) {
-        counts[v] = min(iterations[v], maxVisited) + R;
+        counts[v] = min(iterations[v], maxVisited) + extra;
     }
 }
 
@@ -91,6 +91,33 @@ __global__ void fillPassKernel(
     }
 }
 
+__global__ void fillExtendKernel(
+        const int32_t* visited,
+        const int32_t* iterations,
+        int maxVisited,
+        const int64_t* nn,
+        int K1,
+        int64_t idBase,
+        int64_t m,
+        const int64_t* offsets,
+        int32_t* ids) {
+    const int64_t i = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (i >= m) {
+        return;
+    }
+    int32_t* out = ids + offsets[i];
+    const int parents = min(iterations[i], maxVisited);
+    for (int j = lane; j < parents; j += 32) {
+        out[j] = visited[i * maxVisited + j];
+    }
+    out += parents;
+    for (int j = lane; j < K1; j += 32) {
+        const int64_t u = nn[i * K1 + j];
+        out[j] = u >= 0 ? int32_t(idBase + u) : -1;
+    }
+}
+
 } // namespace
 
 void bangFillFirstCandidates(
@@ -113,8 +140,8 @@ void bangFillFirstCandidates(
 size_t bangPassOffsetsTempBytes(int64_t n) {
     size_t bytes = 0;
     FAISS_EXT_CUDA_CHECK(cub::DeviceScan::InclusiveSum(
-            nullptr, bytes, static_cast<const int64_t*>(nullptr),
-            static_cast<int64_t*>(nullptr), n));
+            nullptr, bytes, static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr),
+            n));
     return bytes;
 }
 
@@ -122,14 +149,14 @@ void bangPassOffsets(
         const int32_t* iterations,
         int64_t n,
         int maxVisited,
-        int R,
+        int extra,
         int64_t* counts,
         int64_t* offsets,
         void* temp,
         size_t tempBytes,
         cudaStream_t stream) {
     passCountsKernel<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-            iterations, n, maxVisited, R, counts);
+            iterations, n, maxVisited, extra, counts);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(offsets, 0, sizeof(int64_t), stream));
     FAISS_EXT_CUDA_CHECK(
@@ -148,6 +175,22 @@ void bangFillPassCandidates(
         cudaStream_t stream) {
     fillPassKernel<<<unsigned(warpBlocks(n)), kThreads, 0, stream>>>(
             visited, iterations, maxVisited, graph, R, n, offsets, ids);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+void bangFillExtendCandidates(
+        const int32_t* visited,
+        const int32_t* iterations,
+        int maxVisited,
+        const int64_t* nn,
+        int K1,
+        int64_t idBase,
+        int64_t m,
+        const int64_t* offsets,
+        int32_t* ids,
+        cudaStream_t stream) {
+    fillExtendKernel<<<unsigned(warpBlocks(m)), kThreads, 0, stream>>>(
+            visited, iterations, maxVisited, nn, K1, idBase, m, offsets, ids);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 

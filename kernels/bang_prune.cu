@@ -248,11 +248,14 @@ __global__ void countInEdgesKernel(
     }
 }
 
+/// graph: rows firstSource .. of the whole graph (total entries), so row e / R is node
+/// firstSource + e / R.
 __global__ void fillInEdgesKernel(
         const int32_t* __restrict__ graph,
         int64_t total,
         int64_t n,
         int R,
+        int64_t firstSource,
         const int64_t* __restrict__ inOffsets,
         int32_t* cursor,
         int32_t* __restrict__ inIds) {
@@ -261,7 +264,7 @@ __global__ void fillInEdgesKernel(
         const int32_t u = graph[e];
         if (u >= 0 && u < n) {
             const int slot = atomicAdd(cursor + u, 1);
-            inIds[inOffsets[u] + slot] = int32_t(e / R);
+            inIds[inOffsets[u] + slot] = int32_t(firstSource + e / R);
         }
     }
 }
@@ -357,11 +360,13 @@ void bangCountInEdges(
         const int32_t* graph,
         int64_t n,
         int R,
+        int64_t firstSource,
         int32_t* inDegree,
         cudaStream_t stream) {
-    FAISS_ASSERT(n >= 1 && n <= INT_MAX && R >= 1);
-    const int64_t total = n * R;
-    countInEdgesKernel<<<strideBlocks(total), kThreads, 0, stream>>>(graph, total, n, inDegree);
+    FAISS_ASSERT(n >= 1 && n <= INT_MAX && R >= 1 && firstSource >= 0 && firstSource < n);
+    const int64_t total = (n - firstSource) * R;
+    countInEdgesKernel<<<strideBlocks(total), kThreads, 0, stream>>>(
+            graph + firstSource * R, total, n, inDegree);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
@@ -369,14 +374,15 @@ void bangFillInEdges(
         const int32_t* graph,
         int64_t n,
         int R,
+        int64_t firstSource,
         const int64_t* inOffsets,
         int32_t* cursor,
         int32_t* inIds,
         cudaStream_t stream) {
-    FAISS_ASSERT(n >= 1 && n <= INT_MAX && R >= 1);
-    const int64_t total = n * R;
+    FAISS_ASSERT(n >= 1 && n <= INT_MAX && R >= 1 && firstSource >= 0 && firstSource < n);
+    const int64_t total = (n - firstSource) * R;
     fillInEdgesKernel<<<strideBlocks(total), kThreads, 0, stream>>>(
-            graph, total, n, R, inOffsets, cursor, inIds);
+            graph + firstSource * R, total, n, R, firstSource, inOffsets, cursor, inIds);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <faiss/impl/FaissAssert.h>
+#include <faiss/impl/IDSelector.h>
 
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
@@ -424,32 +425,112 @@ TEST(GpuIndexBang, NonFiniteQueriesGetMissingResults) {
     }
 }
 
-TEST(GpuIndexBang, SecondAddRebuildsOverAllVectors) {
+TEST(GpuIndexBang, SecondAddExtendsTheGraph) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const int d = 16;
+    const int d = 16, R = 24;
     auto xa = datasets::uniform(2000, d, 6);
     auto xb = datasets::uniform(1500, d, 7);
-    GpuIndexBang twice(res, d);
-    twice.add(2000, xa.data());
-    twice.add(1500, xb.data());
+    GpuIndexBangConfig cfg;
+    cfg.build.graphDegree = R;
+    GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
+    index.add(2000, xa.data());
+    const std::vector<int32_t> before = index.graph();
+    const int64_t entry = index.entryPoint();
+    index.add(1500, xb.data());
+    ASSERT_EQ(index.ntotal, 3500);
+    EXPECT_EQ(index.entryPoint(), entry);
+    std::vector<float> v(d);
+    index.reconstruct(2100, v.data());
+    EXPECT_TRUE(std::equal(v.begin(), v.end(), xb.begin() + 100 * d));
+    // Old rows change only by gaining new nodes (or by the prune that makes room for
+    // them): an old row that points at no new node is the row it was.
+    const std::vector<int32_t> after = index.graph();
+    int64_t kept = 0, changed = 0;
+    for (int64_t u = 0; u < 2000; ++u) {
+        const auto row = after.begin() + u * R;
+        const bool pointsAtNew = std::any_of(row, row + R, [](int32_t x) { return x >= 2000; });
+        const bool same = std::equal(row, row + R, before.begin() + u * R);
+        EXPECT_TRUE(same || pointsAtNew) << "old row " << u << " changed without a new node";
+        kept += same;
+        changed += !same;
+    }
+    std::printf("old rows kept %lld, changed %lld\n", (long long)kept, (long long)changed);
+    EXPECT_GT(changed, 0);
+    for (int64_t u = 0; u < 3500; ++u) {
+        std::vector<int32_t> row(after.begin() + u * R, after.begin() + (u + 1) * R);
+        const auto end = std::find(row.begin(), row.end(), -1);
+        EXPECT_GE(end - row.begin(), 1) << "vector " << u << " has no neighbour";
+        for (auto it = row.begin(); it != end; ++it) {
+            EXPECT_TRUE(*it >= 0 && *it < 3500 && *it != u) << "row " << u;
+        }
+        std::sort(row.begin(), end);
+        EXPECT_EQ(std::adjacent_find(row.begin(), end), end) << "row " << u;
+    }
+    // Every stored vector finds itself.
     std::vector<float> all(xa);
     all.insert(all.end(), xb.begin(), xb.end());
-    GpuIndexBang once(res, d);
-    once.add(3500, all.data());
-    ASSERT_EQ(twice.ntotal, 3500);
-    EXPECT_EQ(twice.entryPoint(), once.entryPoint());
-    EXPECT_EQ(twice.graph(), once.graph());
-    std::vector<float> v(d);
-    twice.reconstruct(2100, v.data());
-    EXPECT_TRUE(std::equal(v.begin(), v.end(), xb.begin() + 100 * d));
-    // Every stored vector finds itself.
     std::vector<float> D(3500);
     std::vector<int64_t> I(3500);
-    twice.search(3500, all.data(), 1, D.data(), I.data());
+    index.search(3500, all.data(), 1, D.data(), I.data());
     int64_t self = 0;
     for (int64_t i = 0; i < 3500; ++i) {
         self += I[i] == i;
     }
     EXPECT_GE(self, 3500 * 99 / 100);
+    // After a removal the next add rebuilds over what remains (ids compacted).
+    faiss::IDSelectorRange first(0, 10);
+    EXPECT_EQ(index.remove_ids(first), 10u);
+    index.add(10, xa.data());
+    EXPECT_EQ(index.ntotal, 3500);
+    EXPECT_EQ(index.nodeCount(), 3500);
+    index.reconstruct(0, v.data());
+    EXPECT_TRUE(std::equal(v.begin(), v.end(), xa.begin() + 10 * d));
+}
+
+// The criterion: a graph built on half the vectors and extended ten times by
+// 10% of them searches as well as one build over all of them.
+TEST(GpuIndexBang, TenExtendsKeepTheRecallOfOneBuild) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 32, k = 10;
+    const int64_t nb = 100000, nq = 1000, base = nb / 2, step = base / 10;
+    datasets::ClusteredSpec spec{nb, d, 200, 0.1f, 99};
+    auto xb = datasets::clustered(spec, 0);
+    spec.n = nq;
+    auto xq = datasets::clustered(spec, 1);
+    GpuIndexFlat flat(res, d);
+    flat.add(nb, xb.data());
+    std::vector<float> gtD(nq * k);
+    std::vector<int64_t> gtI(nq * k);
+    flat.search(nq, xq.data(), k, gtD.data(), gtI.data());
+
+    GpuIndexBang once(res, d);
+    once.add(nb, xb.data());
+    GpuIndexBang extended(res, d);
+    extended.add(base, xb.data());
+    for (int64_t i0 = base; i0 < nb; i0 += step) {
+        extended.add(step, xb.data() + i0 * d);
+        std::printf(
+                "extend to %lld: searches %.3f s, prune %.3f s\n", (long long)(i0 + step),
+                extended.lastBuildSearchSeconds(), extended.lastBuildPruneSeconds());
+    }
+    ASSERT_EQ(extended.ntotal, nb);
+    EXPECT_GE(
+            reachable(extended.graph(), extended.graphDegree(), nb, extended.entryPoint()),
+            nb - nb / 1000);
+    std::vector<float> D(nq * k);
+    std::vector<int64_t> I(nq * k);
+    for (int L : {10, 20, 40, 80}) {
+        SearchParametersBang params;
+        params.search_L = L;
+        once.search(nq, xq.data(), k, D.data(), I.data(), &params);
+        const double rOnce = recallAt10(gtI, I, nq);
+        extended.search(nq, xq.data(), k, D.data(), I.data(), &params);
+        const double rExtended = recallAt10(gtI, I, nq);
+        std::printf(
+                "L=%d recall@10: one build %.4f, built on half + ten extends %.4f\n", L, rOnce,
+                rExtended);
+        EXPECT_GE(rExtended, rOnce - 0.01) << "L=" << L;
+    }
 }

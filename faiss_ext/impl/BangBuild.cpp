@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include <faiss/IndexIVF.h>
 #include <faiss/impl/FaissAssert.h>
@@ -55,27 +56,27 @@ DeviceBuffer<int64_t> knnIds(
     return ids;
 }
 
-/// Ids of approximately the k nearest stored vectors of each stored vector of
-/// `storage` (xHost: the same vectors on the host), in device memory (n x k, -1 where
-/// the probed lists hold fewer than k): an IVF-Flat over nlist lists (k-means on a
-/// sample of xHost), every vector searched with nprobe probes, in pages of pageBytes of
+/// Ids of approximately the k nearest of n vectors (device rows `vectors`) to each of
+/// them, in device memory (n x k, -1 where the probed lists hold fewer than k): an
+/// IVF-Flat over nlist lists (k-means on a sample of trainX, the same rows in host or
+/// device memory), every vector searched with nprobe probes, in pages of pageBytes of
 /// distances. Reports the trained and filled IVF-Flat to `progress`.
 DeviceBuffer<int64_t> ivfKnnIds(
         GpuResources& res,
-        const FlatStorage& storage,
-        const float* xHost,
+        const float* vectors,
+        int64_t n,
+        int d,
+        const float* trainX,
         int k,
         int64_t nlist,
         int nprobe,
         size_t pageBytes,
         const Progress& progress) {
-    const int64_t n = storage.size();
-    const int d = storage.dim();
     GpuIndexIVFFlatConfig config;
     config.pageBytes = pageBytes;
     GpuIndexIVFFlat ivf(res, d, nlist, faiss::METRIC_L2, config);
-    ivf.train(n, xHost);
-    ivf.add(n, storage.vectors());
+    ivf.train(n, trainX);
+    ivf.add(n, vectors);
     progress.report("candidates: IVF-Flat trained and filled", 0.3);
     faiss::SearchParametersIVF params;
     params.nprobe = size_t(nprobe);
@@ -85,10 +86,38 @@ DeviceBuffer<int64_t> ivfKnnIds(
     auto dDev = res.alloc<float>(size_t(page) * k);
     for (int64_t q0 = 0; q0 < n; q0 += page) {
         ivf.searchDevice(
-                std::min(page, n - q0), storage.vectors() + size_t(q0) * d, k, dDev.data(),
+                std::min(page, n - q0), vectors + size_t(q0) * d, k, dDev.data(),
                 ids.data() + size_t(q0) * k, &params);
     }
     return ids;
+}
+
+/// The K1 nearest of n vectors (device rows `vectors`, squared norms `norms`) to each
+/// of them (itself included), n x K1 in device memory: exact, or from an IVF-Flat when
+/// bangCandidateLists(n, p.candidateLists) says so (trainX: the same rows, host or
+/// device).
+DeviceBuffer<int64_t> nearestAmong(
+        GpuResources& res,
+        const float* vectors,
+        const float* norms,
+        int64_t n,
+        int d,
+        const float* trainX,
+        int K1,
+        const BangBuildConfig& p,
+        size_t pageBytes,
+        const Progress& progress) {
+    const int64_t lists = bangCandidateLists(n, p.candidateLists);
+    DeviceBuffer<int64_t> nn = lists == 0
+            ? knnIds(res, vectors, n, vectors, norms, n, d, K1, pageBytes)
+            : ivfKnnIds(
+                      res, vectors, n, d, trainX, K1, lists, p.candidateProbes, pageBytes,
+                      progress);
+    progress.report(
+            lists == 0 ? "candidates: exact nearest neighbours"
+                       : "candidates: IVF-Flat nearest neighbours",
+            0.7);
+    return nn;
 }
 
 /// Stage 1's candidates, in device memory: nearest neighbours (exact or from an
@@ -108,17 +137,10 @@ BangDeviceCandidates firstCandidates(
     const int hubHubK = int(std::min<int64_t>(kBangHubsPerHub + 1, H));
 
     DeviceBuffer<int64_t> nn;
-    const int64_t ivfLists = bangCandidateLists(n, p.candidateLists);
-    if (K1 > 0 && ivfLists == 0) {
-        nn = knnIds(
-                res, storage.vectors(), n, storage.vectors(), storage.norms(), n, d, K1, pageBytes);
-    } else if (K1 > 0) {
-        nn = ivfKnnIds(res, storage, xHost, K1, ivfLists, p.candidateProbes, pageBytes, progress);
+    if (K1 > 0) {
+        nn = nearestAmong(
+                res, storage.vectors(), storage.norms(), n, d, xHost, K1, p, pageBytes, progress);
     }
-    progress.report(
-            ivfLists == 0 ? "candidates: exact nearest neighbours"
-                          : "candidates: IVF-Flat nearest neighbours",
-            0.7);
     // Hub h is node h * n / H (increasing in h).
     std::vector<float> hubX(size_t(H) * d);
     for (int64_t h = 0; h < H; ++h) {
@@ -176,6 +198,59 @@ int64_t medoidOf(
     return medoid >= 0 ? medoid : 0;
 }
 
+/// The parents each of nq device queries expanded searching graph g from its entry
+/// point with worklist L: visited (nq x maxVisited, a query's first min(iterations,
+/// maxVisited)) and iterations (nq).
+struct VisitedParents {
+    DeviceBuffer<int32_t> visited;
+    DeviceBuffer<int32_t> iterations;
+};
+
+VisitedParents searchVisited(
+        const GpuResources& res,
+        const kernels::BangGraphView& g,
+        const float* queries,
+        int64_t nq,
+        int L,
+        int maxVisited) {
+    VisitedParents out{res.alloc<int32_t>(size_t(nq) * maxVisited), res.alloc<int32_t>(size_t(nq))};
+    auto dDev = res.alloc<float>(size_t(nq));
+    auto iDev = res.alloc<int64_t>(size_t(nq));
+    kernels::BangSearchArgs a;
+    a.queries = queries;
+    a.nq = nq;
+    a.L = L;
+    a.k = 1;
+    a.outD = dDev.data();
+    a.outI = iDev.data();
+    a.iterations = out.iterations.data();
+    a.visited = out.visited.data();
+    a.maxVisited = maxVisited;
+    kernels::bangSearchPersistent(g, a, res.stream());
+    return out;
+}
+
+/// Offsets (device and host) of lists of nq search's parents plus `extra` entries each
+/// (kernels::bangPassOffsets), with the lists' ids allocated.
+std::pair<BangDeviceCandidates, DeviceBuffer<int64_t>> allocateParentLists(
+        const GpuResources& res,
+        const VisitedParents& parents,
+        int64_t nq,
+        int maxVisited,
+        int extra) {
+    BangDeviceCandidates lists;
+    auto counts = res.alloc<int64_t>(size_t(nq));
+    auto offsets = res.alloc<int64_t>(size_t(nq) + 1);
+    auto temp = res.alloc<char>(kernels::bangPassOffsetsTempBytes(nq));
+    kernels::bangPassOffsets(
+            parents.iterations.data(), nq, maxVisited, extra, counts.data(), offsets.data(),
+            temp.data(), temp.size(), res.stream());
+    lists.offsets.resize(size_t(nq) + 1);
+    res.pinnedStaging().toHost(lists.offsets.data(), offsets.data(), offsets.bytes(), res.stream());
+    lists.ids = res.alloc<int32_t>(size_t(lists.offsets.back()));
+    return {std::move(lists), std::move(offsets)};
+}
+
 /// One refinement pass's candidates, in device memory: the parents each vector's search
 /// expanded in the graph `work` holds (from its entry point), plus its current
 /// neighbours (kernels::bangFillPassCandidates).
@@ -188,42 +263,16 @@ BangDeviceCandidates searchCandidates(
     const int R = p.graphDegree;
     const int maxVisited = 2 * p.searchL;
     const kernels::BangGraphView g = work.exactView();
-    auto visited = res.alloc<int32_t>(size_t(n) * maxVisited);
-    auto iterations = res.alloc<int32_t>(size_t(n));
-    {
-        auto dDev = res.alloc<float>(size_t(n));
-        auto iDev = res.alloc<int64_t>(size_t(n));
-        kernels::BangSearchArgs a;
-        a.queries = g.vectors;
-        a.nq = n;
-        a.L = p.searchL;
-        a.k = 1;
-        a.outD = dDev.data();
-        a.outI = iDev.data();
-        a.iterations = iterations.data();
-        a.visited = visited.data();
-        a.maxVisited = maxVisited;
-        kernels::bangSearchPersistent(g, a, res.stream());
-    }
+    const VisitedParents parents = searchVisited(res, g, g.vectors, n, p.searchL, maxVisited);
     if (progress.enabled()) {
         FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(res.stream()));
         progress.report("searches: vectors searched", 0.8);
     }
-    BangDeviceCandidates lists;
-    auto counts = res.alloc<int64_t>(size_t(n));
-    auto offsetsDev = res.alloc<int64_t>(size_t(n) + 1);
-    auto temp = res.alloc<char>(kernels::bangPassOffsetsTempBytes(n));
-    kernels::bangPassOffsets(
-            iterations.data(), n, maxVisited, R, counts.data(), offsetsDev.data(), temp.data(),
-            temp.size(), res.stream());
-    lists.offsets.resize(size_t(n) + 1);
-    res.pinnedStaging().toHost(
-            lists.offsets.data(), offsetsDev.data(), offsetsDev.bytes(), res.stream());
-    lists.ids = res.alloc<int32_t>(size_t(lists.offsets.back()));
+    auto [lists, offsets] = allocateParentLists(res, parents, n, maxVisited, R);
     kernels::bangFillPassCandidates(
-            visited.data(), iterations.data(), maxVisited, g.graph, R, n, offsetsDev.data(),
-            lists.ids.data(), res.stream());
-    return lists;
+            parents.visited.data(), parents.iterations.data(), maxVisited, g.graph, R, n,
+            offsets.data(), lists.ids.data(), res.stream());
+    return std::move(lists);
 }
 
 } // namespace
@@ -281,7 +330,8 @@ BangBuildTimes buildBangGraph(
                 bangCandidateLists(n, p.candidateLists) == 0 ? "graph: exact k-NN candidates, stage"
                                                              : "graph: IVF-Flat candidates, stage",
                 1, stages);
-        graph = pruneCandidateGraphOnDevice(res, storage, first, p.graphDegree, p.alpha, stage(2));
+        graph = pruneCandidateGraphOnDevice(
+                res, storage, first, p.graphDegree, p.alpha, stage(2), nullptr, 0);
         lap(t.pruneSeconds);
         progress.step("graph: first prune, stage", 2, stages);
     }
@@ -293,12 +343,59 @@ BangBuildTimes buildBangGraph(
                 "graph: pass " + std::to_string(pass + 1) + " searches, stage", 3 + 2 * pass,
                 stages);
         graph = pruneCandidateGraphOnDevice(
-                res, storage, c, p.graphDegree, p.alpha, stage(4 + 2 * pass));
+                res, storage, c, p.graphDegree, p.alpha, stage(4 + 2 * pass), nullptr, 0);
         lap(t.pruneSeconds);
         progress.step(
                 "graph: pass " + std::to_string(pass + 1) + " prune, stage", 4 + 2 * pass, stages);
     }
     work.setGraph(std::move(graph), medoid);
+    return t;
+}
+
+BangBuildTimes extendBangGraph(
+        GpuResources& res,
+        BangGraph& work,
+        const BangGraph& old,
+        const float* newX,
+        const BangBuildConfig& p,
+        size_t pageBytes,
+        const Progress& progress) {
+    const FlatStorage& storage = work.vectors();
+    const int64_t n = storage.size(), oldN = old.size(), m = n - oldN;
+    const int d = storage.dim();
+    FAISS_ASSERT(
+            oldN >= 1 && m >= 1 && p.graphDegree == work.degree() && old.degree() == work.degree());
+    BangBuildTimes t;
+    auto t0 = std::chrono::steady_clock::now();
+    auto lap = [&](double& seconds) {
+        FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(res.stream()));
+        seconds += secondsSince(t0);
+        t0 = std::chrono::steady_clock::now();
+    };
+    const float* newRows = storage.vectors() + size_t(oldN) * d;
+    // The new vectors' nearest among themselves: what the old graph cannot offer them.
+    const int K1 = m > 1 ? int(std::min<int64_t>(p.candidates, m - 1)) + 1 : 0;
+    DeviceBuffer<int64_t> nn;
+    if (K1 > 0) {
+        nn = nearestAmong(
+                res, newRows, storage.norms() + oldN, m, d, newX, K1, p, pageBytes,
+                progress.part(0, 0.3));
+    }
+    lap(t.knnSeconds);
+    // Their routes through the old graph.
+    const kernels::BangGraphView g = old.exactView();
+    const int maxVisited = 2 * p.searchL;
+    const VisitedParents parents = searchVisited(res, g, newRows, m, p.searchL, maxVisited);
+    auto [lists, offsets] = allocateParentLists(res, parents, m, maxVisited, K1);
+    kernels::bangFillExtendCandidates(
+            parents.visited.data(), parents.iterations.data(), maxVisited, nn.data(), K1, oldN, m,
+            offsets.data(), lists.ids.data(), res.stream());
+    lap(t.searchSeconds);
+    progress.report("extension: new vectors searched in the graph", 0.5);
+    DeviceBuffer<int32_t> graph = pruneCandidateGraphOnDevice(
+            res, storage, lists, p.graphDegree, p.alpha, progress.part(0.5, 1.0), g.graph, oldN);
+    lap(t.pruneSeconds);
+    work.setGraph(std::move(graph), old.entry());
     return t;
 }
 

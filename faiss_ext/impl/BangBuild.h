@@ -70,4 +70,22 @@ BangBuildTimes buildBangGraph(
         size_t pageBytes,
         const Progress& progress);
 
+/// Extends the graph `old` holds (its vectors are the first old.size() rows of work's)
+/// to every vector `work` holds, and sets the result, with old's entry point, in work
+/// (DiskANN's insert, one batch): each new vector gets as candidates the parents its
+/// search in the old graph expanded (worklist config.searchL) and its config.candidates
+/// nearest new vectors (exact, or an IVF-Flat's for many: bangCandidateLists; newX: the
+/// new rows in host or device memory, for its k-means); those are pruned, and a node
+/// that a new one points at gets its row plus those new nodes, pruned to R when more
+/// (pruneCandidateGraphOnDevice). Old rows nothing new points at stay as they are.
+/// Everything per node on the device, as buildBangGraph.
+BangBuildTimes extendBangGraph(
+        GpuResources& res,
+        BangGraph& work,
+        const BangGraph& old,
+        const float* newX,
+        const BangBuildConfig& config,
+        size_t pageBytes,
+        const Progress& progress);
+
 } // namespace faiss_ext

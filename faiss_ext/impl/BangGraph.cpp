@@ -16,8 +16,17 @@ BangGraph::BangGraph(const GpuResources& res, int d, int R, int pqM)
         : res_(&res), R_(R), pqM_(pqM), vectors_(res, d) {}
 
 void BangGraph::setVectors(int64_t n, const float* x) {
+    setVectors(FlatStorage(*res_, dim()), n, x);
+}
+
+void BangGraph::setVectors(const FlatStorage& first, int64_t n, const float* x) {
     FlatStorage fresh(*res_, dim());
-    fresh.append(n, x);
+    if (first.size() > 0) {
+        fresh.append(first.size(), first.vectors());
+    }
+    if (n > 0) {
+        fresh.append(n, x);
+    }
     vectors_ = std::move(fresh);
     graph_ = DeviceBuffer<int32_t>();
     pqCentroids_ = DeviceBuffer<float>();

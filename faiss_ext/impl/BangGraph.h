@@ -27,6 +27,9 @@ class BangGraph {
     /// Replaces the vectors with n host rows; the graph and PQ state of the old ones
     /// are dropped. Allocates first: a failure leaves the state as it was.
     void setVectors(int64_t n, const float* x);
+    /// The same with the rows of `first` (device) followed by n rows of x (host or
+    /// device).
+    void setVectors(const FlatStorage& first, int64_t n, const float* x);
     /// Replaces the graph (size() x R ids in [-1, size()), host, checked by the
     /// caller) and the entry point.
     void setGraph(const int32_t* graph, int64_t entry);

@@ -46,16 +46,17 @@ struct PageBuffers {
         copyToDevice(segments.data(), seg.data(), seg.size(), stream);
     }
 
-    /// The page's nodes with their candidates at pageIds.
+    /// The page's nodes (firstNode + r.begin ..) with their candidates at pageIds.
     kernels::BangPrunePage page(
             const FlatStorage& vectors,
             const BangPrunePageRange& r,
+            int64_t firstNode,
             const int32_t* pageIds) const {
         kernels::BangPrunePage p;
         p.vectors = vectors.vectors();
         p.n = vectors.size();
         p.d = vectors.dim();
-        p.v0 = r.begin;
+        p.v0 = firstNode + r.begin;
         p.nodes = int(r.end - r.begin);
         p.segments = segments.data();
         p.ids = pageIds;
@@ -140,10 +141,14 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         const BangDeviceCandidates& candidates,
         int R,
         float alpha,
-        const Progress& progress) {
+        const Progress& progress,
+        const int32_t* keptGraph,
+        int64_t firstNode) {
     const int64_t n = vectors.size();
     const int d = vectors.dim();
-    FAISS_ASSERT(n >= 1 && n < INT_MAX && R >= 1 && candidates.size() == n);
+    FAISS_ASSERT(
+            n >= 1 && n < INT_MAX && R >= 1 && firstNode >= 0 && firstNode < n &&
+            candidates.size() == n - firstNode && (firstNode == 0 || keptGraph != nullptr));
     FAISS_ASSERT(candidates.offsets.front() == 0);
     FAISS_ASSERT(size_t(candidates.offsets.back()) == candidates.ids.size());
     const size_t smem = kernels::bangPruneSmemBytes(d);
@@ -162,21 +167,28 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         }
     };
 
-    // First prune: RobustPrune of every node's candidates into graph.
+    // The kept rows as they are; the first prune: RobustPrune of every other node's
+    // candidates into graph.
+    if (firstNode > 0) {
+        FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                graph.data(), keptGraph, size_t(firstNode) * R * sizeof(int32_t),
+                cudaMemcpyDeviceToDevice, stream));
+    }
     for (const BangPrunePageRange& r :
          planBangPrunePages(candidates.offsets, res.tempMemoryBytes(), sortTempBytes)) {
         PageBuffers b(res, r, false);
         b.setSegments(candidates.offsets, r, stream);
         const int32_t* pageIds = candidates.ids.data() + candidates.offsets[size_t(r.begin)];
         kernels::bangPrunePage(
-                b.page(vectors, r, pageIds), b.work(), R, alpha, false, graph.data(), stream);
+                b.page(vectors, r, firstNode, pageIds), b.work(), R, alpha, false, graph.data(),
+                stream);
     }
     report("prune: candidates pruned", 0.4);
 
     // Reverse edges: node u's list is inIds[inOffsets[u] .. inOffsets[u + 1]).
     DeviceBuffer<int32_t> degree = res.alloc<int32_t>(size_t(n));
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(degree.data(), 0, degree.bytes(), stream));
-    kernels::bangCountInEdges(graph.data(), n, R, degree.data(), stream);
+    kernels::bangCountInEdges(graph.data(), n, R, firstNode, degree.data(), stream);
     const std::vector<int32_t> inDegree = copyToHostVector(degree.data(), size_t(n), stream);
     // The second prune's entries: each node's row (R) and its reverse edges.
     std::vector<int64_t> inOffsets(size_t(n) + 1, 0), offsets(size_t(n) + 1, 0);
@@ -191,7 +203,8 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
     DeviceBuffer<int32_t> inIds = res.alloc<int32_t>(size_t(inOffsets.back()));
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(degree.data(), 0, degree.bytes(), stream));
     kernels::bangFillInEdges(
-            graph.data(), n, R, inOffsetsDev.data(), degree.data(), inIds.data(), stream);
+            graph.data(), n, R, firstNode, inOffsetsDev.data(), degree.data(), inIds.data(),
+            stream);
     report("prune: reverse edges listed", 0.5);
 
     // Second prune: out-edges plus reverse edges, copied when at most R, else pruned.
@@ -205,7 +218,8 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
                 graph.data(), R, inOffsetsDev.data(), inIds.data(), r.begin, int(r.end - r.begin),
                 b.segments.data(), b.ids.data(), stream);
         kernels::bangPrunePage(
-                b.page(vectors, r, b.ids.data()), b.work(), R, alpha, true, graph.data(), stream);
+                b.page(vectors, r, 0, b.ids.data()), b.work(), R, alpha, true, graph.data(),
+                stream);
     }
     report("prune: out and reverse edges pruned", 1.0);
     return graph;
@@ -222,7 +236,7 @@ std::vector<int32_t> pruneCandidateGraphGpu(
     c.ids = res.alloc<int32_t>(candidates.ids.size());
     res.pinnedStaging().toDevice(c.ids.data(), candidates.ids.data(), c.ids.bytes(), res.stream());
     const DeviceBuffer<int32_t> graph =
-            pruneCandidateGraphOnDevice(res, vectors, c, R, alpha, Progress(false, ""));
+            pruneCandidateGraphOnDevice(res, vectors, c, R, alpha, Progress(false, ""), nullptr, 0);
     std::vector<int32_t> out(graph.size());
     res.pinnedStaging().toHost(out.data(), graph.data(), graph.bytes(), res.stream());
     return out;

@@ -63,13 +63,21 @@ struct BangDeviceCandidates {
 /// refused with a faiss::FaissException). On the resources' stream, without waiting
 /// for it except for the in-degrees. Reports the first prune, the reverse edges and
 /// the second prune to `progress` (waiting for the device after each when it prints).
+///
+/// Extending a graph (firstNode > 0): rows 0 .. firstNode - 1 come from keptGraph
+/// (device, firstNode x R) as they are, `candidates` holds the lists of nodes firstNode
+/// .. n - 1 only, and the reverse edges are those of the new rows: a kept node with no
+/// edge from a new node keeps its row, the others get their row plus the new nodes
+/// pointing at them, pruned when more than R (DiskANN's insert, in one batch).
 DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         const GpuResources& res,
         const FlatStorage& vectors,
         const BangDeviceCandidates& candidates,
         int R,
         float alpha,
-        const Progress& progress);
+        const Progress& progress,
+        const int32_t* keptGraph,
+        int64_t firstNode);
 
 /// pruneCandidateGraphOnDevice of host candidate lists (uploaded through the resources'
 /// pinned staging), the graph copied back to the host.

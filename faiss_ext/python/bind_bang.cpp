@@ -27,14 +27,15 @@ void bindBang(py::module_& m) {
 
     py::class_<GpuIndexBang, GpuIndex>(
             m, "GpuIndexBang",
-            "BANG graph index on the GPU (L2): add() builds a Vamana graph of degree R "
-            "over all stored vectors (a later add rebuilds it over old and new ones; its "
-            "first candidates come from an exact k-NN below 200,000 vectors and from an "
-            "IVF-Flat of sqrt(n) lists probed build_probes times above, or build_lists "
-            "lists when given, 0 for exact); "
+            "BANG graph index on the GPU (L2): the first add() builds a Vamana graph of "
+            "degree R (its first candidates come from an exact k-NN below 200,000 vectors "
+            "and from an IVF-Flat of sqrt(n) lists probed build_probes times above, or "
+            "build_lists lists when given, 0 for exact); a later add() extends it (after "
+            "remove_ids it rebuilds); "
             "search walks it with a worklist of search_L entries (or "
             "SearchParametersBang(search_L=...) per call). pq_subquantizers=M > 0: BANG's "
-            "PQ mode (M 8-bit sub-quantizers, M divides d, trained at add; the search walks "
+            "PQ mode (M 8-bit sub-quantizers, M divides d, trained when the graph is built; "
+            "the search walks "
             "with ADC distances and re-ranks its final worklist exactly).")
             .def(py::init([](PyGpuResources& res, int d, int R, float alpha, int buildCandidates,
                              int buildPasses, int buildL, int64_t buildLists, int buildProbes,
