@@ -391,10 +391,30 @@ BangBuildTimes extendBangGraph(
             parents.visited.data(), parents.iterations.data(), maxVisited, nn.data(), K1, oldN, m,
             offsets.data(), lists.ids.data(), res.stream());
     lap(t.searchSeconds);
-    progress.report("extension: new vectors searched in the graph", 0.5);
+    const double stages = 1.0 + p.passes;
+    progress.report("extension: new vectors searched in the graph", 0.5 / stages);
     DeviceBuffer<int32_t> graph = pruneCandidateGraphOnDevice(
-            res, storage, lists, p.graphDegree, p.alpha, progress.part(0.5, 1.0), g.graph, oldN);
+            res, storage, lists, p.graphDegree, p.alpha, progress.part(0.5 / stages, 1 / stages),
+            g.graph, oldN);
     lap(t.pruneSeconds);
+    // Vamana passes over the new nodes only: each searched again in the extended graph,
+    // its row re-pruned with the parents it expanded there (new nodes among them).
+    const int R = p.graphDegree;
+    for (int pass = 0; pass < p.passes; ++pass) {
+        work.setGraph(std::move(graph), old.entry());
+        const kernels::BangGraphView all = work.exactView();
+        const VisitedParents again = searchVisited(res, all, newRows, m, p.searchL, maxVisited);
+        auto [passLists, passOffsets] = allocateParentLists(res, again, m, maxVisited, R);
+        kernels::bangFillPassCandidates(
+                again.visited.data(), again.iterations.data(), maxVisited,
+                all.graph + size_t(oldN) * R, R, m, passOffsets.data(), passLists.ids.data(),
+                res.stream());
+        lap(t.searchSeconds);
+        graph = pruneCandidateGraphOnDevice(
+                res, storage, passLists, R, p.alpha,
+                progress.part((1 + pass) / stages, (2 + pass) / stages), all.graph, oldN);
+        lap(t.pruneSeconds);
+    }
     work.setGraph(std::move(graph), old.entry());
     return t;
 }

@@ -77,8 +77,10 @@ BangBuildTimes buildBangGraph(
 /// nearest new vectors (exact, or an IVF-Flat's for many: bangCandidateLists; newX: the
 /// new rows in host or device memory, for its k-means); those are pruned, and a node
 /// that a new one points at gets its row plus those new nodes, pruned to R when more
-/// (pruneCandidateGraphOnDevice). Old rows nothing new points at stay as they are.
-/// Everything per node on the device, as buildBangGraph.
+/// (pruneCandidateGraphOnDevice). Then config.passes Vamana passes over the new nodes
+/// only: each searched again in the extended graph, its row re-pruned with the parents
+/// it expanded there, reverse edges again. Old rows no new node points at stay as they
+/// are. Everything per node on the device, as buildBangGraph.
 BangBuildTimes extendBangGraph(
         GpuResources& res,
         BangGraph& work,
