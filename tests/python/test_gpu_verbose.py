@@ -50,7 +50,20 @@ def test_bang_build_reports_its_stages(res, rng, capfd):
     index.verbose = True
     index.add(x)
     out = lines(capfd.readouterr().out)
-    assert [p for _, p, _, _ in out] == [
+    phases = [p for _, p, _, _ in out]
+    # The four stages in order, each after its own steps.
+    assert [p for p in phases if p.startswith("graph: ")] == [
         "graph: exact k-NN candidates, stage 1/4", "graph: first prune, stage 2/4",
         "graph: pass 1 searches, stage 3/4", "graph: pass 1 prune, stage 4/4"]
-    assert out[-1][2] == 100.0
+    assert phases[:3] == ["candidates: exact nearest neighbours", "candidates: nearest hubs",
+                          "graph: exact k-NN candidates, stage 1/4"]
+    assert phases.count("prune: out and reverse edges pruned") == 2
+    assert "searches: vectors searched" in phases
+    fractions = [f for _, _, f, _ in out]
+    assert fractions == sorted(fractions) and out[-1][2] == 100.0
+
+    # A second add extends the graph and says so.
+    index.add(x[:100])
+    out = lines(capfd.readouterr().out)
+    assert any(p.startswith("extension: ") for _, p, _, _ in out)
+    assert [f for _, _, f, _ in out] == sorted(f for _, _, f, _ in out)
