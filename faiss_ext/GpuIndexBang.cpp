@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <typeinfo>
 
 #include <faiss/impl/IDSelector.h>
@@ -14,6 +15,7 @@
 #include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/Progress.h>
 #include <faiss_ext/utils/DeviceScope.h>
+#include <kernels/BangInnerProduct.h>
 #include <kernels/BangPq.h>
 #include <kernels/BangSearch.h>
 #include <kernels/Distances.h>
@@ -52,13 +54,45 @@ GpuIndexBangConfig checkedConfig(const GpuIndexBangConfig& c, int d) {
     return c;
 }
 
-faiss::MetricType checkedMetric(faiss::MetricType m) {
+faiss::MetricType checkedMetric(faiss::MetricType m, const GpuIndexBangConfig& c) {
     FAISS_THROW_IF_NOT_FMT(
-            m == faiss::METRIC_L2,
-            "GpuIndexBang supports METRIC_L2 only (got metric %d): RobustPrune's alpha "
-            "rule is defined for distances",
-            int(m));
+            m == faiss::METRIC_L2 || m == faiss::METRIC_INNER_PRODUCT,
+            "GpuIndexBang supports METRIC_L2 and METRIC_INNER_PRODUCT (got metric %d)", int(m));
+    FAISS_THROW_IF_NOT_FMT(
+            m == faiss::METRIC_L2 || c.pqSubquantizers == 0,
+            "GpuIndexBang: PQ mode (pqSubquantizers=%d) is not implemented for "
+            "METRIC_INNER_PRODUCT",
+            c.pqSubquantizers);
     return m;
+}
+
+/// The largest squared norm of n rows (host), in double.
+double maxNormSq(const float* x, int64_t n, int d) {
+    double best = 0;
+    for (int64_t v = 0; v < n; ++v) {
+        double s = 0;
+        for (int j = 0; j < d; ++j) {
+            s += double(x[size_t(v) * d + j]) * x[size_t(v) * d + j];
+        }
+        best = std::max(best, s);
+    }
+    return best;
+}
+
+/// The MIPS-to-L2 transform of n rows (host; kernels/BangInnerProduct.h): [x, sqrt(M2 -
+/// |x|^2)], d + 1 wide.
+std::vector<float> mipsRows(const float* x, int64_t n, int d, double M2) {
+    std::vector<float> out(size_t(n) * (d + 1));
+    for (int64_t v = 0; v < n; ++v) {
+        double s = 0;
+        for (int j = 0; j < d; ++j) {
+            const float c = x[size_t(v) * d + j];
+            out[size_t(v) * (d + 1) + j] = c;
+            s += double(c) * c;
+        }
+        out[size_t(v) * (d + 1) + d] = float(std::sqrt(std::max(0.0, M2 - s)));
+    }
+    return out;
 }
 
 } // namespace
@@ -68,17 +102,18 @@ GpuIndexBang::GpuIndexBang(
         int d,
         faiss::MetricType metric,
         GpuIndexBangConfig config)
-        : GpuIndex(resources, d, checkedMetric(metric), config),
+        : GpuIndex(resources, d, checkedMetric(metric, config), config),
           bangConfig_(checkedConfig(config, d)),
+          storedDim_(metric == faiss::METRIC_INNER_PRODUCT ? d + 1 : d),
           state_(std::make_unique<BangGraph>(
                   resources,
-                  d,
+                  storedDim_,
                   config.build.graphDegree,
                   config.pqSubquantizers)) {
     // The largest worklist must fit; PQ mode adds its table (M KiB).
     const int M = config.pqSubquantizers;
     const size_t need =
-            kernels::bangPersistentSmemBytes(kMaxSearchL, config.build.graphDegree, d, M);
+            kernels::bangPersistentSmemBytes(kMaxSearchL, config.build.graphDegree, storedDim_, M);
     FAISS_THROW_IF_NOT_FMT(
             need <= resources.maxSharedMemoryPerBlock(),
             "d=%d, pqSubquantizers=%d is too large: the search would need %zu bytes of "
@@ -112,13 +147,14 @@ int GpuIndexBang::searchL_(const faiss::SearchParameters* params, int64_t k) con
 namespace {
 
 /// add's build over the stored vectors that remain (removed ones dropped) and x, into
-/// `next`.
+/// `next`; *ipNormSq: the MIPS transform's M2 of the new state (inner product).
 BangBuildTimes rebuildInto(
         BangGraph& next,
         const GpuIndexBang& index,
         int64_t n,
         const float* x,
-        const Progress& progress) {
+        const Progress& progress,
+        float* ipNormSq) {
     // The removed nodes are dropped here: the rebuild compacts the ids. The build reads
     // every vector on the host too (hubs, medoid, PQ training and codes; x: host or
     // device).
@@ -130,11 +166,11 @@ BangBuildTimes rebuildInto(
     std::vector<float> all(size_t(total) * d);
     if (state.tombstoneCount() == 0) {
         if (ntotal > 0) {
-            state.vectors().copyRowsToHost(0, ntotal, all.data());
+            index.copyNodeVectors(0, ntotal, all.data());
         }
     } else {
         std::vector<float> nodes(size_t(index.nodeCount()) * d);
-        state.vectors().copyRowsToHost(0, index.nodeCount(), nodes.data());
+        index.copyNodeVectors(0, index.nodeCount(), nodes.data());
         int64_t kept = 0;
         for (int64_t v = 0; v < index.nodeCount(); ++v) {
             if (!state.isTombstone(v)) {
@@ -144,6 +180,11 @@ BangBuildTimes rebuildInto(
         FAISS_ASSERT(kept == ntotal);
     }
     copyToHost(all.data() + size_t(ntotal) * d, x, size_t(n) * d, res.stream());
+    if (index.metric_type == faiss::METRIC_INNER_PRODUCT) {
+        // The graph is built over the transformed vectors, in L2.
+        *ipNormSq = float(maxNormSq(all.data(), total, d));
+        all = mipsRows(all.data(), total, d, *ipNormSq);
+    }
     next.setVectors(total, all.data());
     const BangBuildTimes t = buildBangGraph(
             res, next, all.data(), config.build, config.pageBytes,
@@ -156,7 +197,8 @@ BangBuildTimes rebuildInto(
     return t;
 }
 
-/// add's extension of the stored graph (no removed nodes) by x, into `next`.
+/// add's extension of the stored graph (no removed nodes) by x, into `next` (x: the
+/// rows as stored, so transformed for inner product).
 BangBuildTimes extendInto(
         BangGraph& next,
         const GpuIndexBang& index,
@@ -198,12 +240,29 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
             "codebooks (would hold %lld)",
             (long long)kBangPqMinVectors, (long long)total);
     const Progress progress(verbose, "GpuIndexBang::add");
-    // Everything is built aside; the index changes only once nothing can fail.
-    BangGraph next(res_, d, bangConfig_.build.graphDegree, bangConfig_.pqSubquantizers);
-    const BangBuildTimes t = ntotal > 0 && state_->tombstoneCount() == 0
-            ? extendInto(next, *this, n, x, progress)
-            : rebuildInto(next, *this, n, x, progress);
+    // Everything is built aside; the index changes only once nothing can fail. Inner
+    // product extends only within the transform's M2 (norms up to the largest stored).
+    BangGraph next(res_, storedDim_, bangConfig_.build.graphDegree, bangConfig_.pqSubquantizers);
+    const bool ip = metric_type == faiss::METRIC_INNER_PRODUCT;
+    std::vector<float> stored;
+    if (ip) {
+        stored.resize(size_t(n) * d);
+        copyToHost(stored.data(), x, stored.size(), res_.stream());
+    }
+    const bool extend = ntotal > 0 && state_->tombstoneCount() == 0 &&
+            (!ip || maxNormSq(stored.data(), n, d) <= double(ipNormSq_));
+    float normSq = ipNormSq_;
+    BangBuildTimes t;
+    if (extend) {
+        if (ip) {
+            stored = mipsRows(stored.data(), n, d, ipNormSq_);
+        }
+        t = extendInto(next, *this, n, ip ? stored.data() : x, progress);
+    } else {
+        t = rebuildInto(next, *this, n, x, progress, &normSq);
+    }
     *state_ = std::move(next);
+    ipNormSq_ = normSq;
     ntotal = total;
     lastKnnSeconds_ = t.knnSeconds;
     lastSearchSeconds_ = t.searchSeconds;
@@ -259,8 +318,14 @@ void GpuIndexBang::setGraph(
     checkHostPointer(x, "setGraph");
     checkHostPointer(graph, "setGraph graph");
     checkFinite(n, d, x, "setGraph");
-    BangGraph next(res_, d, R, M);
-    next.setVectors(n, x);
+    BangGraph next(res_, storedDim_, R, M);
+    float normSq = 0;
+    if (metric_type == faiss::METRIC_INNER_PRODUCT) {
+        normSq = float(maxNormSq(x, n, d));
+        next.setVectors(n, mipsRows(x, n, d, normSq).data());
+    } else {
+        next.setVectors(n, x);
+    }
     next.setGraph(graph, entry);
     if (pqCentroids != nullptr) {
         checkHostPointer(pqCentroids, "setGraph PQ centroids");
@@ -276,6 +341,7 @@ void GpuIndexBang::setGraph(
     }
 
     *state_ = std::move(next);
+    ipNormSq_ = normSq;
     ntotal = n;
     contentsChanged();
 }
@@ -330,9 +396,23 @@ void GpuIndexBang::reconstruct_n(int64_t i0, int64_t ni, float* recons) const {
         FAISS_THROW_IF_NOT_FMT(
                 !state_->isTombstone(v), "reconstruct: id %lld was removed", (long long)v);
     }
-    DeviceScope scope(res_.device());
     checkHostPointer(recons, "reconstruct");
-    state_->vectors().copyRowsToHost(i0, ni, recons);
+    copyNodeVectors(i0, ni, recons);
+}
+
+void GpuIndexBang::copyNodeVectors(int64_t i0, int64_t ni, float* out) const {
+    FAISS_ASSERT(i0 >= 0 && ni >= 0 && i0 + ni <= nodeCount());
+    DeviceScope scope(res_.device());
+    if (storedDim_ == d) {
+        state_->vectors().copyRowsToHost(i0, ni, out);
+        return;
+    }
+    // Inner product: the stored rows without the transform's last component.
+    std::vector<float> rows(size_t(ni) * storedDim_);
+    state_->vectors().copyRowsToHost(i0, ni, rows.data());
+    for (int64_t v = 0; v < ni; ++v) {
+        std::copy_n(rows.data() + size_t(v) * storedDim_, d, out + size_t(v) * d);
+    }
 }
 
 size_t GpuIndexBang::deviceMemoryBytes() const {
@@ -340,7 +420,7 @@ size_t GpuIndexBang::deviceMemoryBytes() const {
 }
 
 size_t GpuIndexBang::traversalBytesPerVector() const {
-    return pqMode() ? size_t(bangConfig_.pqSubquantizers) : size_t(d) * sizeof(float);
+    return pqMode() ? size_t(bangConfig_.pqSubquantizers) : size_t(storedDim_) * sizeof(float);
 }
 
 int64_t GpuIndexBang::entryPoint() const {
@@ -369,6 +449,25 @@ void GpuIndexBang::searchImpl_(
         float* distancesDevice,
         int64_t* labelsDevice,
         const faiss::SearchParameters* params) const {
+    if (metric_type != faiss::METRIC_INNER_PRODUCT) {
+        searchStored_(n, xDevice, k, distancesDevice, labelsDevice, params);
+        return;
+    }
+    // The transformed queries searched in L2, the results made inner products.
+    auto padded = res_.alloc<float>(size_t(n) * storedDim_);
+    kernels::bangPadQueries(xDevice, n, d, padded.data(), res_.stream());
+    searchStored_(n, padded.data(), k, distancesDevice, labelsDevice, params);
+    kernels::bangInnerProductsFromL2(
+            xDevice, n, d, ipNormSq_, k, distancesDevice, labelsDevice, res_.stream());
+}
+
+void GpuIndexBang::searchStored_(
+        int64_t n,
+        const float* xDevice,
+        int k,
+        float* distancesDevice,
+        int64_t* labelsDevice,
+        const faiss::SearchParameters* params) const {
     const int L = searchL_(params, k);
     IdSlots slots;
     slots.nslots = nodeCount();
@@ -385,8 +484,8 @@ void GpuIndexBang::searchImpl_(
         return;
     }
     const BangFilterPlan plan = planBangFilteredSearchOnDevice(
-            allowed, nodeCount(), L, k, graphDegree(), d, bangConfig_.pqSubquantizers, kMaxSearchL,
-            res_.maxSharedMemoryPerBlock());
+            allowed, nodeCount(), L, k, graphDegree(), storedDim_, bangConfig_.pqSubquantizers,
+            kMaxSearchL, res_.maxSharedMemoryPerBlock());
     if (plan.exact) {
         bangExactAllowed(
                 res_, *state_, xDevice, n, k, bits->words.data(), allowed, distancesDevice,

@@ -1,5 +1,6 @@
 // BANG graph search on the GPU: a Vamana graph built in add, greedy beam search with
-// one thread block per query. A faiss::Index with sequential ids, L2 only.
+// one thread block per query. A faiss::Index with sequential ids; L2, or inner product
+// by the MIPS-to-L2 transform.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,16 @@ struct SearchParametersBang : faiss::SearchParameters {
 /// max(search_L, k)). PQ mode (GpuIndexBangConfig::pqSubquantizers): the worklist is
 /// ranked by ADC distances, and its L nodes are re-ranked exactly before the k best are
 /// returned.
+///
+/// METRIC_INNER_PRODUCT (cosine: inner product of normalised vectors): each stored
+/// vector x is kept as [x, sqrt(M2 - |x|^2)] (M2: the largest |x|^2 of the build) and a
+/// query q searched as [q, 0], so the L2 graph, build and search rank by inner product
+/// (kernels/BangInnerProduct.h); d + 1 floats a vector. Distances are the inner
+/// products, from the transformed L2 distance (absolute error about 1e-7 (|q|^2 + M2)).
+/// On unit vectors every x has the same norm and the graph is the L2 graph of the
+/// vectors; on vectors of very different norms the extra component dominates for short
+/// ones and the graph navigates less well (measure the recall). An add whose vectors
+/// are longer than M2 allows rebuilds the graph with the new M2. PQ mode is L2 only.
 ///
 /// Filtered search (params->sel) and removal: remove_ids marks tombstones; the graph
 /// keeps the removed nodes (searches walk through them but never return them),
@@ -84,6 +95,9 @@ class GpuIndexBang : public GpuIndex {
     /// Whether node `id` was removed (remove_ids) since the last build.
     bool isRemoved(int64_t id) const;
 
+    /// The vectors of nodes [i0, i0 + n) as added (removed nodes included), copied to
+    /// the host (n x d).
+    void copyNodeVectors(int64_t i0, int64_t n, float* out) const;
     /// The graph (nodeCount() x R, -1 padded), copied to the host.
     std::vector<int32_t> graph() const;
     int64_t entryPoint() const;
@@ -116,7 +130,8 @@ class GpuIndexBang : public GpuIndex {
     }
 
     /// The device state (impl/BangGraph.h), for tests and benchmarks that run the search
-    /// kernels themselves (iteration counts, the stepwise comparison kernel).
+    /// kernels themselves (iteration counts, the stepwise comparison kernel). With
+    /// METRIC_INNER_PRODUCT its rows are the transformed vectors, d + 1 wide.
     const BangGraph& deviceState() const {
         return *state_;
     }
@@ -140,8 +155,20 @@ class GpuIndexBang : public GpuIndex {
    private:
     /// The worklist of a search with these params (checked: type, range) and k.
     int searchL_(const faiss::SearchParameters* params, int64_t k) const;
+    /// The search over the stored rows, of queries as wide as they are (storedDim_).
+    void searchStored_(
+            int64_t n,
+            const float* xDevice,
+            int k,
+            float* distancesDevice,
+            int64_t* labelsDevice,
+            const faiss::SearchParameters* params) const;
 
     GpuIndexBangConfig bangConfig_;
+    /// Width of the stored rows: d, or d + 1 for inner product (the MIPS transform).
+    int storedDim_;
+    /// Inner product: the transform's M2, the largest squared norm it was made with.
+    float ipNormSq_ = 0;
     std::unique_ptr<BangGraph> state_;
     double lastKnnSeconds_ = 0;
     double lastSearchSeconds_ = 0;

@@ -62,7 +62,7 @@ void writeAny(ByteSink& out, const faiss::Index* index) {
         im.entry = bang->entryPoint();
         if (im.ntotal > 0) {
             im.vectors.resize(size_t(im.ntotal) * im.d);
-            bang->deviceState().vectors().copyRowsToHost(0, im.ntotal, im.vectors.data());
+            bang->copyNodeVectors(0, im.ntotal, im.vectors.data());
             for (int64_t v = 0; v < im.ntotal; ++v) {
                 if (bang->isRemoved(v)) {
                     im.tombstones.push_back(v);

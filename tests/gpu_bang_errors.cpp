@@ -131,7 +131,14 @@ TEST(GpuIndexBangErrors, BadInputsThrowAndLeaveIndexUnchanged) {
 TEST(GpuIndexBangErrors, BadConstruction) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    expectThrowNaming([&] { GpuIndexBang(res, 8, faiss::METRIC_INNER_PRODUCT); }, "METRIC_L2");
+    expectThrowNaming(
+            [&] { GpuIndexBang(res, 8, faiss::MetricType(7)); },
+            "METRIC_INNER_PRODUCT (got metric 7)");
+    GpuIndexBangConfig pq;
+    pq.pqSubquantizers = 4;
+    expectThrowNaming(
+            [&] { GpuIndexBang(res, 8, faiss::METRIC_INNER_PRODUCT, pq); },
+            "not implemented for METRIC_INNER_PRODUCT");
     EXPECT_THROW(GpuIndexBang(res, 0), faiss::FaissException);
     expectThrowNaming([&] { GpuIndexBang(res, 1 << 20); }, "shared memory");
     auto make = [&](GpuIndexBangConfig c) { GpuIndexBang(res, 8, faiss::METRIC_L2, c); };

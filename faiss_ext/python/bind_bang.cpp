@@ -27,7 +27,8 @@ void bindBang(py::module_& m) {
 
     py::class_<GpuIndexBang, GpuIndex>(
             m, "GpuIndexBang",
-            "BANG graph index on the GPU (L2): the first add() builds a Vamana graph of "
+            "BANG graph index on the GPU (L2, or metric=METRIC_INNER_PRODUCT by the "
+            "MIPS-to-L2 transform): the first add() builds a Vamana graph of "
             "degree R (its first candidates come from an exact k-NN below 200,000 vectors "
             "and from an IVF-Flat of sqrt(n) lists probed build_probes times above, or "
             "build_lists lists when given, 0 for exact); a later add() extends it (after "
@@ -37,9 +38,9 @@ void bindBang(py::module_& m) {
             "PQ mode (M 8-bit sub-quantizers, M divides d, trained when the graph is built; "
             "the search walks "
             "with ADC distances and re-ranks its final worklist exactly).")
-            .def(py::init([](PyGpuResources& res, int d, int R, float alpha, int buildCandidates,
-                             int buildPasses, int buildL, int64_t buildLists, int buildProbes,
-                             int searchL, size_t pageBytes, int pqSubquantizers) {
+            .def(py::init([](PyGpuResources& res, int d, int R, int metric, float alpha,
+                             int buildCandidates, int buildPasses, int buildL, int64_t buildLists,
+                             int buildProbes, int searchL, size_t pageBytes, int pqSubquantizers) {
                      GpuIndexBangConfig config;
                      config.build.graphDegree = R;
                      config.build.alpha = alpha;
@@ -51,12 +52,14 @@ void bindBang(py::module_& m) {
                      config.pageBytes = pageBytes;
                      config.pqSubquantizers = pqSubquantizers;
                      DeviceCall call(res);
-                     auto index = std::make_unique<GpuIndexBang>(res, d, faiss::METRIC_L2, config);
+                     auto index =
+                             std::make_unique<GpuIndexBang>(res, d, checkMetric(metric), config);
                      index->search_L = searchL;
                      return index;
                  }),
                  py::arg("res"), py::arg("d"), py::arg("R") = BangBuildConfig().graphDegree,
-                 py::kw_only(), py::arg("alpha") = BangBuildConfig().alpha,
+                 py::kw_only(), py::arg("metric") = int(faiss::METRIC_L2),
+                 py::arg("alpha") = BangBuildConfig().alpha,
                  py::arg("build_candidates") = BangBuildConfig().candidates,
                  py::arg("build_passes") = BangBuildConfig().passes,
                  py::arg("build_L") = BangBuildConfig().searchL,

@@ -127,6 +127,7 @@ class GpuIndexBang(GpuIndex):
         d: int,
         R: int = 64,
         *,
+        metric: int = 1,
         alpha: float = 1.2,
         build_candidates: int = 64,
         build_passes: int = 2,

@@ -128,3 +128,24 @@ def test_pq_mode(res, rng, tmp_path):
         faiss_ext.GpuIndexBang(res, d, pq_subquantizers=5)
     with pytest.raises(faiss_ext.FaissException, match="256"):
         faiss_ext.GpuIndexBang(res, d, pq_subquantizers=6).add(xb[:100])
+
+
+def test_inner_product_on_unit_vectors(res, rng):
+    d, nb, nq = 24, 8000, 200
+    centres = rng.random((30, d), dtype=np.float32) - 0.5
+    xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
+    xb /= np.linalg.norm(xb, axis=1, keepdims=True)
+    xq /= np.linalg.norm(xq, axis=1, keepdims=True)
+    flat = faiss_ext.GpuIndexFlat(res, d, faiss_ext.METRIC_INNER_PRODUCT)
+    flat.add(xb)
+    _, gt = flat.search(xq, 10)
+
+    index = faiss_ext.GpuIndexBang(res, d, R=32, metric=faiss_ext.METRIC_INNER_PRODUCT)
+    assert index.metric_type == faiss_ext.METRIC_INNER_PRODUCT
+    index.add(xb)
+    D, I = index.search(xq, 10)
+    assert recall_at_10(I, gt) >= 0.95
+    assert np.all(np.diff(D, axis=1) <= 0)            # largest inner product first
+    np.testing.assert_allclose(D, np.einsum("qd,qkd->qk", xq, xb[I]), atol=1e-4)
+    with pytest.raises(faiss_ext.FaissException, match="not implemented for METRIC_INNER_PRODUCT"):
+        faiss_ext.GpuIndexBang(res, d, metric=faiss_ext.METRIC_INNER_PRODUCT, pq_subquantizers=4)
