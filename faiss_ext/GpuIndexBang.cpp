@@ -11,6 +11,7 @@
 #include <faiss_ext/impl/BangBuild.h>
 #include <faiss_ext/impl/BangFilteredSearch.h>
 #include <faiss_ext/impl/BangGraph.h>
+#include <faiss_ext/impl/BangInnerProduct.h>
 #include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/Progress.h>
@@ -58,41 +59,14 @@ faiss::MetricType checkedMetric(faiss::MetricType m, const GpuIndexBangConfig& c
     FAISS_THROW_IF_NOT_FMT(
             m == faiss::METRIC_L2 || m == faiss::METRIC_INNER_PRODUCT,
             "GpuIndexBang supports METRIC_L2 and METRIC_INNER_PRODUCT (got metric %d)", int(m));
+    // Inner product in PQ mode codes one sub-quantizer more (impl/BangInnerProduct.h).
     FAISS_THROW_IF_NOT_FMT(
-            m == faiss::METRIC_L2 || c.pqSubquantizers == 0,
-            "GpuIndexBang: PQ mode (pqSubquantizers=%d) is not implemented for "
-            "METRIC_INNER_PRODUCT",
-            c.pqSubquantizers);
+            bangStoredPqM(c.pqSubquantizers, m) <= kernels::kBangMaxPqSubquantizers,
+            "GpuIndexBang: pqSubquantizers=%d with METRIC_INNER_PRODUCT codes %d "
+            "sub-quantizers, more than %d",
+            c.pqSubquantizers, bangStoredPqM(c.pqSubquantizers, m),
+            kernels::kBangMaxPqSubquantizers);
     return m;
-}
-
-/// The largest squared norm of n rows (host), in double.
-double maxNormSq(const float* x, int64_t n, int d) {
-    double best = 0;
-    for (int64_t v = 0; v < n; ++v) {
-        double s = 0;
-        for (int j = 0; j < d; ++j) {
-            s += double(x[size_t(v) * d + j]) * x[size_t(v) * d + j];
-        }
-        best = std::max(best, s);
-    }
-    return best;
-}
-
-/// The MIPS-to-L2 transform of n rows (host; kernels/BangInnerProduct.h): [x, sqrt(M2 -
-/// |x|^2)], d + 1 wide.
-std::vector<float> mipsRows(const float* x, int64_t n, int d, double M2) {
-    std::vector<float> out(size_t(n) * (d + 1));
-    for (int64_t v = 0; v < n; ++v) {
-        double s = 0;
-        for (int j = 0; j < d; ++j) {
-            const float c = x[size_t(v) * d + j];
-            out[size_t(v) * (d + 1) + j] = c;
-            s += double(c) * c;
-        }
-        out[size_t(v) * (d + 1) + d] = float(std::sqrt(std::max(0.0, M2 - s)));
-    }
-    return out;
 }
 
 } // namespace
@@ -104,16 +78,16 @@ GpuIndexBang::GpuIndexBang(
         GpuIndexBangConfig config)
         : GpuIndex(resources, d, checkedMetric(metric, config), config),
           bangConfig_(checkedConfig(config, d)),
-          storedDim_(metric == faiss::METRIC_INNER_PRODUCT ? d + 1 : d),
+          storedDim_(bangStoredDim(d, config.pqSubquantizers, metric)),
           state_(std::make_unique<BangGraph>(
                   resources,
                   storedDim_,
                   config.build.graphDegree,
-                  config.pqSubquantizers)) {
+                  bangStoredPqM(config.pqSubquantizers, metric))) {
     // The largest worklist must fit; PQ mode adds its table (M KiB).
     const int M = config.pqSubquantizers;
-    const size_t need =
-            kernels::bangPersistentSmemBytes(kMaxSearchL, config.build.graphDegree, storedDim_, M);
+    const size_t need = kernels::bangPersistentSmemBytes(
+            kMaxSearchL, config.build.graphDegree, storedDim_, state_->pqSubquantizers());
     FAISS_THROW_IF_NOT_FMT(
             need <= resources.maxSharedMemoryPerBlock(),
             "d=%d, pqSubquantizers=%d is too large: the search would need %zu bytes of "
@@ -183,7 +157,7 @@ BangBuildTimes rebuildInto(
     if (index.metric_type == faiss::METRIC_INNER_PRODUCT) {
         // The graph is built over the transformed vectors, in L2.
         *ipNormSq = float(maxNormSq(all.data(), total, d));
-        all = mipsRows(all.data(), total, d, *ipNormSq);
+        all = mipsRows(all.data(), total, d, next.dim(), *ipNormSq);
     }
     next.setVectors(total, all.data());
     const BangBuildTimes t = buildBangGraph(
@@ -191,7 +165,7 @@ BangBuildTimes rebuildInto(
             progress.part(0, index.pqMode() ? 0.8 : 1.0));
     if (index.pqMode()) {
         next.setPq(trainBangPq(
-                res, total, d, config.pqSubquantizers, all.data(), config.pageBytes,
+                res, total, next.dim(), next.pqSubquantizers(), all.data(), config.pageBytes,
                 progress.part(0.8, 1.0)));
     }
     return t;
@@ -208,7 +182,6 @@ BangBuildTimes extendInto(
     const BangGraph& state = index.deviceState();
     GpuResources& res = index.resources();
     const GpuIndexBangConfig& config = index.bangConfig();
-    const int d = index.d;
     next.setVectors(state.vectors(), n, x);
     const BangBuildTimes t = extendBangGraph(
             res, next, state, x, config.build, config.pageBytes,
@@ -216,10 +189,10 @@ BangBuildTimes extendInto(
     if (index.pqMode()) {
         // The codebooks stay; the new vectors are encoded with them.
         BangPqTables tables{state.pqCentroids(), state.pqCodes()};
-        std::vector<float> xHost(size_t(n) * d);
+        std::vector<float> xHost(size_t(n) * next.dim());
         copyToHost(xHost.data(), x, xHost.size(), res.stream());
-        const std::vector<uint8_t> codes =
-                encodeBangPq(n, d, config.pqSubquantizers, tables.centroids.data(), xHost.data());
+        const std::vector<uint8_t> codes = encodeBangPq(
+                n, next.dim(), next.pqSubquantizers(), tables.centroids.data(), xHost.data());
         tables.codes.insert(tables.codes.end(), codes.begin(), codes.end());
         next.setPq(tables);
         progress.report("PQ codes of the new vectors", 1.0);
@@ -242,7 +215,7 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     const Progress progress(verbose, "GpuIndexBang::add");
     // Everything is built aside; the index changes only once nothing can fail. Inner
     // product extends only within the transform's M2 (norms up to the largest stored).
-    BangGraph next(res_, storedDim_, bangConfig_.build.graphDegree, bangConfig_.pqSubquantizers);
+    BangGraph next(res_, storedDim_, graphDegree(), state_->pqSubquantizers());
     const bool ip = metric_type == faiss::METRIC_INNER_PRODUCT;
     std::vector<float> stored;
     if (ip) {
@@ -255,7 +228,7 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     BangBuildTimes t;
     if (extend) {
         if (ip) {
-            stored = mipsRows(stored.data(), n, d, ipNormSq_);
+            stored = mipsRows(stored.data(), n, d, storedDim_, ipNormSq_);
         }
         t = extendInto(next, *this, n, ip ? stored.data() : x, progress);
     } else {
@@ -318,26 +291,32 @@ void GpuIndexBang::setGraph(
     checkHostPointer(x, "setGraph");
     checkHostPointer(graph, "setGraph graph");
     checkFinite(n, d, x, "setGraph");
-    BangGraph next(res_, storedDim_, R, M);
+    BangGraph next(res_, storedDim_, R, state_->pqSubquantizers());
+    // Inner product: the transformed rows (impl/BangInnerProduct.h) are stored and coded.
     float normSq = 0;
+    std::vector<float> transformed;
     if (metric_type == faiss::METRIC_INNER_PRODUCT) {
         normSq = float(maxNormSq(x, n, d));
-        next.setVectors(n, mipsRows(x, n, d, normSq).data());
-    } else {
-        next.setVectors(n, x);
+        transformed = mipsRows(x, n, d, storedDim_, normSq);
     }
+    const float* rows = transformed.empty() ? x : transformed.data();
+    next.setVectors(n, rows);
     next.setGraph(graph, entry);
+    const int storedM = next.pqSubquantizers();
     if (pqCentroids != nullptr) {
         checkHostPointer(pqCentroids, "setGraph PQ centroids");
         checkHostPointer(pqCodes, "setGraph PQ codes");
         BangPqTables t;
-        t.centroids.assign(pqCentroids, pqCentroids + size_t(kernels::kBangPqCentroids) * d);
-        checkFinite(kernels::kBangPqCentroids, d, t.centroids.data(), "setGraph PQ centroids");
-        t.codes.assign(pqCodes, pqCodes + size_t(n) * M);
+        t.centroids.assign(
+                pqCentroids, pqCentroids + size_t(kernels::kBangPqCentroids) * storedDim_);
+        checkFinite(
+                kernels::kBangPqCentroids, storedDim_, t.centroids.data(), "setGraph PQ centroids");
+        t.codes.assign(pqCodes, pqCodes + size_t(n) * storedM);
         next.setPq(t);
     } else if (pqMode()) {
         next.setPq(trainBangPq(
-                res_, n, d, M, x, config_.pageBytes, Progress(verbose, "GpuIndexBang::setGraph")));
+                res_, n, storedDim_, storedM, rows, config_.pageBytes,
+                Progress(verbose, "GpuIndexBang::setGraph")));
     }
 
     *state_ = std::move(next);
@@ -420,7 +399,7 @@ size_t GpuIndexBang::deviceMemoryBytes() const {
 }
 
 size_t GpuIndexBang::traversalBytesPerVector() const {
-    return pqMode() ? size_t(bangConfig_.pqSubquantizers) : size_t(storedDim_) * sizeof(float);
+    return pqMode() ? size_t(state_->pqSubquantizers()) : size_t(storedDim_) * sizeof(float);
 }
 
 int64_t GpuIndexBang::entryPoint() const {
@@ -455,7 +434,7 @@ void GpuIndexBang::searchImpl_(
     }
     // The transformed queries searched in L2, the results made inner products.
     auto padded = res_.alloc<float>(size_t(n) * storedDim_);
-    kernels::bangPadQueries(xDevice, n, d, padded.data(), res_.stream());
+    kernels::bangPadQueries(xDevice, n, d, storedDim_, padded.data(), res_.stream());
     searchStored_(n, padded.data(), k, distancesDevice, labelsDevice, params);
     kernels::bangInnerProductsFromL2(
             xDevice, n, d, ipNormSq_, k, distancesDevice, labelsDevice, res_.stream());
@@ -484,7 +463,7 @@ void GpuIndexBang::searchStored_(
         return;
     }
     const BangFilterPlan plan = planBangFilteredSearchOnDevice(
-            allowed, nodeCount(), L, k, graphDegree(), storedDim_, bangConfig_.pqSubquantizers,
+            allowed, nodeCount(), L, k, graphDegree(), storedDim_, state_->pqSubquantizers(),
             kMaxSearchL, res_.maxSharedMemoryPerBlock());
     if (plan.exact) {
         bangExactAllowed(

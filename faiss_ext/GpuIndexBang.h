@@ -39,12 +39,13 @@ struct SearchParametersBang : faiss::SearchParameters {
 /// METRIC_INNER_PRODUCT (cosine: inner product of normalised vectors): each stored
 /// vector x is kept as [x, sqrt(M2 - |x|^2)] (M2: the largest |x|^2 of the build) and a
 /// query q searched as [q, 0], so the L2 graph, build and search rank by inner product
-/// (kernels/BangInnerProduct.h); d + 1 floats a vector. Distances are the inner
+/// (kernels/BangInnerProduct.h, impl/BangInnerProduct.h); d + 1 floats a vector. Distances are the inner
 /// products, from the transformed L2 distance (absolute error about 1e-7 (|q|^2 + M2)).
 /// On unit vectors every x has the same norm and the graph is the L2 graph of the
 /// vectors; on vectors of very different norms the extra component dominates for short
 /// ones and the graph navigates less well (measure the recall). An add whose vectors
-/// are longer than M2 allows rebuilds the graph with the new M2. PQ mode is L2 only.
+/// are longer than M2 allows rebuilds the graph with the new M2. PQ mode codes the
+/// transformed rows, padded to d + d / M components, with M + 1 sub-quantizers.
 ///
 /// Filtered search (params->sel) and removal: remove_ids marks tombstones; the graph
 /// keeps the removed nodes (searches walk through them but never return them),
@@ -112,7 +113,8 @@ class GpuIndexBang : public GpuIndex {
         return bangConfig_.pqSubquantizers > 0;
     }
     /// PQ mode with vectors: the codebooks (M x 256 x d / M) and codes (ntotal x M),
-    /// copied to the host; else empty.
+    /// copied to the host; else empty. Inner product codes its transformed rows: M + 1
+    /// sub-quantizers over d + d / M components.
     std::vector<float> pqCentroids() const;
     std::vector<uint8_t> pqCodes() const;
     /// Bytes of each vector the search loop reads to get its traversal distance: the

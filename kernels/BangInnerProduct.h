@@ -1,6 +1,7 @@
 // GpuIndexBang's inner product, by the MIPS-to-L2 transform: a stored vector x becomes
-// x' = [x, sqrt(M2 - |x|^2)] (M2: the largest |x|^2 stored, so |x'|^2 = M2 for all) and a
-// query q becomes q' = [q, 0], so |q' - x'|^2 = |q|^2 + M2 - 2 q.x: the nearest stored
+// x' = [x, sqrt(M2 - |x|^2), 0, ...] (M2: the largest |x|^2 stored, so |x'|^2 = M2 for
+// all; the zeros fill PQ mode's extra sub-quantizer) and a query q becomes q' = [q, 0,
+// ...], so |q' - x'|^2 = |q|^2 + M2 - 2 q.x: the nearest stored
 // vectors in L2 are those of largest inner product, and the L2 graph, build and search
 // serve unchanged. Host entry points (plain C++: no device code here).
 #pragma once
@@ -12,8 +13,9 @@
 namespace faiss_ext {
 namespace kernels {
 
-/// out (n x (d + 1), device) = the queries q (n x d, device) with a 0 appended to each.
-void bangPadQueries(const float* q, int64_t n, int d, float* out, cudaStream_t stream);
+/// out (n x width, device) = the queries q (n x d, device) with width - d zeros appended
+/// to each (width: the stored rows', impl/BangInnerProduct.h).
+void bangPadQueries(const float* q, int64_t n, int d, int width, float* out, cudaStream_t stream);
 
 /// The transformed search's results made inner products, in place: D = (|q|^2 + M2 -
 /// D) / 2 where I >= 0 (decreasing in D, so each row's order holds), -inf where I < 0.

@@ -13,10 +13,10 @@ namespace {
 
 constexpr int kThreads = 128;
 
-__global__ void padQueriesKernel(const float* q, int d, float* out) {
+__global__ void padQueriesKernel(const float* q, int d, int width, float* out) {
     const int64_t row = blockIdx.x;
-    for (int j = threadIdx.x; j <= d; j += kThreads) {
-        out[row * (d + 1) + j] = j < d ? q[row * d + j] : 0.f;
+    for (int j = threadIdx.x; j < width; j += kThreads) {
+        out[row * width + j] = j < d ? q[row * d + j] : 0.f;
     }
 }
 
@@ -51,11 +51,11 @@ __global__ void innerProductsKernel(
 
 } // namespace
 
-void bangPadQueries(const float* q, int64_t n, int d, float* out, cudaStream_t stream) {
+void bangPadQueries(const float* q, int64_t n, int d, int width, float* out, cudaStream_t stream) {
     if (n == 0) {
         return;
     }
-    padQueriesKernel<<<unsigned(n), kThreads, 0, stream>>>(q, d, out);
+    padQueriesKernel<<<unsigned(n), kThreads, 0, stream>>>(q, d, width, out);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -135,10 +135,10 @@ TEST(GpuIndexBangErrors, BadConstruction) {
             [&] { GpuIndexBang(res, 8, faiss::MetricType(7)); },
             "METRIC_INNER_PRODUCT (got metric 7)");
     GpuIndexBangConfig pq;
-    pq.pqSubquantizers = 4;
+    pq.pqSubquantizers = 128; // inner product codes one more: 129
     expectThrowNaming(
-            [&] { GpuIndexBang(res, 8, faiss::METRIC_INNER_PRODUCT, pq); },
-            "not implemented for METRIC_INNER_PRODUCT");
+            [&] { GpuIndexBang(res, 128, faiss::METRIC_INNER_PRODUCT, pq); },
+            "codes 129 sub-quantizers");
     EXPECT_THROW(GpuIndexBang(res, 0), faiss::FaissException);
     expectThrowNaming([&] { GpuIndexBang(res, 1 << 20); }, "shared memory");
     auto make = [&](GpuIndexBangConfig c) { GpuIndexBang(res, 8, faiss::METRIC_L2, c); };

@@ -1,7 +1,8 @@
 // GpuIndexBang with METRIC_INNER_PRODUCT (the MIPS-to-L2 transform): recall against
 // exact inner-product search on unit vectors (cosine) and on vectors of varied norms,
 // distances equal to the exact inner products, missing results, save / load and
-// reconstruct, an add of longer vectors (a rebuild with the new M2), the filtered paths.
+// reconstruct, an add of longer vectors (a rebuild with the new M2), the filtered paths,
+// PQ mode.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,7 +26,7 @@ namespace {
 /// Clustered rows, each scaled to norm 1 (scale 0) or to a random norm in [1 - scale,
 /// 1 + scale].
 std::vector<float> rows(int64_t n, int d, int64_t seed, int set, float scale) {
-    datasets::ClusteredSpec spec{n, d, 100, 0.1f, seed};
+    datasets::ClusteredSpec spec{n, d, 100, 0.1f, uint64_t(seed)};
     std::vector<float> x = datasets::clustered(spec, set);
     std::mt19937 rng(uint32_t(seed * 7 + set));
     std::uniform_real_distribution<float> norm(1.f - scale, 1.f + scale);
@@ -233,4 +234,34 @@ TEST(GpuIndexBangInnerProduct, FilteredSearchOnBothPaths) {
         std::printf("filtered to %lld ids: recall@10 %.4f\n", (long long)allowed, recall);
         EXPECT_GE(recall, allowed == nb / 100 ? 0.99 : 0.95);
     }
+}
+
+// PQ mode codes the transformed rows: d + d / M wide, M + 1 sub-quantizers (the last one
+// holds the transform's component); the final worklist is re-ranked exactly.
+TEST(GpuIndexBangInnerProduct, PqModeCodesTheTransformedRows) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 32, k = 10, M = 8;
+    const int64_t nb = 20000;
+    const std::vector<float> xb = rows(nb, d, 11, 0, 0.f), xq = rows(200, d, 11, 1, 0.f);
+    GpuIndexBangConfig cfg;
+    cfg.pqSubquantizers = M;
+    GpuIndexBang index(res, d, faiss::METRIC_INNER_PRODUCT, cfg);
+    index.add(nb - 2000, xb.data());
+    index.add(2000, xb.data() + (nb - 2000) * d); // an extension: codes of the codebooks
+    EXPECT_EQ(index.pqCentroids().size(), size_t(256) * (d + d / M));
+    EXPECT_EQ(index.pqCodes().size(), size_t(nb) * (M + 1));
+    EXPECT_EQ(index.traversalBytesPerVector(), size_t(M + 1));
+    GpuIndexFlat flat(res, d, faiss::METRIC_INNER_PRODUCT);
+    flat.add(nb, xb.data());
+    const Results gt = searchOf(flat, xq, k), r = searchOf(index, xq, k, 100);
+    expectExactInnerProducts(r, xq, xb, d, k);
+    const double recall = recallAt10(gt, r, k);
+    std::printf("PQ mode, M=%d: recall@10 %.4f at L=100\n", M, recall);
+    EXPECT_GE(recall, 0.9);
+    const std::vector<uint8_t> bytes = serialize_index(&index);
+    auto loaded = deserialize_index(bytes.data(), bytes.size(), res);
+    const Results again = searchOf(*loaded, xq, k, 100);
+    EXPECT_EQ(again.I, r.I);
+    EXPECT_EQ(again.D, r.D);
 }

@@ -5,6 +5,7 @@
 
 #include <faiss/impl/FaissAssert.h>
 
+#include <faiss_ext/impl/BangInnerProduct.h>
 #include <faiss_ext/impl/Crc32c.h>
 
 namespace faiss_ext {
@@ -417,10 +418,13 @@ BangImage readBangImage(ByteSource& in, uint32_t version) {
         }
     });
     readSection(in, version, "PQ codebooks and codes", [&] {
-        const int M = im.config.pqSubquantizers;
+        // Inner product codes its transformed rows (impl/BangInnerProduct.h).
+        const faiss::MetricType metric = faiss::MetricType(im.metric);
+        const int M = bangStoredPqM(im.config.pqSubquantizers, metric);
         if (M > 0 && im.ntotal > 0) {
-            // M x 256 x d / M floats
-            im.pqCentroids = getArray<float>(in, uint64_t(im.d) * 256, "PQ centroids");
+            // M x 256 x width / M floats
+            const int width = bangStoredDim(im.d, im.config.pqSubquantizers, metric);
+            im.pqCentroids = getArray<float>(in, uint64_t(width) * 256, "PQ centroids");
             checkFiniteArray(im.pqCentroids, "PQ centroids");
             im.pqCodes = getArray<uint8_t>(in, uint64_t(im.ntotal) * uint64_t(M), "PQ codes");
         }

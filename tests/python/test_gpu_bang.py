@@ -147,5 +147,10 @@ def test_inner_product_on_unit_vectors(res, rng):
     assert recall_at_10(I, gt) >= 0.95
     assert np.all(np.diff(D, axis=1) <= 0)            # largest inner product first
     np.testing.assert_allclose(D, np.einsum("qd,qkd->qk", xq, xb[I]), atol=1e-4)
-    with pytest.raises(faiss_ext.FaissException, match="not implemented for METRIC_INNER_PRODUCT"):
-        faiss_ext.GpuIndexBang(res, d, metric=faiss_ext.METRIC_INNER_PRODUCT, pq_subquantizers=4)
+    # PQ mode codes the transformed rows (M + 1 sub-quantizers) and re-ranks exactly.
+    pq = faiss_ext.GpuIndexBang(res, d, R=32, metric=faiss_ext.METRIC_INNER_PRODUCT,
+                                pq_subquantizers=4, search_L=100)
+    pq.add(xb)
+    Dp, Ip = pq.search(xq, 10)
+    assert recall_at_10(Ip, gt) >= 0.9
+    np.testing.assert_allclose(Dp, np.einsum("qd,qkd->qk", xq, xb[Ip]), atol=1e-4)
