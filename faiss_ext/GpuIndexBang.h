@@ -39,8 +39,9 @@ struct SearchParametersBang : faiss::SearchParameters {
 /// METRIC_INNER_PRODUCT (cosine: inner product of normalised vectors): each stored
 /// vector x is kept as [x, sqrt(M2 - |x|^2)] (M2: the largest |x|^2 of the build) and a
 /// query q searched as [q, 0], so the L2 graph, build and search rank by inner product
-/// (kernels/BangInnerProduct.h, impl/BangInnerProduct.h); d + 1 floats a vector. Distances are the inner
-/// products, from the transformed L2 distance (absolute error about 1e-7 (|q|^2 + M2)).
+/// (kernels/BangInnerProduct.h, impl/BangInnerProduct.h); d + 1 floats a vector.
+/// Distances are the inner products, from the transformed L2 distance (absolute error
+/// about 1e-7 (|q|^2 + M2)).
 /// On unit vectors every x has the same norm and the graph is the L2 graph of the
 /// vectors; on vectors of very different norms the extra component dominates for short
 /// ones and the graph navigates less well (measure the recall). An add whose vectors

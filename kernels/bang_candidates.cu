@@ -66,12 +66,33 @@ __global__ void passCountsKernel(
     }
 }
 
-__global__ void fillPassKernel(
+/// The entries after a node's parents: its graph row (a refinement pass) ...
+struct GraphRowTail {
+    const int32_t* rows; ///< n x width
+    __device__ int32_t operator()(int64_t v, int j, int width) const {
+        return rows[v * width + j];
+    }
+};
+
+/// ... or its nearest new nodes, numbered among the new ones (an extension).
+struct NewNodeTail {
+    const int64_t* nn; ///< m x width, -1 where missing
+    int64_t idBase;    ///< the first new node's id
+    __device__ int32_t operator()(int64_t v, int j, int width) const {
+        const int64_t u = nn[v * width + j];
+        return u >= 0 ? int32_t(idBase + u) : -1;
+    }
+};
+
+/// Node v's list: its first min(iterations[v], maxVisited) parents, then width entries
+/// of `tail`.
+template <typename Tail>
+__global__ void fillParentsKernel(
         const int32_t* visited,
         const int32_t* iterations,
         int maxVisited,
-        const int32_t* graph,
-        int R,
+        Tail tail,
+        int width,
         int64_t n,
         const int64_t* offsets,
         int32_t* ids) {
@@ -86,35 +107,8 @@ __global__ void fillPassKernel(
         out[j] = visited[v * maxVisited + j];
     }
     out += parents;
-    for (int j = lane; j < R; j += 32) {
-        out[j] = graph[v * R + j];
-    }
-}
-
-__global__ void fillExtendKernel(
-        const int32_t* visited,
-        const int32_t* iterations,
-        int maxVisited,
-        const int64_t* nn,
-        int K1,
-        int64_t idBase,
-        int64_t m,
-        const int64_t* offsets,
-        int32_t* ids) {
-    const int64_t i = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
-    if (i >= m) {
-        return;
-    }
-    int32_t* out = ids + offsets[i];
-    const int parents = min(iterations[i], maxVisited);
-    for (int j = lane; j < parents; j += 32) {
-        out[j] = visited[i * maxVisited + j];
-    }
-    out += parents;
-    for (int j = lane; j < K1; j += 32) {
-        const int64_t u = nn[i * K1 + j];
-        out[j] = u >= 0 ? int32_t(idBase + u) : -1;
+    for (int j = lane; j < width; j += 32) {
+        out[j] = tail(v, j, width);
     }
 }
 
@@ -173,8 +167,8 @@ void bangFillPassCandidates(
         const int64_t* offsets,
         int32_t* ids,
         cudaStream_t stream) {
-    fillPassKernel<<<unsigned(warpBlocks(n)), kThreads, 0, stream>>>(
-            visited, iterations, maxVisited, graph, R, n, offsets, ids);
+    fillParentsKernel<<<unsigned(warpBlocks(n)), kThreads, 0, stream>>>(
+            visited, iterations, maxVisited, GraphRowTail{graph}, R, n, offsets, ids);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -189,8 +183,8 @@ void bangFillExtendCandidates(
         const int64_t* offsets,
         int32_t* ids,
         cudaStream_t stream) {
-    fillExtendKernel<<<unsigned(warpBlocks(m)), kThreads, 0, stream>>>(
-            visited, iterations, maxVisited, nn, K1, idBase, m, offsets, ids);
+    fillParentsKernel<<<unsigned(warpBlocks(m)), kThreads, 0, stream>>>(
+            visited, iterations, maxVisited, NewNodeTail{nn, idBase}, K1, m, offsets, ids);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -13,6 +13,7 @@
 #include <faiss/impl/FaissAssert.h>
 
 #include <faiss_ext/impl/BangBuild.h>
+#include <faiss_ext/impl/BangInnerProduct.h>
 #include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/BangPrune.h>
 #include <faiss_ext/impl/BangPruneGpu.h>
@@ -218,6 +219,36 @@ TEST(BangBuild, CandidateSourceRule) {
     EXPECT_EQ(bangCandidateLists(1000000, 0), 0);
     EXPECT_EQ(bangCandidateLists(1000000, 7), 7);
     EXPECT_EQ(bangCandidateLists(10, 50), 10);
+}
+
+TEST(BangInnerProduct, StoredLayoutAndTransform) {
+    // L2 stores the vectors as they are; inner product one component more, or in PQ
+    // mode one sub-quantizer's width more (and one sub-quantizer more).
+    EXPECT_EQ(bangStoredDim(32, 0, faiss::METRIC_L2), 32);
+    EXPECT_EQ(bangStoredDim(32, 8, faiss::METRIC_L2), 32);
+    EXPECT_EQ(bangStoredDim(32, 0, faiss::METRIC_INNER_PRODUCT), 33);
+    EXPECT_EQ(bangStoredDim(32, 8, faiss::METRIC_INNER_PRODUCT), 36);
+    EXPECT_EQ(bangStoredPqM(8, faiss::METRIC_L2), 8);
+    EXPECT_EQ(bangStoredPqM(0, faiss::METRIC_INNER_PRODUCT), 0);
+    EXPECT_EQ(bangStoredPqM(8, faiss::METRIC_INNER_PRODUCT), 9);
+    // Every transformed row has the squared norm M2, and |q' - x'|^2 = |q|^2 + M2 - 2 q.x.
+    const std::vector<float> x = {3, 4, 1, 0, 0, 2};
+    const double M2 = maxNormSq(x.data(), 3, 2);
+    EXPECT_EQ(M2, 25.0);
+    const std::vector<float> t = mipsRows(x.data(), 3, 2, 4, M2);
+    ASSERT_EQ(t.size(), 12u);
+    for (int v = 0; v < 3; ++v) {
+        double s = 0;
+        for (int j = 0; j < 4; ++j) {
+            s += double(t[v * 4 + j]) * t[v * 4 + j];
+        }
+        EXPECT_NEAR(s, M2, 1e-5) << "row " << v;
+        EXPECT_EQ(t[v * 4 + 3], 0.f);
+        EXPECT_EQ(t[v * 4 + 0], x[v * 2 + 0]);
+        EXPECT_EQ(t[v * 4 + 1], x[v * 2 + 1]);
+    }
+    EXPECT_EQ(t[2], 0.f);                     // the longest row: no extra component
+    EXPECT_NEAR(t[6], std::sqrt(24.f), 1e-6); // [1, 0]: sqrt(25 - 1)
 }
 
 TEST(BangKeys, OrderByDistanceThenId) {

@@ -74,6 +74,29 @@ double recallAt10(const std::vector<int64_t>& gt, const std::vector<int64_t>& I,
     return double(hit) / double(nq * 10);
 }
 
+/// 100K x 32 clustered vectors (200 blobs, spread 0.1), 1000 queries and their exact 10
+/// nearest (GpuIndexFlat).
+struct Clustered100K {
+    int d = 32;
+    int64_t nb = 100000, nq = 1000;
+    std::vector<float> xb, xq;
+    std::vector<int64_t> gtI;
+};
+
+Clustered100K clustered100K(GpuResources& res) {
+    Clustered100K c;
+    datasets::ClusteredSpec spec{c.nb, c.d, 200, 0.1f, 99};
+    c.xb = datasets::clustered(spec, 0);
+    spec.n = c.nq;
+    c.xq = datasets::clustered(spec, 1);
+    GpuIndexFlat flat(res, c.d);
+    flat.add(c.nb, c.xb.data());
+    std::vector<float> gtD(c.nq * 10);
+    c.gtI.resize(c.nq * 10);
+    flat.search(c.nq, c.xq.data(), 10, gtD.data(), c.gtI.data());
+    return c;
+}
+
 /// Nodes reachable from the entry point.
 int64_t reachable(const std::vector<int32_t>& graph, int R, int64_t n, int64_t entry) {
     std::vector<char> seen(size_t(n), 0);
@@ -155,17 +178,11 @@ TEST(GpuIndexBang, MatchesCpuReferenceOnGivenGraphs) {
 TEST(GpuIndexBang, RecallOnClustered100KFromEitherCandidateSource) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const int d = 32, k = 10;
-    const int64_t nb = 100000, nq = 1000;
-    datasets::ClusteredSpec spec{nb, d, 200, 0.1f, 99};
-    auto xb = datasets::clustered(spec, 0);
-    spec.n = nq;
-    auto xq = datasets::clustered(spec, 1);
-    GpuIndexFlat flat(res, d);
-    flat.add(nb, xb.data());
-    std::vector<float> gtD(nq * k);
-    std::vector<int64_t> gtI(nq * k);
-    flat.search(nq, xq.data(), k, gtD.data(), gtI.data());
+    const Clustered100K data = clustered100K(res);
+    const int d = data.d, k = 10;
+    const int64_t nb = data.nb, nq = data.nq;
+    const std::vector<float>&xb = data.xb, &xq = data.xq;
+    const std::vector<int64_t>& gtI = data.gtI;
 
     const std::vector<int> Ls{10, 20, 40, 60, 80, 100};
     std::vector<double> exactRecall;
@@ -495,17 +512,11 @@ TEST(GpuIndexBang, SecondAddExtendsTheGraph) {
 TEST(GpuIndexBang, TenExtendsKeepTheRecallOfOneBuild) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const int d = 32, k = 10;
-    const int64_t nb = 100000, nq = 1000, base = nb / 2, step = base / 10;
-    datasets::ClusteredSpec spec{nb, d, 200, 0.1f, 99};
-    auto xb = datasets::clustered(spec, 0);
-    spec.n = nq;
-    auto xq = datasets::clustered(spec, 1);
-    GpuIndexFlat flat(res, d);
-    flat.add(nb, xb.data());
-    std::vector<float> gtD(nq * k);
-    std::vector<int64_t> gtI(nq * k);
-    flat.search(nq, xq.data(), k, gtD.data(), gtI.data());
+    const Clustered100K data = clustered100K(res);
+    const int d = data.d, k = 10;
+    const int64_t nb = data.nb, nq = data.nq, base = nb / 2, step = base / 10;
+    const std::vector<float>&xb = data.xb, &xq = data.xq;
+    const std::vector<int64_t>& gtI = data.gtI;
 
     GpuIndexBang once(res, d);
     once.add(nb, xb.data());

@@ -22,9 +22,24 @@ namespace faiss_ext {
 
 namespace {
 
-double secondsSince(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+/// Times the phases of a build: each lap adds the seconds since the previous one, taken
+/// once the device has done the work queued on `stream`.
+class PhaseClock {
+   public:
+    explicit PhaseClock(cudaStream_t stream)
+            : stream_(stream), t0_(std::chrono::steady_clock::now()) {}
+
+    void lap(double& seconds) {
+        FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        const auto now = std::chrono::steady_clock::now();
+        seconds += std::chrono::duration<double>(now - t0_).count();
+        t0_ = now;
+    }
+
+   private:
+    cudaStream_t stream_;
+    std::chrono::steady_clock::time_point t0_;
+};
 
 /// Ids of the k nearest base rows of each query row, all in device memory: nq x k
 /// (int64 as FlatSearch gives them), searched in pages of pageBytes of distances.
@@ -307,13 +322,7 @@ BangBuildTimes buildBangGraph(
             n >= 1 && p.graphDegree == work.degree() && p.candidates >= 1 && p.passes >= 0 &&
             p.searchL >= 1);
     BangBuildTimes t;
-    auto t0 = std::chrono::steady_clock::now();
-    // Each phase's time is taken once the device has done its work.
-    auto lap = [&](double& seconds) {
-        FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(res.stream()));
-        seconds += secondsSince(t0);
-        t0 = std::chrono::steady_clock::now();
-    };
+    PhaseClock clock(res.stream());
     // Stages: candidates, first prune, then a search and a prune per pass.
     const int64_t stages = 2 + 2 * int64_t(p.passes);
     auto stage = [&](int64_t s) {
@@ -325,26 +334,26 @@ BangBuildTimes buildBangGraph(
         const BangDeviceCandidates first =
                 firstCandidates(res, storage, xHost, p, pageBytes, stage(1));
         medoid = medoidOf(res, storage, xHost, pageBytes);
-        lap(t.knnSeconds);
+        clock.lap(t.knnSeconds);
         progress.step(
                 bangCandidateLists(n, p.candidateLists) == 0 ? "graph: exact k-NN candidates, stage"
                                                              : "graph: IVF-Flat candidates, stage",
                 1, stages);
         graph = pruneCandidateGraphOnDevice(
                 res, storage, first, p.graphDegree, p.alpha, stage(2), nullptr, 0);
-        lap(t.pruneSeconds);
+        clock.lap(t.pruneSeconds);
         progress.step("graph: first prune, stage", 2, stages);
     }
     for (int pass = 0; pass < p.passes; ++pass) {
         work.setGraph(std::move(graph), medoid);
         const BangDeviceCandidates c = searchCandidates(res, work, p, stage(3 + 2 * pass));
-        lap(t.searchSeconds);
+        clock.lap(t.searchSeconds);
         progress.step(
                 "graph: pass " + std::to_string(pass + 1) + " searches, stage", 3 + 2 * pass,
                 stages);
         graph = pruneCandidateGraphOnDevice(
                 res, storage, c, p.graphDegree, p.alpha, stage(4 + 2 * pass), nullptr, 0);
-        lap(t.pruneSeconds);
+        clock.lap(t.pruneSeconds);
         progress.step(
                 "graph: pass " + std::to_string(pass + 1) + " prune, stage", 4 + 2 * pass, stages);
     }
@@ -366,12 +375,7 @@ BangBuildTimes extendBangGraph(
     FAISS_ASSERT(
             oldN >= 1 && m >= 1 && p.graphDegree == work.degree() && old.degree() == work.degree());
     BangBuildTimes t;
-    auto t0 = std::chrono::steady_clock::now();
-    auto lap = [&](double& seconds) {
-        FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(res.stream()));
-        seconds += secondsSince(t0);
-        t0 = std::chrono::steady_clock::now();
-    };
+    PhaseClock clock(res.stream());
     const float* newRows = storage.vectors() + size_t(oldN) * d;
     // The new vectors' nearest among themselves: what the old graph cannot offer them.
     const int K1 = m > 1 ? int(std::min<int64_t>(p.candidates, m - 1)) + 1 : 0;
@@ -381,7 +385,7 @@ BangBuildTimes extendBangGraph(
                 res, newRows, storage.norms() + oldN, m, d, newX, K1, p, pageBytes,
                 progress.part(0, 0.3));
     }
-    lap(t.knnSeconds);
+    clock.lap(t.knnSeconds);
     // Their routes through the old graph.
     const kernels::BangGraphView g = old.exactView();
     const int maxVisited = 2 * p.searchL;
@@ -390,13 +394,13 @@ BangBuildTimes extendBangGraph(
     kernels::bangFillExtendCandidates(
             parents.visited.data(), parents.iterations.data(), maxVisited, nn.data(), K1, oldN, m,
             offsets.data(), lists.ids.data(), res.stream());
-    lap(t.searchSeconds);
+    clock.lap(t.searchSeconds);
     const double stages = 1.0 + p.passes;
     progress.report("extension: new vectors searched in the graph", 0.5 / stages);
     DeviceBuffer<int32_t> graph = pruneCandidateGraphOnDevice(
             res, storage, lists, p.graphDegree, p.alpha, progress.part(0.5 / stages, 1 / stages),
             g.graph, oldN);
-    lap(t.pruneSeconds);
+    clock.lap(t.pruneSeconds);
     // Vamana passes over the new nodes only: each searched again in the extended graph,
     // its row re-pruned with the parents it expanded there (new nodes among them).
     const int R = p.graphDegree;
@@ -409,11 +413,11 @@ BangBuildTimes extendBangGraph(
                 again.visited.data(), again.iterations.data(), maxVisited,
                 all.graph + size_t(oldN) * R, R, m, passOffsets.data(), passLists.ids.data(),
                 res.stream());
-        lap(t.searchSeconds);
+        clock.lap(t.searchSeconds);
         graph = pruneCandidateGraphOnDevice(
                 res, storage, passLists, R, p.alpha,
                 progress.part((1 + pass) / stages, (2 + pass) / stages), all.graph, oldN);
-        lap(t.pruneSeconds);
+        clock.lap(t.pruneSeconds);
     }
     work.setGraph(std::move(graph), old.entry());
     return t;
