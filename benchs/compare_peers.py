@@ -580,11 +580,7 @@ def real_makers(args, ds, b, runner):
         norms = np.linalg.norm(ds.xb[:10_000], axis=1)
         unit = bool(np.all(np.abs(norms - 1) < 1e-3))
     if b.has("faiss_ext"):
-        if unit:
-            graph.append(("faiss_ext GpuIndexBang", lambda: systems.ExtBang(b, fx_res, xb, metric)))
-        else:
-            runner.skipped.append("faiss_ext GpuIndexBang: L2 only and the inner-product "
-                                  "vectors are not unit length")
+        graph.append(("faiss_ext GpuIndexBang", lambda: systems.ExtBang(b, fx_res, xb, metric)))
     if b.has("cuvs"):
         graph.append(("cuVS CAGRA", lambda: _cagra(b, xb, metric, unit)))
     if b.has("hnsw"):

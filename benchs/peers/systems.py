@@ -238,10 +238,9 @@ class ExtBang(System):
     def __init__(self, b, res, xb, metric):
         super().__init__()
         fx = b.mods["faiss_ext"]
-        if metric != "l2":
-            self.notes.append("L2 on unit vectors: the same ranking as inner product")
         self.fx = fx
-        self.index = fx.GpuIndexBang(res, xb.shape[1])
+        m = fx.METRIC_L2 if metric == "l2" else fx.METRIC_INNER_PRODUCT
+        self.index = fx.GpuIndexBang(res, xb.shape[1], metric=m)
         self.build_s, _ = _timed_build(b, lambda: self.index.add(xb))
         self.mem = self.index.device_memory_bytes()
         self.params = None

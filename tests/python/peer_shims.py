@@ -125,8 +125,9 @@ def faiss_ext(faiss):
             self.search_L = search_L
 
     class GpuIndexBang(_Wrapped):
-        def __init__(self, res, d, R=64):
-            self.cpu = faiss.IndexHNSWFlat(d, 16)
+        def __init__(self, res, d, R=64, metric=METRIC_L2):
+            m = faiss.METRIC_L2 if metric == METRIC_L2 else faiss.METRIC_INNER_PRODUCT
+            self.cpu = faiss.IndexHNSWFlat(d, 16, m)
             self.search_L = 64
 
         def search(self, x, k, params=None):

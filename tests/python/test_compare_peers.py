@@ -315,7 +315,7 @@ def test_main_with_cpu_stand_ins(monkeypatch, tmp_path, capsys):
 
 def test_main_inner_product_file_set(monkeypatch, tmp_path, capsys):
     """An inner-product file set (unit vectors, like minilm) through the stand-ins:
-    IP metric everywhere, Bang on L2 with its note."""
+    IP metric everywhere, Bang's included."""
     faiss = pytest.importorskip("faiss")
     import peer_shims
     import vecs_io
@@ -337,7 +337,8 @@ def test_main_inner_product_file_set(monkeypatch, tmp_path, capsys):
              "--nprobe", "8", "--bang-L", "64", "--cagra-itopk", "64", "--singles", "5",
              "--rates", "stated", "--out", str(tmp_path / "out")])
     text = capsys.readouterr().out
-    assert "metric=ip" in text and "L2 on unit vectors" in text
+    assert "metric=ip" in text and "L2 on unit vectors" not in text
+    assert any(x.startswith("| faiss_ext GpuIndexBang | 64 |") for x in text.splitlines())
     # nprobe = nlist: every IVF index is exact
     line = next(x for x in text.splitlines() if x.startswith("| 8 | 10 | 100 |"))
     assert line.split("|")[9].strip() == "1.000 / 1.000 / 1.000"
