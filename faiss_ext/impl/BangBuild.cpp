@@ -377,13 +377,15 @@ BangBuildTimes extendBangGraph(
     BangBuildTimes t;
     PhaseClock clock(res.stream());
     const float* newRows = storage.vectors() + size_t(oldN) * d;
+    // Stages: the first links (k-NN, searches, prune), then one per pass.
+    const double stages = 1.0 + p.passes;
     // The new vectors' nearest among themselves: what the old graph cannot offer them.
     const int K1 = m > 1 ? int(std::min<int64_t>(p.candidates, m - 1)) + 1 : 0;
     DeviceBuffer<int64_t> nn;
     if (K1 > 0) {
         nn = nearestAmong(
                 res, newRows, storage.norms() + oldN, m, d, newX, K1, p, pageBytes,
-                progress.part(0, 0.3));
+                progress.part(0, 0.3 / stages));
     }
     clock.lap(t.knnSeconds);
     // Their routes through the old graph.
@@ -395,7 +397,6 @@ BangBuildTimes extendBangGraph(
             parents.visited.data(), parents.iterations.data(), maxVisited, nn.data(), K1, oldN, m,
             offsets.data(), lists.ids.data(), res.stream());
     clock.lap(t.searchSeconds);
-    const double stages = 1.0 + p.passes;
     progress.report("extension: new vectors searched in the graph", 0.5 / stages);
     DeviceBuffer<int32_t> graph = pruneCandidateGraphOnDevice(
             res, storage, lists, p.graphDegree, p.alpha, progress.part(0.5 / stages, 1 / stages),

@@ -62,7 +62,14 @@ def test_bang_build_reports_its_stages(res, rng, capfd):
     fractions = [f for _, _, f, _ in out]
     assert fractions == sorted(fractions) and out[-1][2] == 100.0
 
-    # A second add extends the graph and says so.
+    # A second add extends the graph and says so (with the default two passes too).
+    index.add(x[:100])
+    out = lines(capfd.readouterr().out)
+    assert any(p.startswith("extension: ") for _, p, _, _ in out)
+    assert [f for _, _, f, _ in out] == sorted(f for _, _, f, _ in out)
+    index = faiss_ext.GpuIndexBang(res, 8, 16)
+    index.add(x)
+    index.verbose = True
     index.add(x[:100])
     out = lines(capfd.readouterr().out)
     assert any(p.startswith("extension: ") for _, p, _, _ in out)
