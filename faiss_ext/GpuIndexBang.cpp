@@ -69,57 +69,6 @@ faiss::MetricType checkedMetric(faiss::MetricType m, const GpuIndexBangConfig& c
     return m;
 }
 
-} // namespace
-
-GpuIndexBang::GpuIndexBang(
-        GpuResources& resources,
-        int d,
-        faiss::MetricType metric,
-        GpuIndexBangConfig config)
-        : GpuIndex(resources, d, checkedMetric(metric, config), config),
-          bangConfig_(checkedConfig(config, d)),
-          storedDim_(bangStoredDim(d, config.pqSubquantizers, metric)),
-          state_(std::make_unique<BangGraph>(
-                  resources,
-                  storedDim_,
-                  config.build.graphDegree,
-                  bangStoredPqM(config.pqSubquantizers, metric))) {
-    // The largest worklist must fit; PQ mode adds its table (M KiB).
-    const int M = config.pqSubquantizers;
-    const size_t need = kernels::bangPersistentSmemBytes(
-            kMaxSearchL, config.build.graphDegree, storedDim_, state_->pqSubquantizers());
-    FAISS_THROW_IF_NOT_FMT(
-            need <= resources.maxSharedMemoryPerBlock(),
-            "d=%d, pqSubquantizers=%d is too large: the search would need %zu bytes of "
-            "shared memory per block, the device allows %zu",
-            d, M, need, resources.maxSharedMemoryPerBlock());
-    is_trained = true;
-}
-
-GpuIndexBang::~GpuIndexBang() = default;
-
-int GpuIndexBang::effectiveL(int requested, int64_t k) {
-    FAISS_THROW_IF_NOT_FMT(
-            requested >= 1 && requested <= kMaxSearchL, "search: search_L=%d is outside [1, %d]",
-            requested, kMaxSearchL);
-    FAISS_THROW_IF_NOT_FMT(
-            k <= kMaxSearchL,
-            "search: k=%lld is above GpuIndexBang's largest worklist %d (L = max(search_L, k))",
-            (long long)k, kMaxSearchL);
-    return int(std::max<int64_t>(requested, k));
-}
-
-int GpuIndexBang::searchL_(const faiss::SearchParameters* params, int64_t k) const {
-    auto p = dynamic_cast<const SearchParametersBang*>(params);
-    FAISS_THROW_IF_NOT_FMT(
-            params == nullptr || p != nullptr || typeid(*params) == typeid(faiss::SearchParameters),
-            "search: parameters of type %s are not faiss_ext::SearchParametersBang",
-            typeid(*params).name());
-    return effectiveL(p ? p->search_L : search_L, k);
-}
-
-namespace {
-
 /// add's build over the stored vectors that remain (removed ones dropped) and x, into
 /// `next`; *ipNormSq: the MIPS transform's M2 of the new state (inner product).
 BangBuildTimes rebuildInto(
@@ -202,6 +151,53 @@ BangBuildTimes extendInto(
 
 } // namespace
 
+GpuIndexBang::GpuIndexBang(
+        GpuResources& resources,
+        int d,
+        faiss::MetricType metric,
+        GpuIndexBangConfig config)
+        : GpuIndex(resources, d, checkedMetric(metric, config), config),
+          bangConfig_(checkedConfig(config, d)),
+          storedDim_(bangStoredDim(d, config.pqSubquantizers, metric)),
+          state_(std::make_unique<BangGraph>(
+                  resources,
+                  storedDim_,
+                  config.build.graphDegree,
+                  bangStoredPqM(config.pqSubquantizers, metric))) {
+    // The largest worklist must fit; PQ mode adds its table (M KiB).
+    const int M = config.pqSubquantizers;
+    const size_t need = kernels::bangPersistentSmemBytes(
+            kMaxSearchL, config.build.graphDegree, storedDim_, state_->pqSubquantizers());
+    FAISS_THROW_IF_NOT_FMT(
+            need <= resources.maxSharedMemoryPerBlock(),
+            "d=%d, pqSubquantizers=%d is too large: the search would need %zu bytes of "
+            "shared memory per block, the device allows %zu",
+            d, M, need, resources.maxSharedMemoryPerBlock());
+    is_trained = true;
+}
+
+GpuIndexBang::~GpuIndexBang() = default;
+
+int GpuIndexBang::effectiveL(int requested, int64_t k) {
+    FAISS_THROW_IF_NOT_FMT(
+            requested >= 1 && requested <= kMaxSearchL, "search: search_L=%d is outside [1, %d]",
+            requested, kMaxSearchL);
+    FAISS_THROW_IF_NOT_FMT(
+            k <= kMaxSearchL,
+            "search: k=%lld is above GpuIndexBang's largest worklist %d (L = max(search_L, k))",
+            (long long)k, kMaxSearchL);
+    return int(std::max<int64_t>(requested, k));
+}
+
+int GpuIndexBang::searchL_(const faiss::SearchParameters* params, int64_t k) const {
+    auto p = dynamic_cast<const SearchParametersBang*>(params);
+    FAISS_THROW_IF_NOT_FMT(
+            params == nullptr || p != nullptr || typeid(*params) == typeid(faiss::SearchParameters),
+            "search: parameters of type %s are not faiss_ext::SearchParametersBang",
+            typeid(*params).name());
+    return effectiveL(p ? p->search_L : search_L, k);
+}
+
 void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     const int64_t total = ntotal + n;
     FAISS_THROW_IF_NOT_FMT(
@@ -213,24 +209,24 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
             "codebooks (would hold %lld)",
             (long long)kBangPqMinVectors, (long long)total);
     const Progress progress(verbose, "GpuIndexBang::add");
-    // Everything is built aside; the index changes only once nothing can fail. Inner
-    // product extends only within the transform's M2 (norms up to the largest stored).
+    // Everything is built aside; the index changes only once nothing can fail.
     BangGraph next(res_, storedDim_, graphDegree(), state_->pqSubquantizers());
-    const bool ip = metric_type == faiss::METRIC_INNER_PRODUCT;
-    std::vector<float> stored;
-    if (ip) {
-        stored.resize(size_t(n) * d);
-        copyToHost(stored.data(), x, stored.size(), res_.stream());
+    bool extend = ntotal > 0 && state_->tombstoneCount() == 0;
+    // Inner product extends only within the transform's M2 (norms up to the largest
+    // stored), with the new rows transformed first.
+    std::vector<float> transformed;
+    if (extend && metric_type == faiss::METRIC_INNER_PRODUCT) {
+        std::vector<float> xHost(size_t(n) * d);
+        copyToHost(xHost.data(), x, xHost.size(), res_.stream());
+        extend = maxNormSq(xHost.data(), n, d) <= double(ipNormSq_);
+        if (extend) {
+            transformed = mipsRows(xHost.data(), n, d, storedDim_, ipNormSq_);
+        }
     }
-    const bool extend = ntotal > 0 && state_->tombstoneCount() == 0 &&
-            (!ip || maxNormSq(stored.data(), n, d) <= double(ipNormSq_));
     float normSq = ipNormSq_;
     BangBuildTimes t;
     if (extend) {
-        if (ip) {
-            stored = mipsRows(stored.data(), n, d, storedDim_, ipNormSq_);
-        }
-        t = extendInto(next, *this, n, ip ? stored.data() : x, progress);
+        t = extendInto(next, *this, n, transformed.empty() ? x : transformed.data(), progress);
     } else {
         t = rebuildInto(next, *this, n, x, progress, &normSq);
     }
