@@ -1,6 +1,6 @@
 // Host entry points of the list-major IVF scan: the (query, probe) pairs of a batch
 // grouped by list on the device, then one product per (list tile, query group) that
-// reads each probed list once for all the queries that probe it.
+// reads each probed list once for up to 16 of the queries that probe it.
 #pragma once
 
 #include <cstddef>
@@ -23,8 +23,8 @@ struct IvfProbeGroups {
 };
 
 /// Groups the nq x nprobe probes of `coarse` (-1: none) by list; work items of a list
-/// probed by c queries: ceil(c / g) groups x ceil(length / (4096 / g)) tiles, with g the
-/// smallest of 16, 32 and 64 that holds c (64 above).
+/// probed by c queries: ceil(c / g) groups x ceil(length / 256) tiles, with g the
+/// smallest of 4, 8 and 16 that holds c (16 above).
 IvfProbeGroups ivfGroupProbesByList(
         const int64_t* coarse,
         int64_t nq,

@@ -1,8 +1,8 @@
 // List-major IVF distances: the batch's probes grouped by list (counting sort, one-block
-// CUB scan of the per-list counts), then a persistent grid of product tiles (a group of
-// 16-64 of a list's queries x 256-64 of its vectors), each list tile read from memory
-// once per group of queries instead of once per query.
-#include <cuda_pipeline.h>
+// CUB scan of the per-list counts), then a persistent grid of work items (a group of at
+// most 16 of a list's queries x a tile of 256 of its vectors): each warp reads 32 of
+// the tile's vectors once into registers and multiplies them with all of the group's
+// queries, broadcast from shared memory.
 #include <math_constants.h>
 #include <cub/block/block_scan.cuh>
 
@@ -19,21 +19,17 @@ namespace kernels {
 namespace {
 
 constexpr int kThreads = 256;
-/// Query-vector products of one work item per component: 4 queries x 4 vectors a thread.
-constexpr int kItemProducts = 16 * kThreads;
-constexpr int kMaxG = 64;                 ///< most queries in a work item's group
-constexpr int kMaxV = kItemProducts / 16; ///< most list vectors in a tile (groups of 16)
-constexpr int kChunk = 16;                ///< components staged in shared memory per step
+constexpr int kWarps = kThreads / 32;
+/// Vectors of a work item's tile: 32 a warp, a vector a lane.
+constexpr int kTile = 32 * kWarps;
+constexpr int kMaxG = 16; ///< most queries in a work item's group
+/// Float4 groups (4 components each) of the queries staged in shared memory at a time.
+constexpr int kStagedGroups = 64;
 
-/// Queries in each group of a list probed by `count` queries: the smallest of 16, 32 and
-/// 64 that holds them all (64 above).
+/// Queries in each group of a list probed by `count` queries: the smallest of 4, 8 and
+/// 16 that holds them all (16 above: several groups).
 __device__ inline int listMajorGroup(int count) {
-    return count <= 16 ? 16 : count <= 32 ? 32 : kMaxG;
-}
-
-/// List vectors in each tile of a list whose groups hold g queries.
-__device__ inline int listMajorTile(int g) {
-    return kItemProducts / g;
+    return count <= 4 ? 4 : count <= 8 ? 8 : kMaxG;
 }
 
 constexpr int kScanThreads = 1024;
@@ -102,8 +98,7 @@ __global__ void listWorkKernel(
     if (l < nlist) {
         const int g = listMajorGroup(counts[l]);
         const int64_t groups = (counts[l] + g - 1) / g;
-        const int v = listMajorTile(g);
-        const int64_t tiles = (listLen[l] + v - 1) / v;
+        const int64_t tiles = (listLen[l] + kTile - 1) / kTile;
         work[l] = int(groups * tiles);
         cursor[l] = listStart[l];
     } else if (l == nlist) {
@@ -125,210 +120,161 @@ __global__ void scatterProbesKernel(
 /// One work item of the product: a group of a list's queries and a tile of its vectors.
 struct ListMajorItem {
     int list;
-    int first;    ///< the list's first grouped pair
-    int nQueries; ///< queries probing the list
-    int g;        ///< queries a group (listMajorGroup)
-    int v;        ///< vectors a tile (listMajorTile)
-    int g0;       ///< the group's first query among the list's
-    int gCount;   ///< queries in this group
-    int64_t v0;   ///< the tile's first vector
-    int vCount;   ///< vectors in this tile
+    int first;  ///< the group's first grouped pair
+    int g;      ///< queries a group (listMajorGroup)
+    int gCount; ///< queries in this group
+    int64_t v0; ///< the tile's first vector
+    int vCount; ///< vectors in this tile
 };
 
+// The groups of one tile are consecutive work items, so blocks running at the same time
+// read the same tile (from L2 after the first).
 __device__ inline ListMajorItem listMajorItem(const IvfListMajorArgs& a, int w) {
     ListMajorItem it;
     it.list = lastAtMost(a.groups.workStart, int(a.nlist), w);
-    it.first = a.groups.listStart[it.list];
-    it.nQueries = a.groups.listStart[it.list + 1] - it.first;
-    it.g = listMajorGroup(it.nQueries);
-    it.v = listMajorTile(it.g);
-    const int64_t len = a.listLen[it.list];
-    const int tiles = int((len + it.v - 1) / it.v);
+    const int listFirst = a.groups.listStart[it.list];
+    const int nQueries = a.groups.listStart[it.list + 1] - listFirst;
+    it.g = listMajorGroup(nQueries);
+    const int groups = (nQueries + it.g - 1) / it.g;
     const int local = w - a.groups.workStart[it.list];
-    it.g0 = (local / tiles) * it.g;
-    it.v0 = int64_t(local % tiles) * it.v;
-    it.gCount = min(it.g, it.nQueries - it.g0);
-    it.vCount = int(min(int64_t(it.v), len - it.v0));
+    const int g0 = (local % groups) * it.g;
+    it.first = listFirst + g0;
+    it.gCount = min(it.g, nQueries - g0);
+    it.v0 = int64_t(local / groups) * kTile;
+    it.vCount = int(min(int64_t(kTile), a.listLen[it.list] - it.v0));
     return it;
 }
 
-/// The chunk `chunk` (kChunk components) of a work item's queries and list tile, copied
-/// asynchronously into one buffer; past d, the tile or the group: zeros. Queries are
-/// copied 16 bytes at a time where their rows allow it (`vectorQueries`: d % 4 == 0 and a
-/// 16-byte aligned array), else component by component; the tile as the interleaved
-/// lists' float4s. g and the tile width are powers of two, so the elements are indexed
-/// with shifts: this loop runs once per chunk and thread, beside 512 FP32 operations.
-__device__ inline void loadChunk(
+/// What the threads of a block share about their work item.
+struct ItemQueries {
+    float4 q[kMaxG][kStagedGroups]; ///< staged components of the group's queries
+    int row[kMaxG];                 ///< each query's row in a.queries (-1: past the group)
+    int64_t out[kMaxG];             ///< where each query's distances to the tile start
+};
+
+/// Float4 groups [c0, c0 + cn) of the group's queries into shared memory (zeros past d
+/// and past the group); a component a thread, consecutive threads on consecutive
+/// components of one query.
+__device__ inline void stageQueries(
         const IvfListMajorArgs& a,
-        const ListMajorItem& it,
-        const int* rowOf,
-        int chunk,
-        bool vectorQueries,
-        float4 (*qT)[kMaxG],
-        float4 (*vT)[kMaxV]) {
-    static_assert(kChunk == 16, "the element indexing assumes 4 float4s a chunk");
-    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-    // Element idx = 32 m + 8 gl + r: query 8 m + r, components 4 gl .. 4 gl + 3. Eight
-    // consecutive lanes fill eight consecutive float4s of one row of qT (no bank
-    // conflict); each query's 64 bytes come from four lanes.
-    for (int idx = threadIdx.x; idx < it.g * (kChunk / 4); idx += kThreads) {
-        const int g = (idx & 7) | ((idx >> 5) << 3);
-        const int gl = (idx >> 3) & 3;
-        const int comp = chunk * kChunk + 4 * gl;
-        const int row = rowOf[g];
-        float4* dst = &qT[gl][g];
-        if (row < 0 || comp >= a.d) {
-            *dst = zero;
-            continue;
-        }
-        const float* src = a.queries + int64_t(row) * a.d + comp;
-        if (vectorQueries) {
-            __pipeline_memcpy_async(dst, src, sizeof(float4));
-        } else {
-            float* parts = reinterpret_cast<float*>(dst);
-            for (int e = 0; e < 4; ++e) {
-                if (comp + e < a.d) {
-                    __pipeline_memcpy_async(parts + e, src + e, sizeof(float));
-                } else {
-                    parts[e] = 0.f;
-                }
-            }
-        }
+        ItemQueries& s,
+        int g,
+        int c0,
+        int cn) {
+    float* staged = reinterpret_cast<float*>(s.q);
+    const int width = 4 * cn;
+    for (int idx = threadIdx.x; idx < g * width; idx += kThreads) {
+        const int i = idx / width;
+        const int e = idx - i * width;
+        const int comp = 4 * c0 + e;
+        const int row = s.row[i];
+        staged[i * 4 * kStagedGroups + e] =
+                row >= 0 && comp < a.d ? a.queries[int64_t(row) * a.d + comp] : 0.f;
     }
-    const int groups = ivfPaddedDim(a.d) / 4;
-    const float4* data = reinterpret_cast<const float4*>(a.listData[it.list]);
-    const int vShift = __ffs(it.v) - 1;
-    for (int idx = threadIdx.x; idx < it.v * (kChunk / 4); idx += kThreads) {
-        const int vi = idx & (it.v - 1);
-        const int gl = idx >> vShift;
-        const int gi = chunk * (kChunk / 4) + gl;
-        const int64_t v = it.v0 + vi;
-        if (vi < it.vCount && gi < groups) {
-            __pipeline_memcpy_async(
-                    &vT[gl][vi],
-                    &data[(v >> 5) * (int64_t(32) * groups) + int64_t(gi) * 32 + (v & 31)],
-                    sizeof(float4));
-        } else {
-            vT[gl][vi] = zero;
-        }
-    }
-    __pipeline_commit();
 }
 
-// At most 85 registers a thread, so that 3 blocks (24 warps) share an SM: the products
-// are latency-bound below that (2 blocks an SM issued 0.56 instructions a cycle).
-template <bool kInnerProduct>
-__global__ void __launch_bounds__(kThreads, 3)
-        listMajorKernel(IvfListMajorArgs a, bool vectorQueries) {
-    // Two buffers of one chunk each: the next chunk is copied in while this one is
-    // multiplied. Element [c / 4][i] holds components c .. c + 3 of query (vector) i.
-    __shared__ float4 qT[2][kChunk / 4][kMaxG];
-    __shared__ float4 vT[2][kChunk / 4][kMaxV];
-    __shared__ int pairOf[kMaxG];
-    __shared__ int rowOf[kMaxG]; ///< the query row of pairOf's pair (-1: none)
-    const int chunks = (ivfPaddedDim(a.d) + kChunk - 1) / kChunk;
-    const int total = a.groups.workStart[a.nlist];
-
-    for (int w = blockIdx.x; w < total; w += gridDim.x) {
-        const ListMajorItem it = listMajorItem(a, w);
-        // Thread layout of the item: (g / 4) rows of queries 4 ty .. 4 ty + 3 and
-        // (1024 / g) columns of vectors tx, tx + tn, tx + 2 tn, tx + 3 tn.
-        const int tn = it.v / 4;
-        const int ty = threadIdx.x / tn;
-        const int tx = threadIdx.x % tn;
-
-        __syncthreads(); // the previous item is done with pairOf and the buffers
-        if (threadIdx.x < it.g) {
-            const int q = it.g0 + threadIdx.x;
-            const int pair = q < it.nQueries ? a.groups.pairs[it.first + q] : -1;
-            pairOf[threadIdx.x] = pair;
-            rowOf[threadIdx.x] = pair >= 0 ? pair / a.nprobe : -1;
+// The products of one work item with G queries a group: lane `lane` of warp `warp`
+// holds tile vector 32 warp + lane; its float4 groups are read once and multiplied with
+// the G staged queries. Components in increasing order, even ones into acc0 and odd ones
+// into acc1: the per-query scan's operations (IvfListLoader.cuh), so both paths give the
+// same bits.
+template <bool kInnerProduct, int G>
+__device__ inline void itemProducts(const IvfListMajorArgs& a, const ListMajorItem& it, ItemQueries& s) {
+    const int warp = threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    const int groups = ivfPaddedDim(a.d) / 4;
+    const int tileVector = warp * 32 + lane;
+    const bool warpHasVectors = warp * 32 < it.vCount;
+    const int64_t v = it.v0 + tileVector;
+    // Lanes past the list's end read the last block's padding (lists hold whole blocks
+    // of 32) and write nothing.
+    const float4* p = reinterpret_cast<const float4*>(a.listData[it.list]) +
+            (v >> 5) * (int64_t(32) * groups) + (v & 31);
+    float acc0[G], acc1[G];
+#pragma unroll
+    for (int i = 0; i < G; ++i) {
+        acc0[i] = 0.f;
+        acc1[i] = 0.f;
+    }
+    for (int c0 = 0; c0 < groups; c0 += kStagedGroups) {
+        const int cn = min(kStagedGroups, groups - c0);
+        if (c0 > 0) {
+            __syncthreads(); // the previous chunk's queries are consumed
         }
+        stageQueries(a, s, G, c0, cn);
         __syncthreads();
-        loadChunk(a, it, rowOf, 0, vectorQueries, qT[0], vT[0]);
-
-        // Threads whose 4 queries are all past the group's last one, or whose vectors
-        // are all past the tile's end, skip the products: whole warps of them leave the
-        // FP32 pipes to the other warps of the SM.
-        const bool active = 4 * ty < it.gCount && tx < it.vCount;
-        float acc0[4][4], acc1[4][4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                acc0[i][j] = 0.f;
-                acc1[i][j] = 0.f;
-            }
-        }
-        for (int c = 0; c < chunks; ++c) {
-            const int buf = c & 1;
-            if (c + 1 < chunks) {
-                __syncthreads(); // the other buffer's chunk (c - 1) is consumed
-                loadChunk(a, it, rowOf, c + 1, vectorQueries, qT[buf ^ 1], vT[buf ^ 1]);
-                __pipeline_wait_prior(1);
-            } else {
-                __pipeline_wait_prior(0);
-            }
-            __syncthreads(); // chunk c is in place
-            if (!active) {
-                continue;
-            }
-            // Components in increasing order, even ones into acc0 and odd into acc1:
-            // the per-query scan's operations (IvfListLoader.cuh), so both give the same
-            // bits.
-#pragma unroll
-            for (int gl = 0; gl < kChunk / 4; ++gl) {
-                float4 q[4];
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    q[i] = qT[buf][gl][4 * ty + i];
-                }
-#pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    const float4 x = vT[buf][gl][tx + j * tn];
-#pragma unroll
-                    for (int i = 0; i < 4; ++i) {
-                        if (kInnerProduct) {
-                            acc0[i][j] = fmaf(q[i].x, x.x, acc0[i][j]);
-                            acc1[i][j] = fmaf(q[i].y, x.y, acc1[i][j]);
-                            acc0[i][j] = fmaf(q[i].z, x.z, acc0[i][j]);
-                            acc1[i][j] = fmaf(q[i].w, x.w, acc1[i][j]);
-                        } else {
-                            const float e0 = q[i].x - x.x, e1 = q[i].y - x.y;
-                            const float e2 = q[i].z - x.z, e3 = q[i].w - x.w;
-                            acc0[i][j] = fmaf(e0, e0, acc0[i][j]);
-                            acc1[i][j] = fmaf(e1, e1, acc1[i][j]);
-                            acc0[i][j] = fmaf(e2, e2, acc0[i][j]);
-                            acc1[i][j] = fmaf(e3, e3, acc1[i][j]);
-                        }
-                    }
-                }
-            }
-        }
-        if (!active) {
+        if (!warpHasVectors) {
             continue;
         }
+#pragma unroll(G > 8 ? 4 : 8)
+        for (int gl = 0; gl < cn; ++gl) {
+            const float4 x = p[int64_t(c0 + gl) * 32];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int g = 4 * ty + i;
-            if (g >= it.gCount) {
-                continue;
-            }
-            const int pair = pairOf[g];
-            const int64_t q = pair / a.nprobe;
-            const int p = pair % a.nprobe;
-            float* row = a.distances + q * a.ldDistances + a.vectorOffsets[q * (a.nprobe + 1) + p] +
-                    it.v0;
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const int vi = tx + j * tn;
-                if (vi < it.vCount) {
-                    const float s = acc0[i][j] + acc1[i][j];
-                    const bool allowed = !a.allow ||
-                            idFilterAllows(a.allow, a.listBitBase[it.list] + it.v0 + vi);
-                    row[vi] = !allowed ? CUDART_INF_F : kInnerProduct ? -s : s;
+            for (int i = 0; i < G; ++i) {
+                const float4 q = s.q[i][gl];
+                if (kInnerProduct) {
+                    acc0[i] = fmaf(q.x, x.x, acc0[i]);
+                    acc1[i] = fmaf(q.y, x.y, acc1[i]);
+                    acc0[i] = fmaf(q.z, x.z, acc0[i]);
+                    acc1[i] = fmaf(q.w, x.w, acc1[i]);
+                } else {
+                    const float e0 = q.x - x.x, e1 = q.y - x.y;
+                    const float e2 = q.z - x.z, e3 = q.w - x.w;
+                    acc0[i] = fmaf(e0, e0, acc0[i]);
+                    acc1[i] = fmaf(e1, e1, acc1[i]);
+                    acc0[i] = fmaf(e2, e2, acc0[i]);
+                    acc1[i] = fmaf(e3, e3, acc1[i]);
                 }
             }
+        }
+    }
+    if (tileVector >= it.vCount) {
+        return;
+    }
+    const bool allowed =
+            !a.allow || idFilterAllows(a.allow, a.listBitBase[it.list] + it.v0 + tileVector);
+#pragma unroll
+    for (int i = 0; i < G; ++i) {
+        if (i < it.gCount) {
+            const float dist = acc0[i] + acc1[i];
+            a.distances[s.out[i] + tileVector] = !allowed ? CUDART_INF_F
+                    : kInnerProduct                    ? -dist
+                                                       : dist;
+        }
+    }
+}
+
+// At most 85 registers a thread, so that 3 blocks (24 warps) share an SM.
+template <bool kInnerProduct>
+__global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs a) {
+    __shared__ ItemQueries s;
+    const int total = a.groups.workStart[a.nlist];
+    for (int w = blockIdx.x; w < total; w += gridDim.x) {
+        const ListMajorItem it = listMajorItem(a, w);
+        __syncthreads(); // the previous item is done with s
+        if (threadIdx.x < it.g) {
+            const int i = threadIdx.x;
+            int row = -1;
+            if (i < it.gCount) {
+                const int pair = a.groups.pairs[it.first + i];
+                row = pair / a.nprobe;
+                const int p = pair % a.nprobe;
+                s.out[i] = int64_t(row) * a.ldDistances +
+                        a.vectorOffsets[int64_t(row) * (a.nprobe + 1) + p] + it.v0;
+            }
+            s.row[i] = row;
+        }
+        __syncthreads();
+        switch (it.g) {
+            case 4:
+                itemProducts<kInnerProduct, 4>(a, it, s);
+                break;
+            case 8:
+                itemProducts<kInnerProduct, 8>(a, it, s);
+                break;
+            default:
+                itemProducts<kInnerProduct, kMaxG>(a, it, s);
+                break;
         }
     }
 }
@@ -394,9 +340,7 @@ void ivfListMajorDistances(const IvfListMajorArgs& a, int smCount, cudaStream_t 
     FAISS_EXT_CUDA_CHECK(
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kThreads, 0));
     const unsigned grid = unsigned(std::max(1, smCount) * std::max(1, perSm));
-    const bool vectorQueries =
-            a.d % 4 == 0 && reinterpret_cast<uintptr_t>(a.queries) % sizeof(float4) == 0;
-    kernel<<<grid, kThreads, 0, stream>>>(a, vectorQueries);
+    kernel<<<grid, kThreads, 0, stream>>>(a);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
