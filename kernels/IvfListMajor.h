@@ -24,7 +24,7 @@ struct IvfProbeGroups {
 
 /// Groups the nq x nprobe probes of `coarse` (-1: none) by list; work items of a list
 /// probed by c queries: ceil(c / g) groups x ceil(length / 256) tiles, with g the
-/// smallest of 4, 8 and 16 that holds c (16 above).
+/// smallest multiple of 4 up to 16 that holds c (16 above).
 IvfProbeGroups ivfGroupProbesByList(
         const int64_t* coarse,
         int64_t nq,

@@ -26,10 +26,10 @@ constexpr int kMaxG = 16; ///< most queries in a work item's group
 /// Float4 groups (4 components each) of the queries staged in shared memory at a time.
 constexpr int kStagedGroups = 64;
 
-/// Queries in each group of a list probed by `count` queries: the smallest of 4, 8 and
-/// 16 that holds them all (16 above: several groups).
+/// Queries in each group of a list probed by `count` queries: the smallest multiple of 4
+/// up to 16 that holds them all (16 above: several groups).
 __device__ inline int listMajorGroup(int count) {
-    return count <= 4 ? 4 : count <= 8 ? 8 : kMaxG;
+    return count <= kMaxG ? max(4, (count + 3) / 4 * 4) : kMaxG;
 }
 
 constexpr int kScanThreads = 1024;
@@ -173,12 +173,21 @@ __device__ inline void stageQueries(
     }
 }
 
+/// Loads `U` float4 groups from group b of this lane's vector (groups past n: zeros).
+template <int U>
+__device__ inline void loadGroups(float4 (&x)[U], const float4* p, int b, int n) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        x[u] = b + u < n ? p[int64_t(b + u) * 32] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+}
+
 // The products of one work item with G queries a group: lane `lane` of warp `warp`
-// holds tile vector 32 warp + lane; its float4 groups are read once and multiplied with
-// the G staged queries. Components in increasing order, even ones into acc0 and odd ones
-// into acc1: the per-query scan's operations (IvfListLoader.cuh), so both paths give the
-// same bits.
-template <bool kInnerProduct, int G>
+// holds tile vector 32 warp + lane; its float4 groups are read once, U at a time with the
+// next U in flight, and multiplied with the G staged queries. Components in increasing
+// order, even ones into acc0 and odd ones into acc1: the per-query scan's operations
+// (IvfListLoader.cuh), so both paths give the same bits.
+template <bool kInnerProduct, int G, int U>
 __device__ inline void itemProducts(const IvfListMajorArgs& a, const ListMajorItem& it, ItemQueries& s) {
     const int warp = threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
@@ -206,24 +215,39 @@ __device__ inline void itemProducts(const IvfListMajorArgs& a, const ListMajorIt
         if (!warpHasVectors) {
             continue;
         }
-#pragma unroll(G > 8 ? 4 : 8)
-        for (int gl = 0; gl < cn; ++gl) {
-            const float4 x = p[int64_t(c0 + gl) * 32];
+        const float4* pc = p + int64_t(c0) * 32;
+        float4 next[U];
+        loadGroups(next, pc, 0, cn);
+        for (int b = 0; b < cn; b += U) {
+            float4 x[U];
 #pragma unroll
-            for (int i = 0; i < G; ++i) {
-                const float4 q = s.q[i][gl];
-                if (kInnerProduct) {
-                    acc0[i] = fmaf(q.x, x.x, acc0[i]);
-                    acc1[i] = fmaf(q.y, x.y, acc1[i]);
-                    acc0[i] = fmaf(q.z, x.z, acc0[i]);
-                    acc1[i] = fmaf(q.w, x.w, acc1[i]);
-                } else {
-                    const float e0 = q.x - x.x, e1 = q.y - x.y;
-                    const float e2 = q.z - x.z, e3 = q.w - x.w;
-                    acc0[i] = fmaf(e0, e0, acc0[i]);
-                    acc1[i] = fmaf(e1, e1, acc1[i]);
-                    acc0[i] = fmaf(e2, e2, acc0[i]);
-                    acc1[i] = fmaf(e3, e3, acc1[i]);
+            for (int u = 0; u < U; ++u) {
+                x[u] = next[u];
+            }
+            if (b + U < cn) {
+                loadGroups(next, pc, b + U, cn);
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                if (b + u >= cn) {
+                    break;
+                }
+#pragma unroll
+                for (int i = 0; i < G; ++i) {
+                    const float4 q = s.q[i][b + u];
+                    if (kInnerProduct) {
+                        acc0[i] = fmaf(q.x, x[u].x, acc0[i]);
+                        acc1[i] = fmaf(q.y, x[u].y, acc1[i]);
+                        acc0[i] = fmaf(q.z, x[u].z, acc0[i]);
+                        acc1[i] = fmaf(q.w, x[u].w, acc1[i]);
+                    } else {
+                        const float e0 = q.x - x[u].x, e1 = q.y - x[u].y;
+                        const float e2 = q.z - x[u].z, e3 = q.w - x[u].w;
+                        acc0[i] = fmaf(e0, e0, acc0[i]);
+                        acc1[i] = fmaf(e1, e1, acc1[i]);
+                        acc0[i] = fmaf(e2, e2, acc0[i]);
+                        acc1[i] = fmaf(e3, e3, acc1[i]);
+                    }
                 }
             }
         }
@@ -267,13 +291,16 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
         __syncthreads();
         switch (it.g) {
             case 4:
-                itemProducts<kInnerProduct, 4>(a, it, s);
+                itemProducts<kInnerProduct, 4, 4>(a, it, s);
                 break;
             case 8:
-                itemProducts<kInnerProduct, 8>(a, it, s);
+                itemProducts<kInnerProduct, 8, 4>(a, it, s);
+                break;
+            case 12:
+                itemProducts<kInnerProduct, 12, 2>(a, it, s);
                 break;
             default:
-                itemProducts<kInnerProduct, kMaxG>(a, it, s);
+                itemProducts<kInnerProduct, kMaxG, 2>(a, it, s);
                 break;
         }
     }
