@@ -3,7 +3,6 @@
 // most 16 of a list's queries x a tile of 256 of its vectors): each warp reads 32 of
 // the tile's vectors once into registers and multiplies them with all of the group's
 // queries, broadcast from shared memory.
-#include <cuda_pipeline.h>
 #include <math_constants.h>
 #include <cub/block/block_scan.cuh>
 
@@ -25,10 +24,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kTile = 32 * kWarps;
 constexpr int kMaxG = 16; ///< most queries in a work item's group
 /// Float4 groups (4 components each) of the queries staged in shared memory at a time.
-constexpr int kStagedGroups = 32;
-/// Float4 groups of its vector a lane keeps in flight, and the slots of its ring.
-constexpr int kAhead = 8;
-constexpr int kRing = kAhead + 1;
+constexpr int kStagedGroups = 64;
 
 /// Queries in each group of a list probed by `count` queries: the smallest multiple of 4
 /// up to 16 that holds them all (16 above: several groups).
@@ -150,11 +146,10 @@ __device__ inline ListMajorItem listMajorItem(const IvfListMajorArgs& a, int w) 
 }
 
 /// What the threads of a block share about their work item.
-struct ItemShared {
+struct ItemQueries {
     float4 q[kMaxG][kStagedGroups]; ///< staged components of the group's queries
     int row[kMaxG];                 ///< each query's row in a.queries (-1: past the group)
     int64_t out[kMaxG];             ///< where each query's distances to the tile start
-    float4 ring[kWarps][kRing][32]; ///< each warp's vector groups in flight
 };
 
 /// Float4 groups [c0, c0 + cn) of the group's queries into shared memory (zeros past d
@@ -162,7 +157,7 @@ struct ItemShared {
 /// components of one query.
 __device__ inline void stageQueries(
         const IvfListMajorArgs& a,
-        ItemShared& s,
+        ItemQueries& s,
         int g,
         int c0,
         int cn) {
@@ -178,15 +173,25 @@ __device__ inline void stageQueries(
     }
 }
 
+/// Loads `U` float4 groups from group b of this lane's vector (groups past n: zeros).
+template <int U>
+__device__ inline void loadGroups(float4 (&x)[U], const float4* p, int b, int n) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        x[u] = b + u < n ? p[int64_t(b + u) * 32] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+}
+
 // The products of one work item with G queries a group: lane `lane` of warp `warp`
-// holds tile vector 32 warp + lane. Each lane streams its vector's float4 groups through
-// its own slots of the warp's ring in shared memory (kAhead groups in flight: no
-// registers held, no barrier, as a lane reads only what it copied) and multiplies each
-// with the G staged queries. Components in increasing order, even ones into acc0 and odd
-// ones into acc1: the per-query scan's operations (IvfListLoader.cuh), so both paths give
-// the same bits.
-template <bool kInnerProduct, int G>
-__device__ inline void itemProducts(const IvfListMajorArgs& a, const ListMajorItem& it, ItemShared& s) {
+// holds tile vector 32 warp + lane; its float4 groups are read once, U at a time with the
+// next U in flight, and multiplied with the G staged queries. Components in increasing
+// order, even ones into acc0 and odd ones into acc1: the per-query scan's operations
+// (IvfListLoader.cuh), so both paths give the same bits.
+template <bool kInnerProduct, int G, int U>
+__device__ inline void itemProducts(
+        const IvfListMajorArgs& a,
+        const ListMajorItem& it,
+        ItemQueries& s) {
     const int warp = threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
     const int groups = ivfPaddedDim(a.d) / 4;
@@ -197,19 +202,6 @@ __device__ inline void itemProducts(const IvfListMajorArgs& a, const ListMajorIt
     // of 32) and write nothing.
     const float4* p = reinterpret_cast<const float4*>(a.listData[it.list]) +
             (v >> 5) * (int64_t(32) * groups) + (v & 31);
-    float4(&ring)[kRing][32] = s.ring[warp];
-    // Group j goes to slot j % kRing; the slot refilled at step j was read at step j - 1.
-    auto fetch = [&](int j) {
-        if (j < groups) {
-            __pipeline_memcpy_async(&ring[j % kRing][lane], p + int64_t(j) * 32, sizeof(float4));
-        }
-        __pipeline_commit();
-    };
-    if (warpHasVectors) {
-        for (int j = 0; j < kAhead; ++j) {
-            fetch(j);
-        }
-    }
     float acc0[G], acc1[G];
 #pragma unroll
     for (int i = 0; i < G; ++i) {
@@ -226,26 +218,39 @@ __device__ inline void itemProducts(const IvfListMajorArgs& a, const ListMajorIt
         if (!warpHasVectors) {
             continue;
         }
-        for (int gl = 0; gl < cn; ++gl) {
-            const int j = c0 + gl;
-            __pipeline_wait_prior(kAhead - 1);
-            const float4 x = ring[j % kRing][lane];
-            fetch(j + kAhead);
+        const float4* pc = p + int64_t(c0) * 32;
+        float4 next[U];
+        loadGroups(next, pc, 0, cn);
+        for (int b = 0; b < cn; b += U) {
+            float4 x[U];
 #pragma unroll
-            for (int i = 0; i < G; ++i) {
-                const float4 q = s.q[i][gl];
-                if (kInnerProduct) {
-                    acc0[i] = fmaf(q.x, x.x, acc0[i]);
-                    acc1[i] = fmaf(q.y, x.y, acc1[i]);
-                    acc0[i] = fmaf(q.z, x.z, acc0[i]);
-                    acc1[i] = fmaf(q.w, x.w, acc1[i]);
-                } else {
-                    const float e0 = q.x - x.x, e1 = q.y - x.y;
-                    const float e2 = q.z - x.z, e3 = q.w - x.w;
-                    acc0[i] = fmaf(e0, e0, acc0[i]);
-                    acc1[i] = fmaf(e1, e1, acc1[i]);
-                    acc0[i] = fmaf(e2, e2, acc0[i]);
-                    acc1[i] = fmaf(e3, e3, acc1[i]);
+            for (int u = 0; u < U; ++u) {
+                x[u] = next[u];
+            }
+            if (b + U < cn) {
+                loadGroups(next, pc, b + U, cn);
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                if (b + u >= cn) {
+                    break;
+                }
+#pragma unroll
+                for (int i = 0; i < G; ++i) {
+                    const float4 q = s.q[i][b + u];
+                    if (kInnerProduct) {
+                        acc0[i] = fmaf(q.x, x[u].x, acc0[i]);
+                        acc1[i] = fmaf(q.y, x[u].y, acc1[i]);
+                        acc0[i] = fmaf(q.z, x[u].z, acc0[i]);
+                        acc1[i] = fmaf(q.w, x[u].w, acc1[i]);
+                    } else {
+                        const float e0 = q.x - x[u].x, e1 = q.y - x[u].y;
+                        const float e2 = q.z - x[u].z, e3 = q.w - x[u].w;
+                        acc0[i] = fmaf(e0, e0, acc0[i]);
+                        acc1[i] = fmaf(e1, e1, acc1[i]);
+                        acc0[i] = fmaf(e2, e2, acc0[i]);
+                        acc1[i] = fmaf(e3, e3, acc1[i]);
+                    }
                 }
             }
         }
@@ -260,8 +265,8 @@ __device__ inline void itemProducts(const IvfListMajorArgs& a, const ListMajorIt
         if (i < it.gCount) {
             const float dist = acc0[i] + acc1[i];
             a.distances[s.out[i] + tileVector] = !allowed ? CUDART_INF_F
-                    : kInnerProduct                    ? -dist
-                                                       : dist;
+                    : kInnerProduct                       ? -dist
+                                                          : dist;
         }
     }
 }
@@ -269,7 +274,7 @@ __device__ inline void itemProducts(const IvfListMajorArgs& a, const ListMajorIt
 // At most 85 registers a thread, so that 3 blocks (24 warps) share an SM.
 template <bool kInnerProduct>
 __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs a) {
-    __shared__ ItemShared s;
+    __shared__ ItemQueries s;
     const int total = a.groups.workStart[a.nlist];
     for (int w = blockIdx.x; w < total; w += gridDim.x) {
         const ListMajorItem it = listMajorItem(a, w);
@@ -287,18 +292,19 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
             s.row[i] = row;
         }
         __syncthreads();
-        switch (it.g) {
+        // The last group of a list probed by more than 16 queries may hold fewer.
+        switch (listMajorGroup(it.gCount)) {
             case 4:
-                itemProducts<kInnerProduct, 4>(a, it, s);
+                itemProducts<kInnerProduct, 4, 4>(a, it, s);
                 break;
             case 8:
-                itemProducts<kInnerProduct, 8>(a, it, s);
+                itemProducts<kInnerProduct, 8, 4>(a, it, s);
                 break;
             case 12:
-                itemProducts<kInnerProduct, 12>(a, it, s);
+                itemProducts<kInnerProduct, 12, 2>(a, it, s);
                 break;
             default:
-                itemProducts<kInnerProduct, kMaxG>(a, it, s);
+                itemProducts<kInnerProduct, kMaxG, 2>(a, it, s);
                 break;
         }
     }
