@@ -35,12 +35,24 @@ struct BiasedRowLoader {
 /// between the loads of a step, so a warp's loads of a run are all in flight together (a
 /// branch per value held each value's loads to themselves: the coarse top-1 over 67 MB
 /// of distances read 1.0 TB/s, benchs/NOTES.md).
+/// quad(i): positions 4 i .. 4 i + 3 as one float4, for rows (and bias) 16-byte aligned.
 template <bool kBias>
 struct RowLoader {
     const float* row;
     const float* bias;
     __device__ float operator()(int64_t i) const {
         return kBias ? row[i] + bias[i] : row[i];
+    }
+    __device__ float4 quad(int64_t i) const {
+        float4 v = reinterpret_cast<const float4*>(row)[i];
+        if (kBias) {
+            const float4 b = reinterpret_cast<const float4*>(bias)[i];
+            v.x += b.x;
+            v.y += b.y;
+            v.z += b.z;
+            v.w += b.w;
+        }
+        return v;
     }
 };
 
@@ -120,12 +132,26 @@ __global__ void __launch_bounds__(kWarpRowThreads) warpSelectRowsKernel(
 
     WarpSelect<kKp> sel(a.k);
     const BiasedRowLoader load = rowLoader(a, row, segStart);
+    const bool quads =
+            (reinterpret_cast<uintptr_t>(load.row) | reinterpret_cast<uintptr_t>(load.bias)) %
+                    sizeof(float4) ==
+            0;
     if (load.allow) {
         sel.run(segN, load);
     } else if (load.bias) {
-        sel.run(segN, RowLoader<true>{load.row, load.bias});
+        const RowLoader<true> rows{load.row, load.bias};
+        if (quads) {
+            sel.runQuads(segN, rows);
+        } else {
+            sel.run(segN, rows);
+        }
     } else {
-        sel.run(segN, RowLoader<false>{load.row, nullptr});
+        const RowLoader<false> rows{load.row, nullptr};
+        if (quads) {
+            sel.runQuads(segN, rows);
+        } else {
+            sel.run(segN, rows);
+        }
     }
     writeSegmentResults<false>(a, sel, row, seg, segStart, lane, 32);
 }

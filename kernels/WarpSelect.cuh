@@ -26,6 +26,10 @@
 // costs kKp = 16 21 compare-exchange stages, kKp = 1 six (a warp minimum).
 // The result is the k smallest keys of the stream whatever the order of the merges: a
 // key is dropped only when k smaller keys are already in the list.
+// For kKp <= 4 there are no queues: each lane keeps its own kKp smallest keys sorted in
+// registers and the lanes' lists are merged once at the end (runLaneLists); kKp = 1 is a
+// lane minimum and a warp reduction (runMin). Rows that are 16-byte aligned can be read
+// a float4 at a time (runQuads).
 #pragma once
 
 #include <math_constants.h>
@@ -135,6 +139,8 @@ struct WarpSelect {
     /// segment-sorted candidates): 6 slots take 5-25% fewer shuffles than 4 and about as
     /// many as 8, which spills on sm_90; k <= 2 merges cheaply but the queues fill fast: 2.
     static constexpr int kQueue = kKp <= 2 ? 2 : 6;
+    /// Largest kKp that keeps a sorted list a lane instead of queues (runLaneLists).
+    static constexpr int kMaxLaneListKp = 4;
     /// Values a lane loads per step; the next step's loads are issued before the current
     /// step's values are offered (8 a step with 6 queue slots spilled on sm_90).
     static constexpr int kItems = 4;
@@ -262,15 +268,97 @@ struct WarpSelect {
         }
     }
 
+    /// Visits (value, position) for this lane's positions of [0, n): base + 32 j + lane of
+    /// each run, the next run's loads in flight while this one is visited.
+    template <typename Loader, typename Visit>
+    __device__ __forceinline__ void forEachValue(int64_t n, const Loader& load, Visit&& visit)
+            const {
+        forEachStep(n, load, [&](float(&v)[kItems], int64_t base) {
+#pragma unroll
+            for (int j = 0; j < kItems; ++j) {
+                visit(v[j], int(base + j * 32 + lane));
+            }
+        });
+    }
+
+    /// Float4s a lane loads per run of forEachQuadValue.
+    static constexpr int kQuadItems = 2;
+
+    /// forEachValue for a loader of 16-byte aligned rows: load.quad(i) is positions 4 i ..
+    /// 4 i + 3, loaded as one float4, so a lane has 4x the bytes of a scalar run in
+    /// flight; the positions past the last whole float4 are loaded one a lane.
+    template <typename QuadLoader, typename Visit>
+    __device__ __forceinline__ void forEachQuadValue(
+            int64_t n,
+            const QuadLoader& load,
+            Visit&& visit) const {
+        constexpr int kRun = 32 * kQuadItems;
+        const int64_t n4 = n / 4;
+        auto loadRun = [&](float4(&q)[kQuadItems], int64_t base) {
+#pragma unroll
+            for (int j = 0; j < kQuadItems; ++j) {
+                const int64_t i = base + j * 32 + lane;
+                q[j] = i < n4 ? load.quad(i)
+                              : make_float4(CUDART_INF_F, CUDART_INF_F, CUDART_INF_F, CUDART_INF_F);
+            }
+        };
+        float4 next[kQuadItems];
+        loadRun(next, 0);
+        for (int64_t base = 0; base < n4; base += kRun) {
+            float4 q[kQuadItems];
+#pragma unroll
+            for (int j = 0; j < kQuadItems; ++j) {
+                q[j] = next[j];
+            }
+            if (base + kRun < n4) {
+                loadRun(next, base + kRun);
+            }
+#pragma unroll
+            for (int j = 0; j < kQuadItems; ++j) {
+                const int pos = int(4 * (base + j * 32 + lane));
+                visit(q[j].x, pos);
+                visit(q[j].y, pos + 1);
+                visit(q[j].z, pos + 2);
+                visit(q[j].w, pos + 3);
+            }
+        }
+        for (int64_t pos = 4 * n4 + lane; pos < n; pos += 32) {
+            visit(load(pos), int(pos));
+        }
+    }
+
     /// Runs the selection over positions [0, n) (n < 2^31): load(pos) gives the value at
     /// pos; consecutive lanes load consecutive positions. Leaves the best k sorted in the
     /// best list (+inf with position -1 where fewer than k values were finite or -inf).
     template <typename Loader>
     __device__ void run(int64_t n, const Loader& load) {
+        auto values = [&](auto&& visit) { forEachValue(n, load, visit); };
         if constexpr (kKp == 1) {
-            runMin(n, load);
-            return;
+            runMin(values);
+        } else if constexpr (kKp <= kMaxLaneListKp) {
+            runLaneLists(values);
+        } else {
+            runQueues(n, load);
         }
+    }
+
+    /// run over 16-byte aligned rows: load.quad(i) loads positions 4 i .. 4 i + 3 as one
+    /// float4 (the queued path, kKp > kMaxLaneListKp, loads one value at a time).
+    template <typename QuadLoader>
+    __device__ void runQuads(int64_t n, const QuadLoader& load) {
+        auto values = [&](auto&& visit) { forEachQuadValue(n, load, visit); };
+        if constexpr (kKp == 1) {
+            runMin(values);
+        } else if constexpr (kKp <= kMaxLaneListKp) {
+            runLaneLists(values);
+        } else {
+            runQueues(n, load);
+        }
+    }
+
+    /// The queued selection (the header comment) over positions [0, n).
+    template <typename Loader>
+    __device__ void runQueues(int64_t n, const Loader& load) {
         forEachStep(n, load, [&](float(&v)[kItems], int64_t base) {
             // A key below the threshold has a value <= the threshold's (NaN is neither).
             bool candidate = false;
@@ -302,21 +390,18 @@ struct WarpSelect {
         }
     }
 
-    /// run for k = 1: each lane keeps the smallest key it loads, then the warp reduces
-    /// them; no queues and no merges (the queued path merges a lane's two slots every few
-    /// values while the minimum is still falling). Same keys, so the same result.
-    template <typename Loader>
-    __device__ void runMin(int64_t n, const Loader& load) {
+    /// k = 1: each lane keeps the smallest key it visits, then the warp reduces them; no
+    /// queues and no merges (the queued path merges a lane's two slots every few values
+    /// while the minimum is still falling). Same keys, so the same result.
+    template <typename Values>
+    __device__ void runMin(Values&& values) {
         uint64_t key = kSelectEmptyKey;
         float keyValue = CUDART_INF_F; // the value of key: a smaller key has a value <= it
-        forEachStep(n, load, [&](float(&v)[kItems], int64_t base) {
-#pragma unroll
-            for (int j = 0; j < kItems; ++j) {
-                // As offer: neither NaN nor +inf is a candidate.
-                if (v[j] <= keyValue && v[j] < CUDART_INF_F) {
-                    key = minKey(key, selectKey(v[j], int(base + j * 32 + lane)));
-                    keyValue = v[j];
-                }
+        values([&](float v, int position) {
+            // As offer: neither NaN nor +inf is a candidate.
+            if (v <= keyValue && v < CUDART_INF_F) {
+                key = minKey(key, selectKey(v, position));
+                keyValue = v;
             }
         });
 #pragma unroll
@@ -325,6 +410,49 @@ struct WarpSelect {
         }
         best = key;
         threshold = key;
+    }
+
+    /// kKp <= kMaxLaneListKp: each lane keeps the kKp smallest keys it visits, sorted, in
+    /// registers (a value above its largest costs one float compare; past the first
+    /// values few are below it); then the lanes' lists are merged into the best list one
+    /// rank at a time (row r: every lane's r-th smallest), kKp networks in all. The k
+    /// smallest keys of the stream are among the lanes' kKp smallest, so the same result
+    /// as the queued path.
+    template <typename Values>
+    __device__ void runLaneLists(Values&& values) {
+        uint64_t list[kKp];
+#pragma unroll
+        for (int r = 0; r < kKp; ++r) {
+            list[r] = kSelectEmptyKey;
+        }
+        float largest = CUDART_INF_F; // the value of list[kKp - 1]
+        values([&](float v, int position) {
+            // As offer: neither NaN nor +inf is a candidate.
+            if (v <= largest && v < CUDART_INF_F) {
+                const uint64_t key = selectKey(v, position);
+                if (key < list[kKp - 1]) {
+                    list[kKp - 1] = key;
+#pragma unroll
+                    for (int r = kKp - 1; r > 0; --r) {
+                        const uint64_t lo = minKey(list[r - 1], list[r]);
+                        list[r] = list[r - 1] < list[r] ? list[r] : list[r - 1];
+                        list[r - 1] = lo;
+                    }
+                    largest = selectKeyValue(list[kKp - 1]);
+                }
+            }
+        });
+#pragma unroll
+        for (int r = 0; r < kKp; ++r) {
+            if (!__any_sync(kWarpFullMask, list[r] != kSelectEmptyKey)) {
+                break;
+            }
+            const uint64_t smallest = warpSmallestGroups<kKp>(list[r], lane);
+            // As in merge: best ascending against the row's smallest reversed.
+            best = warpMergeGroups<kKp>(minKey(best, shuffleXorKey(smallest, kKp - 1)), lane);
+        }
+        threshold = shuffleKey(best, kLast);
+        thresholdValue = selectKeyValue(threshold);
     }
 
     /// Entry i < k of the result is held by lane i (and lane i + kKp, ...): only lane i
