@@ -332,21 +332,19 @@ struct WarpSelect {
     /// best list (+inf with position -1 where fewer than k values were finite or -inf).
     template <typename Loader>
     __device__ void run(int64_t n, const Loader& load) {
-        auto values = [&](auto&& visit) { forEachValue(n, load, visit); };
-        if constexpr (kKp == 1) {
-            runMin(values);
-        } else if constexpr (kKp <= kMaxLaneListKp) {
-            runLaneLists(values);
-        } else {
-            runQueues(n, load);
-        }
+        runWith([&](auto&& visit) { forEachValue(n, load, visit); }, n, load);
     }
 
     /// run over 16-byte aligned rows: load.quad(i) loads positions 4 i .. 4 i + 3 as one
     /// float4 (the queued path, kKp > kMaxLaneListKp, loads one value at a time).
     template <typename QuadLoader>
     __device__ void runQuads(int64_t n, const QuadLoader& load) {
-        auto values = [&](auto&& visit) { forEachQuadValue(n, load, visit); };
+        runWith([&](auto&& visit) { forEachQuadValue(n, load, visit); }, n, load);
+    }
+
+    /// The one choice of selection by kKp: `values(visit)` visits this lane's values.
+    template <typename Values, typename Loader>
+    __device__ void runWith(Values&& values, int64_t n, const Loader& load) {
         if constexpr (kKp == 1) {
             runMin(values);
         } else if constexpr (kKp <= kMaxLaneListKp) {
