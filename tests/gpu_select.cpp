@@ -3,8 +3,10 @@
 // (row, segment); short: one block sorts a whole (row, segment)) against a host
 // reference on the same total order: selectKey(value, position), value first (-0.0
 // before +0.0, -inf first), then position. Ids and distance bits must match exactly,
-// ties included. The radix select (kernels/RadixSelect.h) against the same order up to
-// which ties it keeps.
+// ties included. The warp path also with a column bias, and on segments that start
+// 16-byte aligned (read a float4 at a time: segLen 32, 1000, 4096) and that do not
+// (one value at a time: 31, 33). The radix select (kernels/RadixSelect.h) against the same order up
+// to which ties it keeps.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -105,10 +107,18 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
         for (auto& id : ids) {
             id = int64_t(rng() % 1000000000);
         }
+        // A column bias with ties and signed zeros of its own.
+        std::vector<float> bias(static_cast<size_t>(ncols));
+        for (auto& b : bias) {
+            const float choices[] = {0.f, -0.f, 0.25f, 2.f};
+            b = choices[rng() % 4];
+        }
         auto dDist = res.alloc<float>(dist.size());
         auto dIds = res.alloc<int64_t>(ids.size());
+        auto dBias = res.alloc<float>(bias.size());
         copyToDevice(dDist.data(), dist.data(), dist.size(), stream);
         copyToDevice(dIds.data(), ids.data(), ids.size(), stream);
+        copyToDevice(dBias.data(), bias.data(), bias.size(), stream);
 
         // The warp path at every k it takes; the others at a spread of k up to the most.
         std::vector<std::pair<kernels::SelectPath, int>> runs;
@@ -121,10 +131,19 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
             }
         }
         for (const auto& [path, k] : runs) {
-            for (bool withIds : {false, true}) {
+            for (int variant = 0; variant < (path == kernels::SelectPath::kWarp ? 3 : 2);
+                 ++variant) {
+                const bool withIds = variant == 1;
+                const bool withBias = variant == 2;
                 SCOPED_TRACE(
                         "segLen=" + std::to_string(segLen) + " k=" + std::to_string(k) +
-                        " path=" + std::to_string(int(path)) + (withIds ? " inIds" : " idBase"));
+                        " path=" + std::to_string(int(path)) + (withIds ? " inIds" : " idBase") +
+                        (withBias ? " bias" : ""));
+                // The values selected from: dist, plus the bias where there is one.
+                auto value = [&](int64_t r, int64_t c) {
+                    const float v = dist[size_t(r * ncols + c)];
+                    return withBias ? v + bias[size_t(c)] : v;
+                };
                 const int64_t ldOut = nseg * k;
                 // Garbage in the outputs: every entry must be written.
                 std::vector<float> garbageD(size_t(nrows * ldOut), 12345.f);
@@ -141,6 +160,7 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
                 a.ncols = ncols;
                 a.segLen = segLen;
                 a.inIds = withIds ? dIds.data() : nullptr;
+                a.colBias = withBias ? dBias.data() : nullptr;
                 a.ldIds = ncols;
                 a.idBase = kIdBase;
                 a.k = k;
@@ -159,7 +179,7 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
                         const int64_t c1 = std::min(ncols, c0 + segLen);
                         std::vector<uint64_t> keys;
                         for (int64_t c = c0; c < c1; ++c) {
-                            const float v = dist[size_t(r * ncols + c)];
+                            const float v = value(r, c);
                             if (v < inf) { // NaN and +inf are never selected
                                 keys.push_back(hostSelectKey(v, int(c - c0)));
                             }
@@ -171,7 +191,7 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
                             int64_t wantI = -1;
                             if (size_t(j) < found) {
                                 const int64_t c = c0 + int64_t(uint32_t(keys[size_t(j)]));
-                                wantD = dist[size_t(r * ncols + c)];
+                                wantD = value(r, c);
                                 wantI = withIds ? ids[size_t(r * ncols + c)] : kIdBase + c;
                             }
                             const size_t at = size_t(r * ldOut + s * k + j);
