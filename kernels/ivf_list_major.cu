@@ -292,7 +292,9 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
             s.row[i] = row;
         }
         __syncthreads();
-        // The last group of a list probed by more than 16 queries may hold fewer.
+        // The last group of a list probed by more than 16 queries may hold fewer. U (the
+        // float4 groups in flight) is 2 where 2 G accumulators take most of the 80
+        // registers a thread that 3 blocks an SM allow.
         switch (listMajorGroup(it.gCount)) {
             case 4:
                 itemProducts<kInnerProduct, 4, 4>(a, it, s);
