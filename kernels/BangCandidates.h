@@ -12,8 +12,21 @@
 namespace faiss_ext {
 namespace kernels {
 
+/// Hub h of H (H <= n) is node h * n / H: the one rule of the build's hubs, on the host
+/// and in the kernels.
+constexpr int64_t bangHubNode(int64_t h, int64_t n, int64_t H) {
+    return h * n / H;
+}
+
+/// The hub that node v is, or -1: only h = ceil(v H / n) can be (consecutive hubs are at
+/// least one node apart).
+constexpr int64_t bangHubOf(int64_t v, int64_t n, int64_t H) {
+    const int64_t h = (v * H + n - 1) / n;
+    return h < H && bangHubNode(h, n, H) == v ? h : -1;
+}
+
 /// The first graph's candidates: node v gets its K1 nearest nodes (nn[v * K1 ..]), its
-/// hubK nearest hubs (toHub[v * hubK ..], hub h being node h * n / H) and, when v is hub
+/// hubK nearest hubs (toHub[v * hubK ..], hub h being node bangHubNode(h)) and, when v is hub
 /// h, hub h's hubHubK nearest hubs (hubToHub[h * hubHubK ..]), in that order, as int32
 /// node ids (-1 stays -1). offsets: n + 1 (offsets[v + 1] - offsets[v] = K1 + hubK, plus
 /// hubHubK for a hub), arranged by the caller.

@@ -41,15 +41,14 @@ __global__ void fillFirstKernel(
     out += K1;
     for (int j = lane; j < hubK; j += 32) {
         const int64_t h = toHub[v * hubK + j];
-        out[j] = h >= 0 ? int32_t(h * n / H) : -1;
+        out[j] = h >= 0 ? int32_t(bangHubNode(h, n, H)) : -1;
     }
     out += hubK;
-    // v is hub h when h * n / H == v for h = ceil(v H / n), the first h reaching v.
-    const int64_t h = (v * H + n - 1) / n;
-    if (h < H && h * n / H == v) {
+    const int64_t h = bangHubOf(v, n, H);
+    if (h >= 0) {
         for (int j = lane; j < hubHubK; j += 32) {
             const int64_t o = hubToHub[h * hubHubK + j];
-            out[j] = o >= 0 ? int32_t(o * n / H) : -1;
+            out[j] = o >= 0 ? int32_t(bangHubNode(o, n, H)) : -1;
         }
     }
 }

@@ -19,6 +19,7 @@
 #include <faiss_ext/impl/BangPruneGpu.h>
 #include <faiss_ext/impl/IndexImage.h>
 #include <kernels/BangBloom.h>
+#include <kernels/BangCandidates.h>
 #include <kernels/BangPq.h>
 
 #include "FlippedBytes.h"
@@ -219,6 +220,25 @@ TEST(BangBuild, CandidateSourceRule) {
     EXPECT_EQ(bangCandidateLists(1000000, 0), 0);
     EXPECT_EQ(bangCandidateLists(1000000, 7), 7);
     EXPECT_EQ(bangCandidateLists(10, 50), 10);
+}
+
+TEST(BangBuild, EveryHubIsFoundFromItsNode) {
+    // The kernels find a node's hub with bangHubOf; the hubs are nodes bangHubNode(h).
+    for (int64_t n : {1, 2, 3, 7, 100, 1000, 12345}) {
+        for (int64_t H : {int64_t(1), int64_t(2), bangHubCount(n, 0), n / 3 + 1, n}) {
+            H = std::min(H, n);
+            std::vector<int64_t> hubOf(size_t(n), -1);
+            for (int64_t h = 0; h < H; ++h) {
+                const int64_t v = kernels::bangHubNode(h, n, H);
+                ASSERT_TRUE(v >= 0 && v < n && hubOf[size_t(v)] == -1) << n << " " << H << " " << h;
+                hubOf[size_t(v)] = h;
+            }
+            for (int64_t v = 0; v < n; ++v) {
+                ASSERT_EQ(kernels::bangHubOf(v, n, H), hubOf[size_t(v)])
+                        << n << " " << H << " " << v;
+            }
+        }
+    }
 }
 
 TEST(BangInnerProduct, StoredLayoutAndTransform) {

@@ -156,10 +156,10 @@ BangDeviceCandidates firstCandidates(
         nn = nearestAmong(
                 res, storage.vectors(), storage.norms(), n, d, xHost, K1, p, pageBytes, progress);
     }
-    // Hub h is node h * n / H (increasing in h).
     std::vector<float> hubX(size_t(H) * d);
     for (int64_t h = 0; h < H; ++h) {
-        std::copy_n(xHost + size_t(h * n / H) * d, d, hubX.data() + size_t(h) * d);
+        std::copy_n(
+                xHost + size_t(kernels::bangHubNode(h, n, H)) * d, d, hubX.data() + size_t(h) * d);
     }
     FlatStorage hubs(res, d);
     hubs.append(H, hubX.data());
@@ -171,10 +171,8 @@ BangDeviceCandidates firstCandidates(
 
     BangDeviceCandidates lists;
     lists.offsets.assign(size_t(n) + 1, 0);
-    int64_t nextHub = 0;
     for (int64_t v = 0; v < n; ++v) {
-        const bool isHub = nextHub < H && nextHub * n / H == v;
-        nextHub += isHub;
+        const bool isHub = kernels::bangHubOf(v, n, H) >= 0;
         lists.offsets[size_t(v) + 1] = lists.offsets[size_t(v)] + K1 + hubK + (isHub ? hubHubK : 0);
     }
     auto offsetsDev = res.alloc<int64_t>(lists.offsets.size());
