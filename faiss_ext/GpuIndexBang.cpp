@@ -198,6 +198,15 @@ int GpuIndexBang::searchL_(const faiss::SearchParameters* params, int64_t k) con
     return effectiveL(p ? p->search_L : search_L, k);
 }
 
+BangEntry GpuIndexBang::searchEntry_(const faiss::SearchParameters* params) const {
+    auto p = dynamic_cast<const SearchParametersBang*>(params);
+    const BangEntry entry = p ? p->entry : BangEntry::kMedoid;
+    FAISS_THROW_IF_NOT_FMT(
+            entry == BangEntry::kMedoid || entry == BangEntry::kNearestHub,
+            "search: entry=%d is not a BangEntry", int(entry));
+    return entry;
+}
+
 void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     const int64_t total = ntotal + n;
     FAISS_THROW_IF_NOT_FMT(
@@ -444,12 +453,13 @@ void GpuIndexBang::searchStored_(
         int64_t* labelsDevice,
         const faiss::SearchParameters* params) const {
     const int L = searchL_(params, k);
+    const BangEntry entry = searchEntry_(params);
     IdSlots slots;
     slots.nslots = nodeCount();
     const auto bits = filterCache().resolve(
             params ? params->sel : nullptr, slots, state_->deviceTombstones());
     if (!bits || nodeCount() == 0) {
-        state_->search(xDevice, n, k, L, distancesDevice, labelsDevice);
+        state_->search(xDevice, n, k, L, distancesDevice, labelsDevice, nullptr, nullptr, entry);
         return;
     }
     const int64_t allowed = filterCache().countAllowed(*bits, nodeCount());
@@ -468,7 +478,8 @@ void GpuIndexBang::searchStored_(
         return;
     }
     state_->search(
-            xDevice, n, k, plan.walkL, distancesDevice, labelsDevice, nullptr, bits->words.data());
+            xDevice, n, k, plan.walkL, distancesDevice, labelsDevice, nullptr, bits->words.data(),
+            entry);
 }
 
 } // namespace faiss_ext

@@ -21,6 +21,9 @@ struct SearchParametersBang : faiss::SearchParameters {
     /// Worklist size L (as faiss::SearchParametersHNSW::efSearch, raised to k when
     /// smaller); at most GpuIndexBang::kMaxSearchL.
     int search_L = 64;
+    /// Where each query's walk starts (see BangEntry); per call only, not saved with the
+    /// index.
+    BangEntry entry = BangEntry::kMedoid;
 };
 
 /// Vectors and graph live on the GPU (impl/BangGraph.h). The first add() builds the
@@ -158,6 +161,8 @@ class GpuIndexBang : public GpuIndex {
    private:
     /// The worklist of a search with these params (checked: type, range) and k.
     int searchL_(const faiss::SearchParameters* params, int64_t k) const;
+    /// Where the walks of a search with these params start (checked: a BangEntry).
+    BangEntry searchEntry_(const faiss::SearchParameters* params) const;
     /// The search over the stored rows, of queries as wide as they are (storedDim_).
     void searchStored_(
             int64_t n,

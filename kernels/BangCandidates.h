@@ -25,6 +25,10 @@ constexpr int64_t bangHubOf(int64_t v, int64_t n, int64_t H) {
     return h < H && bangHubNode(h, n, H) == v ? h : -1;
 }
 
+/// rows[h] = bangHubNode(h, n, H) for h < H (device, H values): the hubs' row numbers,
+/// for gathering their vectors.
+void bangHubRows(int64_t n, int64_t H, int64_t* rows, cudaStream_t stream);
+
 /// The first graph's candidates: node v gets its K1 nearest nodes (nn[v * K1 ..]), its
 /// hubK nearest hubs (toHub[v * hubK ..], hub h being node bangHubNode(h)) and, when v is hub
 /// h, hub h's hubHubK nearest hubs (hubToHub[h * hubHubK ..]), in that order, as int32

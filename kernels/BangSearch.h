@@ -55,6 +55,11 @@ struct BangSearchArgs {
     /// still walks every node; a second sorted list of L keeps the best allowed nodes
     /// seen, and the results (PQ mode: after its exact re-rank) come from it.
     const uint32_t* allow = nullptr;
+    /// Where each query starts (null: g.entry for every query): query q starts at hub
+    /// entryHubs[q] of `hubs`, node bangHubNode(entryHubs[q], g.n, hubs)
+    /// (kernels/BangCandidates.h); a negative value starts it at g.entry.
+    const int64_t* entryHubs = nullptr;
+    int64_t hubs = 0;
 };
 
 /// Dynamic shared memory of one block of the persistent kernel (pqM: sub-quantizers in

@@ -17,6 +17,7 @@
 #include <faiss_ext/utils/MathUtils.h>
 
 #include "BangBloom.h"
+#include "BangCandidates.h"
 #include "BangPq.h"
 #include "BangSearch.h"
 #include "IdFilter.cuh"
@@ -321,18 +322,24 @@ __device__ inline void clearWorklist(const Smem& s, int L) {
     }
 }
 
-/// The entry point as the only worklist entry, marked in the filter. The worklist
-/// must be clear (and visible: call after a barrier), and in PQ mode the table built.
-/// Ends with a barrier.
+/// Where query q starts: its hub (BangSearchArgs::entryHubs) or the graph's entry point.
+__device__ inline int32_t queryEntry(const BangGraphView& g, const BangSearchArgs& a, int64_t q) {
+    const int64_t h = a.entryHubs ? a.entryHubs[q] : -1;
+    return h >= 0 ? int32_t(bangHubNode(h, g.n, a.hubs)) : g.entry;
+}
+
+/// `entry` as the only worklist entry, marked in the filter. The worklist must be clear
+/// (and visible: call after a barrier), and in PQ mode the table built. Ends with a
+/// barrier.
 template <bool kPq>
-__device__ void seedEntry(const Smem& s, const BangGraphView& g, uint32_t* bloom) {
+__device__ void seedEntry(const Smem& s, const BangGraphView& g, int32_t entry, uint32_t* bloom) {
     if (threadIdx.x < 32) {
         float dist, unused;
-        traversalPair<kPq>(s, g, g.entry, -1, threadIdx.x % kGroup, dist, unused);
+        traversalPair<kPq>(s, g, entry, -1, threadIdx.x % kGroup, dist, unused);
         if (threadIdx.x == 0) {
-            s.keys[0] = bangKey(dist, g.entry);
-            bloomSet(bloom, uint32_t(g.entry));
-            if (s.res && idFilterAllows(s.allow, g.entry)) {
+            s.keys[0] = bangKey(dist, entry);
+            bloomSet(bloom, uint32_t(entry));
+            if (s.res && idFilterAllows(s.allow, entry)) {
                 s.res[0] = s.keys[0];
             }
         }
@@ -565,7 +572,7 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
     int iterations = 0;
     if (!bad) {
         buildTable<kPq>(s, g);
-        seedEntry<kPq>(s, g, s.bloom);
+        seedEntry<kPq>(s, g, queryEntry(g, a, q), s.bloom);
         while (true) {
             const int pos = selectParent(s, a.L);
             if (pos < 0) {

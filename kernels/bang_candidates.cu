@@ -53,6 +53,13 @@ __global__ void fillFirstKernel(
     }
 }
 
+__global__ void hubRowsKernel(int64_t n, int64_t H, int64_t* rows) {
+    const int64_t h = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (h < H) {
+        rows[h] = bangHubNode(h, n, H);
+    }
+}
+
 __global__ void passCountsKernel(
         const int32_t* iterations,
         int64_t n,
@@ -128,6 +135,13 @@ void bangFillFirstCandidates(
     fillFirstKernel<<<unsigned(warpBlocks(n)), kThreads, 0, stream>>>(
             nn, K1, toHub, hubK, hubToHub, hubHubK, n, H, offsets, ids);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+void bangHubRows(int64_t n, int64_t H, int64_t* rows, cudaStream_t stream) {
+    if (H > 0) {
+        hubRowsKernel<<<unsigned((H + kThreads - 1) / kThreads), kThreads, 0, stream>>>(n, H, rows);
+        FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+    }
 }
 
 size_t bangPassOffsetsTempBytes(int64_t n) {

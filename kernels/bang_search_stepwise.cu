@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
     }
     buildTable<kPq>(s, g);
     if (first) {
-        seedEntry<kPq>(s, g, bloom);
+        seedEntry<kPq>(s, g, queryEntry(g, a, q), bloom);
     }
     int pos = selectParent(s, a.L);
     if (pos >= 0) {

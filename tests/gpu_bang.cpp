@@ -14,6 +14,8 @@
 
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/impl/BangBuild.h>
+#include <kernels/BangCandidates.h>
 #include <kernels/BangSearch.h>
 
 #include "BangReference.h"
@@ -234,6 +236,79 @@ TEST(GpuIndexBang, RecallOnClustered100KFromEitherCandidateSource) {
         EXPECT_EQ(a.I, b.I);
         EXPECT_EQ(a.D, b.D);
         EXPECT_EQ(a.iters, b.iters);
+    }
+}
+
+// 100 blobs of 200 vectors in 512 dimensions: every vector of another blob is about as
+// far as any other, so a greedy walk from the medoid cannot tell which way a query's blob
+// lies. BangEntry::kNearestHub starts each walk at the query's nearest hub instead.
+TEST(GpuIndexBang, NearestHubEntryFindsSeparatedClusters) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 512, k = 10;
+    const int64_t nb = 20000, nq = 200;
+    datasets::ClusteredSpec spec{nb, d, 100, 0.1f, 7};
+    const std::vector<float> xb = datasets::clustered(spec, 0);
+    spec.n = nq;
+    const std::vector<float> xq = datasets::clustered(spec, 1);
+    GpuIndexFlat flat(res, d);
+    flat.add(nb, xb.data());
+    std::vector<float> gtD(nq * k);
+    std::vector<int64_t> gtI(nq * k);
+    flat.search(nq, xq.data(), k, gtD.data(), gtI.data());
+
+    GpuIndexBang index(res, d);
+    index.add(nb, xb.data());
+
+    // The hubs the search finds are each query's nearest by exact distance.
+    const int64_t H = bangHubCount(nb, 0);
+    auto q = res.alloc<float>(xq.size());
+    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
+    const DeviceBuffer<int64_t> hubOf = index.deviceState().nearestHubs(q.data(), nq, H);
+    std::vector<int64_t> hubs(nq);
+    copyToHost(hubs.data(), hubOf.data(), hubs.size(), res.stream());
+    std::vector<double> hubDist(nq);
+    for (int64_t i = 0; i < nq; ++i) {
+        auto dist = [&](int64_t node) {
+            double s = 0;
+            for (int j = 0; j < d; ++j) {
+                const double t = double(xq[i * d + j]) - xb[node * d + j];
+                s += t * t;
+            }
+            return s;
+        };
+        double best = std::numeric_limits<double>::infinity();
+        for (int64_t h = 0; h < H; ++h) {
+            best = std::min(best, dist(kernels::bangHubNode(h, nb, H)));
+        }
+        ASSERT_GE(hubs[i], 0);
+        ASSERT_LT(hubs[i], H);
+        hubDist[i] = dist(kernels::bangHubNode(hubs[i], nb, H));
+        EXPECT_LE(hubDist[i], best * (1 + 1e-4)) << "query " << i;
+    }
+
+    std::vector<float> D(nq * k);
+    std::vector<int64_t> I(nq * k);
+    SearchParametersBang params;
+    params.search_L = 40;
+    index.search(nq, xq.data(), k, D.data(), I.data(), &params);
+    const double fromMedoid = recallAt10(gtI, I, nq);
+    params.entry = BangEntry::kNearestHub;
+    index.search(nq, xq.data(), k, D.data(), I.data(), &params);
+    const double fromHub = recallAt10(gtI, I, nq);
+    std::printf(
+            "512-d separated blobs, L=40: recall@10 %.4f from the medoid, %.4f from the nearest "
+            "hub\n",
+            fromMedoid, fromHub);
+    EXPECT_GE(fromHub, 0.9);
+    EXPECT_GE(fromHub, fromMedoid - 0.01);
+    // A walk of L = k = 1 ends no farther than where it starts: its query's hub.
+    std::vector<float> D1(nq);
+    std::vector<int64_t> I1(nq);
+    params.search_L = 1;
+    index.search(nq, xq.data(), 1, D1.data(), I1.data(), &params);
+    for (int64_t i = 0; i < nq; ++i) {
+        EXPECT_LE(D1[i], hubDist[i] * (1 + 1e-4) + 1e-3) << "query " << i;
     }
 }
 

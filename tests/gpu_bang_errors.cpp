@@ -79,6 +79,10 @@ TEST(GpuIndexBangErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     params.search_L = 5000;
     expectThrowNaming([&] { index.search(1, q.data(), k, D.data(), I.data(), &params); }, "5000");
     params.search_L = 30;
+    params.entry = static_cast<BangEntry>(7);
+    expectThrowNaming(
+            [&] { index.search(1, q.data(), k, D.data(), I.data(), &params); }, "entry=7");
+    params.entry = BangEntry::kMedoid;
     faiss::SearchParametersIVF foreign;
     expectThrowNaming(
             [&] { index.search(1, q.data(), k, D.data(), I.data(), &foreign); },

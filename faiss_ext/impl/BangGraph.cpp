@@ -5,9 +5,13 @@
 
 #include <faiss/impl/FaissAssert.h>
 
+#include <faiss_ext/impl/BangBuild.h>
 #include <faiss_ext/impl/BangPq.h>
+#include <faiss_ext/impl/FlatSearch.h>
+#include <kernels/BangCandidates.h>
 #include <kernels/BangPq.h>
 #include <kernels/Distances.h>
+#include <kernels/GatherRows.h>
 #include <kernels/IdFilter.h>
 
 namespace faiss_ext {
@@ -123,7 +127,8 @@ void BangGraph::search(
         float* outD,
         int64_t* outI,
         int32_t* iterations,
-        const uint32_t* allow) const {
+        const uint32_t* allow,
+        BangEntry entry) const {
     cudaStream_t stream = res_->stream();
     if (size() == 0) {
         kernels::fillMissingResults(outD, outI, nq * k, kernels::DistanceFinish::kL2, stream);
@@ -134,6 +139,9 @@ void BangGraph::search(
         return;
     }
     const kernels::BangGraphView g = view();
+    const int64_t hubs = entry == BangEntry::kNearestHub ? bangHubCount(size(), 0) : 0;
+    const DeviceBuffer<int64_t> hubOf =
+            hubs > 0 ? nearestHubs(queries, nq, hubs) : DeviceBuffer<int64_t>();
     // One block per query: pages of at most INT_MAX blocks.
     for (int64_t q0 = 0; q0 < nq; q0 += INT_MAX) {
         kernels::BangSearchArgs a;
@@ -145,8 +153,34 @@ void BangGraph::search(
         a.outI = outI + size_t(q0) * k;
         a.iterations = iterations ? iterations + q0 : nullptr;
         a.allow = allow;
+        a.entryHubs = hubs > 0 ? hubOf.data() + q0 : nullptr;
+        a.hubs = hubs;
         kernels::bangSearchPersistent(g, a, stream);
     }
+}
+
+DeviceBuffer<int64_t> BangGraph::nearestHubs(const float* queries, int64_t nq, int64_t H) const {
+    const GpuResources& res = *res_;
+    cudaStream_t stream = res.stream();
+    const int d = dim();
+    auto rows = res.alloc<int64_t>(size_t(H));
+    kernels::bangHubRows(size(), H, rows.data(), stream);
+    auto hubX = res.alloc<float>(size_t(H) * d);
+    auto hubNorms = res.alloc<float>(size_t(H));
+    kernels::gatherRows(vectors_.vectors(), rows.data(), H, d, hubX.data(), stream);
+    kernels::gatherRows(vectors_.norms(), rows.data(), H, 1, hubNorms.data(), stream);
+    auto hubOf = res.alloc<int64_t>(size_t(nq));
+    auto dist = res.alloc<float>(size_t(nq));
+    FlatSearchInput in;
+    in.queries = queries;
+    in.nq = nq;
+    in.base = hubX.data();
+    in.baseNorms = hubNorms.data();
+    in.nb = H;
+    in.d = d;
+    in.metric = faiss::METRIC_L2;
+    flatSearch(res, in, 1, dist.data(), hubOf.data());
+    return hubOf;
 }
 
 std::vector<int32_t> BangGraph::graph() const {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/IndexConfig.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <kernels/BangSearch.h>
 
@@ -53,7 +54,9 @@ class BangGraph {
     /// iterations is not null, the parents each query expanded. An empty state gives
     /// only missing results. On the resources' stream, no host synchronisation.
     /// allow (device, one bit per node; null: every node): a filtered search, only
-    /// allowed nodes are results (BangSearchArgs::allow).
+    /// allowed nodes are results (BangSearchArgs::allow). entry: where each walk starts
+    /// (kNearestHub: a flat search of the queries against the bangHubCount(size(), 0)
+    /// hubs first, nearestHubs).
     void search(
             const float* queries,
             int64_t nq,
@@ -62,7 +65,12 @@ class BangGraph {
             float* outD,
             int64_t* outI,
             int32_t* iterations = nullptr,
-            const uint32_t* allow = nullptr) const;
+            const uint32_t* allow = nullptr,
+            BangEntry entry = BangEntry::kMedoid) const;
+    /// Each query's nearest of H hubs (node kernels::bangHubNode(h, size(), H) is hub h)
+    /// by exact L2 over the stored rows: hub numbers, device, nq (-1 for a query with a
+    /// NaN or an infinity).
+    DeviceBuffer<int64_t> nearestHubs(const float* queries, int64_t nq, int64_t H) const;
 
     int64_t size() const {
         return vectors_.size();

@@ -1,4 +1,5 @@
 #include <memory>
+#include <string>
 
 #include <faiss_ext/GpuIndexBang.h>
 
@@ -10,20 +11,46 @@
 namespace faiss_ext {
 namespace python {
 
+namespace {
+
+BangEntry entryFromName(const std::string& name) {
+    if (name == "medoid") {
+        return BangEntry::kMedoid;
+    }
+    if (name == "nearest_hub") {
+        return BangEntry::kNearestHub;
+    }
+    throw py::value_error("entry='" + name + "': use 'medoid' or 'nearest_hub'");
+}
+
+std::string entryName(BangEntry entry) {
+    return entry == BangEntry::kNearestHub ? "nearest_hub" : "medoid";
+}
+
+} // namespace
+
 void bindBang(py::module_& m) {
     py::class_<SearchParametersBang, faiss::SearchParameters>(
             m, "SearchParametersBang",
             "Per-call parameters of GpuIndexBang.search: search_L (worklist size; "
-            "raised to k when smaller).")
-            .def(py::init([](int searchL, faiss::IDSelector* sel) {
+            "raised to k when smaller); entry ('medoid': every walk starts at the graph's "
+            "entry point; 'nearest_hub': each at its query's nearest of 4 sqrt(n) evenly "
+            "spaced stored vectors, for data of many well separated clusters).")
+            .def(py::init([](int searchL, faiss::IDSelector* sel, const std::string& entry) {
                      auto params = std::make_unique<SearchParametersBang>();
                      params->search_L = searchL;
                      params->sel = sel;
+                     params->entry = entryFromName(entry);
                      return params;
                  }),
                  py::arg("search_L") = SearchParametersBang().search_L, py::arg("sel") = nullptr,
-                 py::keep_alive<1, 3>())
-            .def_readwrite("search_L", &SearchParametersBang::search_L);
+                 py::arg("entry") = entryName(SearchParametersBang().entry), py::keep_alive<1, 3>())
+            .def_readwrite("search_L", &SearchParametersBang::search_L)
+            .def_property(
+                    "entry", [](const SearchParametersBang& p) { return entryName(p.entry); },
+                    [](SearchParametersBang& p, const std::string& name) {
+                        p.entry = entryFromName(name);
+                    });
 
     py::class_<GpuIndexBang, GpuIndex>(
             m, "GpuIndexBang",

@@ -59,7 +59,10 @@ class SearchParametersIVF(SearchParameters):
 
 class SearchParametersBang(SearchParameters):
     search_L: int
-    def __init__(self, search_L: int = 64, sel: Optional[IDSelector] = None) -> None: ...
+    entry: str  # 'medoid' or 'nearest_hub'
+    def __init__(
+        self, search_L: int = 64, sel: Optional[IDSelector] = None, entry: str = "medoid"
+    ) -> None: ...
 
 class GpuIndex:
     @property

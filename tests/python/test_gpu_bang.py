@@ -62,6 +62,14 @@ def test_build_search_and_params(res, rng):
     np.testing.assert_array_equal(Ik, Ik2)
     with pytest.raises(faiss_ext.FaissException, match="search_L=2000"):
         index.search(xq, 10, params=faiss_ext.SearchParametersBang(search_L=2000))
+    # Walks from each query's nearest hub: on these blobs as good as from the medoid.
+    hub = faiss_ext.SearchParametersBang(search_L=64, entry="nearest_hub")
+    assert hub.entry == "nearest_hub"
+    r_hub = recall_at_10(index.search(xq, 10, params=hub)[1], gt)
+    print(f"recall@10 at L=64 from the nearest hub: {r_hub:.3f}")
+    assert r_hub >= r64 - 0.01
+    with pytest.raises(ValueError, match="nearest_hub"):
+        faiss_ext.SearchParametersBang(entry="random")
 
     np.testing.assert_array_equal(index.reconstruct(5), xb[5])
     index.reset()
