@@ -135,6 +135,9 @@ def parse_args(argv=None):
     ap.add_argument("--nlist", type=int, help="IVF lists (default: the data set's)")
     ap.add_argument("--nprobe", type=int_list)
     ap.add_argument("--bang-L", type=int_list)
+    ap.add_argument("--bang-entry", choices=("medoid", "nearest_hub"), default="medoid",
+                    help="where GpuIndexBang's walks start (SearchParametersBang.entry; "
+                         "default medoid)")
     ap.add_argument("--cagra-itopk", type=int_list)
     ap.add_argument("--hnsw-ef", type=int_list)
     ap.add_argument("--singles", type=int, help="single queries timed for batch-1 p50")
@@ -580,7 +583,8 @@ def real_makers(args, ds, b, runner):
         norms = np.linalg.norm(ds.xb[:10_000], axis=1)
         unit = bool(np.all(np.abs(norms - 1) < 1e-3))
     if b.has("faiss_ext"):
-        graph.append(("faiss_ext GpuIndexBang", lambda: systems.ExtBang(b, fx_res, xb, metric)))
+        graph.append(("faiss_ext GpuIndexBang",
+                      lambda: systems.ExtBang(b, fx_res, xb, metric, args.bang_entry)))
     if b.has("cuvs"):
         graph.append(("cuVS CAGRA", lambda: _cagra(b, xb, metric, unit)))
     if b.has("hnsw"):

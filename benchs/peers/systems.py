@@ -235,7 +235,7 @@ class ExtIVF(System):
 class ExtBang(System):
     peer, label, family, param_name = "faiss_ext", "faiss_ext GpuIndexBang", "graph", "search_L"
 
-    def __init__(self, b, res, xb, metric):
+    def __init__(self, b, res, xb, metric, entry="medoid"):
         super().__init__()
         fx = b.mods["faiss_ext"]
         self.fx = fx
@@ -243,19 +243,23 @@ class ExtBang(System):
         self.index = fx.GpuIndexBang(res, xb.shape[1], metric=m)
         self.build_s, _ = _timed_build(b, lambda: self.index.add(xb))
         self.mem = self.index.device_memory_bytes()
+        self.entry = entry
+        if entry != "medoid":
+            self.notes.append(f"walks start at each query's nearest hub (entry={entry})")
         self.params = None
         self.search_L = None
 
     def set_param(self, value):
         self.search_L = int(value)
-        self.params = self.fx.SearchParametersBang(search_L=self.search_L)
+        self.params = self.fx.SearchParametersBang(search_L=self.search_L, entry=self.entry)
 
     def search(self, x, k):
         return self.index.search(x, k, params=self.params)
 
     def with_filter(self, f):
         L = self.search_L if self.search_L is not None else int(self.index.search_L)
-        params = self.fx.SearchParametersBang(search_L=L, sel=ext_selector(self.fx, f))
+        params = self.fx.SearchParametersBang(search_L=L, sel=ext_selector(self.fx, f),
+                                              entry=self.entry)
         return lambda x, k: self.index.search(x, k, params=params)
 
 

@@ -120,9 +120,10 @@ def faiss_ext(faiss):
             return self.cpu.search(x, k, params=p)
 
     class SearchParametersBang(SearchParameters):
-        def __init__(self, search_L=64, sel=None):
+        def __init__(self, search_L=64, sel=None, entry="medoid"):
             super().__init__(sel)
             self.search_L = search_L
+            self.entry = entry
 
     class GpuIndexBang(_Wrapped):
         def __init__(self, res, d, R=64, metric=METRIC_L2):
