@@ -135,9 +135,9 @@ def parse_args(argv=None):
     ap.add_argument("--nlist", type=int, help="IVF lists (default: the data set's)")
     ap.add_argument("--nprobe", type=int_list)
     ap.add_argument("--bang-L", type=int_list)
-    ap.add_argument("--bang-entry", choices=("medoid", "nearest_hub"), default="medoid",
+    ap.add_argument("--bang-entry", choices=("medoid", "nearest_hub"), default="nearest_hub",
                     help="where GpuIndexBang's walks start (SearchParametersBang.entry; "
-                         "default medoid)")
+                         "default nearest_hub, the index's own default)")
     ap.add_argument("--cagra-itopk", type=int_list)
     ap.add_argument("--hnsw-ef", type=int_list)
     ap.add_argument("--singles", type=int, help="single queries timed for batch-1 p50")

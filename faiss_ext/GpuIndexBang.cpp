@@ -200,7 +200,7 @@ int GpuIndexBang::searchL_(const faiss::SearchParameters* params, int64_t k) con
 
 BangEntry GpuIndexBang::searchEntry_(const faiss::SearchParameters* params) const {
     auto p = dynamic_cast<const SearchParametersBang*>(params);
-    const BangEntry entry = p ? p->entry : BangEntry::kMedoid;
+    const BangEntry entry = p ? p->entry : SearchParametersBang().entry;
     FAISS_THROW_IF_NOT_FMT(
             entry == BangEntry::kMedoid || entry == BangEntry::kNearestHub,
             "search: entry=%d is not a BangEntry", int(entry));

@@ -21,9 +21,9 @@ struct SearchParametersBang : faiss::SearchParameters {
     /// Worklist size L (as faiss::SearchParametersHNSW::efSearch, raised to k when
     /// smaller); at most GpuIndexBang::kMaxSearchL.
     int search_L = 64;
-    /// Where each query's walk starts (see BangEntry); per call only, not saved with the
-    /// index.
-    BangEntry entry = BangEntry::kMedoid;
+    /// Where each query's walk starts (see BangEntry; a search without parameters uses
+    /// this default); per call only, not saved with the index.
+    BangEntry entry = BangEntry::kNearestHub;
 };
 
 /// Vectors and graph live on the GPU (impl/BangGraph.h). The first add() builds the

@@ -56,9 +56,10 @@ struct BangSearchArgs {
     /// seen, and the results (PQ mode: after its exact re-rank) come from it.
     const uint32_t* allow = nullptr;
     /// Where each query starts (null: g.entry for every query): query q starts at hub
-    /// entryHubs[q] of `hubs`, node bangHubNode(entryHubs[q], g.n, hubs)
-    /// (kernels/BangCandidates.h); a negative value starts it at g.entry.
-    const int64_t* entryHubs = nullptr;
+    /// bangEntryHub(entryKeys[q]) of `hubs` (kernels/BangHubEntry.h), node
+    /// bangHubNode(hub, g.n, hubs) (kernels/BangCandidates.h); kBangNoEntry starts it at
+    /// g.entry.
+    const uint64_t* entryKeys = nullptr;
     int64_t hubs = 0;
 };
 

@@ -18,6 +18,7 @@
 
 #include "BangBloom.h"
 #include "BangCandidates.h"
+#include "BangHubEntry.h"
 #include "BangPq.h"
 #include "BangSearch.h"
 #include "IdFilter.cuh"
@@ -322,9 +323,9 @@ __device__ inline void clearWorklist(const Smem& s, int L) {
     }
 }
 
-/// Where query q starts: its hub (BangSearchArgs::entryHubs) or the graph's entry point.
+/// Where query q starts: its hub (BangSearchArgs::entryKeys) or the graph's entry point.
 __device__ inline int32_t queryEntry(const BangGraphView& g, const BangSearchArgs& a, int64_t q) {
-    const int64_t h = a.entryHubs ? a.entryHubs[q] : -1;
+    const int64_t h = a.entryKeys ? bangEntryHub(a.entryKeys[q]) : -1;
     return h >= 0 ? int32_t(bangHubNode(h, g.n, a.hubs)) : g.entry;
 }
 

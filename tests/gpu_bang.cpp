@@ -16,6 +16,7 @@
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/impl/BangBuild.h>
 #include <kernels/BangCandidates.h>
+#include <kernels/BangHubEntry.h>
 #include <kernels/BangSearch.h>
 
 #include "BangReference.h"
@@ -241,16 +242,18 @@ TEST(GpuIndexBang, RecallOnClustered100KFromEitherCandidateSource) {
 
 // 100 blobs of 200 vectors in 512 dimensions: every vector of another blob is about as
 // far as any other, so a greedy walk from the medoid cannot tell which way a query's blob
-// lies. BangEntry::kNearestHub starts each walk at the query's nearest hub instead.
+// lies. BangEntry::kNearestHub (the default) starts each walk at the query's nearest hub
+// instead. Both ways of finding the hubs (BangHubPath) are checked against a CPU scan,
+// and the search runs on each: 16 queries take the direct kernel, 200 the flat search.
 TEST(GpuIndexBang, NearestHubEntryFindsSeparatedClusters) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 512, k = 10;
-    const int64_t nb = 20000, nq = 200;
+    const int64_t nb = 20000, nq = 200, nqSmall = 16;
     datasets::ClusteredSpec spec{nb, d, 100, 0.1f, 7};
     const std::vector<float> xb = datasets::clustered(spec, 0);
     spec.n = nq;
-    const std::vector<float> xq = datasets::clustered(spec, 1);
+    std::vector<float> xq = datasets::clustered(spec, 1);
     GpuIndexFlat flat(res, d);
     flat.add(nb, xb.data());
     std::vector<float> gtD(nq * k);
@@ -259,56 +262,79 @@ TEST(GpuIndexBang, NearestHubEntryFindsSeparatedClusters) {
 
     GpuIndexBang index(res, d);
     index.add(nb, xb.data());
-
-    // The hubs the search finds are each query's nearest by exact distance.
     const int64_t H = bangHubCount(nb, 0);
-    auto q = res.alloc<float>(xq.size());
-    copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
-    const DeviceBuffer<int64_t> hubOf = index.deviceState().nearestHubs(q.data(), nq, H);
-    std::vector<int64_t> hubs(nq);
-    copyToHost(hubs.data(), hubOf.data(), hubs.size(), res.stream());
-    std::vector<double> hubDist(nq);
-    for (int64_t i = 0; i < nq; ++i) {
-        auto dist = [&](int64_t node) {
-            double s = 0;
-            for (int j = 0; j < d; ++j) {
-                const double t = double(xq[i * d + j]) - xb[node * d + j];
-                s += t * t;
-            }
-            return s;
-        };
-        double best = std::numeric_limits<double>::infinity();
-        for (int64_t h = 0; h < H; ++h) {
-            best = std::min(best, dist(kernels::bangHubNode(h, nb, H)));
+    ASSERT_EQ(bangHubPathFor(nqSmall, H, d), BangHubPath::kDirect);
+    ASSERT_EQ(bangHubPathFor(nq, H, d), BangHubPath::kFlat);
+
+    // The hubs each path finds are each query's nearest by exact distance; a query with
+    // a NaN has none.
+    auto dist = [&](const std::vector<float>& queries, int64_t i, int64_t node) {
+        double s = 0;
+        for (int j = 0; j < d; ++j) {
+            const double t = double(queries[i * d + j]) - xb[node * d + j];
+            s += t * t;
         }
-        ASSERT_GE(hubs[i], 0);
-        ASSERT_LT(hubs[i], H);
-        hubDist[i] = dist(kernels::bangHubNode(hubs[i], nb, H));
-        EXPECT_LE(hubDist[i], best * (1 + 1e-4)) << "query " << i;
+        return s;
+    };
+    std::vector<float> xqNan = xq;
+    xqNan[3 * d + 5] = std::numeric_limits<float>::quiet_NaN();
+    auto q = res.alloc<float>(xq.size());
+    copyToDevice(q.data(), xqNan.data(), xqNan.size(), res.stream());
+    std::vector<double> hubDist(nq);
+    for (BangHubPath path : {BangHubPath::kDirect, BangHubPath::kFlat}) {
+        SCOPED_TRACE(path == BangHubPath::kDirect ? "direct" : "flat");
+        const DeviceBuffer<uint64_t> keys = index.deviceState().nearestHubs(q.data(), nq, H, path);
+        std::vector<uint64_t> hostKeys(nq);
+        copyToHost(hostKeys.data(), keys.data(), hostKeys.size(), res.stream());
+        for (int64_t i = 0; i < nq; ++i) {
+            const int64_t hub = kernels::bangEntryHub(hostKeys[i]);
+            if (i == 3) {
+                EXPECT_EQ(hostKeys[i], kernels::kBangNoEntry);
+                continue;
+            }
+            double best = std::numeric_limits<double>::infinity();
+            for (int64_t h = 0; h < H; ++h) {
+                best = std::min(best, dist(xq, i, kernels::bangHubNode(h, nb, H)));
+            }
+            ASSERT_GE(hub, 0);
+            ASSERT_LT(hub, H);
+            hubDist[i] = dist(xq, i, kernels::bangHubNode(hub, nb, H));
+            EXPECT_LE(hubDist[i], best * (1 + 1e-4)) << "query " << i;
+        }
     }
 
-    std::vector<float> D(nq * k);
-    std::vector<int64_t> I(nq * k);
-    SearchParametersBang params;
-    params.search_L = 40;
-    index.search(nq, xq.data(), k, D.data(), I.data(), &params);
-    const double fromMedoid = recallAt10(gtI, I, nq);
-    params.entry = BangEntry::kNearestHub;
-    index.search(nq, xq.data(), k, D.data(), I.data(), &params);
-    const double fromHub = recallAt10(gtI, I, nq);
-    std::printf(
-            "512-d separated blobs, L=40: recall@10 %.4f from the medoid, %.4f from the nearest "
-            "hub\n",
-            fromMedoid, fromHub);
-    EXPECT_GE(fromHub, 0.9);
-    EXPECT_GE(fromHub, fromMedoid - 0.01);
-    // A walk of L = k = 1 ends no farther than where it starts: its query's hub.
-    std::vector<float> D1(nq);
-    std::vector<int64_t> I1(nq);
-    params.search_L = 1;
-    index.search(nq, xq.data(), 1, D1.data(), I1.data(), &params);
-    for (int64_t i = 0; i < nq; ++i) {
-        EXPECT_LE(D1[i], hubDist[i] * (1 + 1e-4) + 1e-3) << "query " << i;
+    for (int64_t n : {nqSmall, nq}) {
+        SCOPED_TRACE(n);
+        std::vector<float> D(n * k);
+        std::vector<int64_t> I(n * k);
+        std::vector<int64_t> gt(gtI.begin(), gtI.begin() + n * k);
+        SearchParametersBang params;
+        EXPECT_EQ(params.entry, BangEntry::kNearestHub);
+        params.search_L = 40;
+        index.search(n, xq.data(), k, D.data(), I.data(), &params);
+        const double fromHub = recallAt10(gt, I, n);
+        index.search(n, xq.data(), k, D.data(), I.data()); // no params: the same default
+        EXPECT_EQ(recallAt10(gt, I, n), fromHub);
+        params.entry = BangEntry::kMedoid;
+        index.search(n, xq.data(), k, D.data(), I.data(), &params);
+        const double fromMedoid = recallAt10(gt, I, n);
+        std::printf(
+                "512-d separated blobs, %lld queries, L=40: recall@10 %.4f from the medoid, "
+                "%.4f from the nearest hub\n",
+                (long long)n, fromMedoid, fromHub);
+        EXPECT_GE(fromHub, 0.9);
+        EXPECT_GE(fromHub, fromMedoid - 0.01);
+        // A walk of L = k = 1 ends no farther than where it starts: its query's hub.
+        std::vector<float> D1(n);
+        std::vector<int64_t> I1(n);
+        params.entry = BangEntry::kNearestHub;
+        params.search_L = 1;
+        index.search(n, xq.data(), 1, D1.data(), I1.data(), &params);
+        for (int64_t i = 0; i < n; ++i) {
+            if (i != 3) {
+                EXPECT_LE(D1[i], hubDist[i] * (1 + 1e-4) + 1e-3) << "query " << i;
+            }
+        }
     }
 }
 

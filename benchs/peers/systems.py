@@ -235,7 +235,7 @@ class ExtIVF(System):
 class ExtBang(System):
     peer, label, family, param_name = "faiss_ext", "faiss_ext GpuIndexBang", "graph", "search_L"
 
-    def __init__(self, b, res, xb, metric, entry="medoid"):
+    def __init__(self, b, res, xb, metric, entry="nearest_hub"):
         super().__init__()
         fx = b.mods["faiss_ext"]
         self.fx = fx
@@ -244,8 +244,8 @@ class ExtBang(System):
         self.build_s, _ = _timed_build(b, lambda: self.index.add(xb))
         self.mem = self.index.device_memory_bytes()
         self.entry = entry
-        if entry != "medoid":
-            self.notes.append(f"walks start at each query's nearest hub (entry={entry})")
+        if entry != "nearest_hub":
+            self.notes.append(f"walks start at the graph's entry point (entry={entry})")
         self.params = None
         self.search_L = None
 

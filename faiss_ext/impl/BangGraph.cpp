@@ -9,6 +9,7 @@
 #include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <kernels/BangCandidates.h>
+#include <kernels/BangHubEntry.h>
 #include <kernels/BangPq.h>
 #include <kernels/Distances.h>
 #include <kernels/GatherRows.h>
@@ -140,8 +141,9 @@ void BangGraph::search(
     }
     const kernels::BangGraphView g = view();
     const int64_t hubs = entry == BangEntry::kNearestHub ? bangHubCount(size(), 0) : 0;
-    const DeviceBuffer<int64_t> hubOf =
-            hubs > 0 ? nearestHubs(queries, nq, hubs) : DeviceBuffer<int64_t>();
+    const DeviceBuffer<uint64_t> entryKeys = hubs > 0
+            ? nearestHubs(queries, nq, hubs, bangHubPathFor(nq, hubs, dim()))
+            : DeviceBuffer<uint64_t>();
     // One block per query: pages of at most INT_MAX blocks.
     for (int64_t q0 = 0; q0 < nq; q0 += INT_MAX) {
         kernels::BangSearchArgs a;
@@ -153,16 +155,34 @@ void BangGraph::search(
         a.outI = outI + size_t(q0) * k;
         a.iterations = iterations ? iterations + q0 : nullptr;
         a.allow = allow;
-        a.entryHubs = hubs > 0 ? hubOf.data() + q0 : nullptr;
+        a.entryKeys = hubs > 0 ? entryKeys.data() + q0 : nullptr;
         a.hubs = hubs;
         kernels::bangSearchPersistent(g, a, stream);
     }
 }
 
-DeviceBuffer<int64_t> BangGraph::nearestHubs(const float* queries, int64_t nq, int64_t H) const {
+BangHubPath bangHubPathFor(int64_t nq, int64_t H, int d) {
+    // The direct kernel reads every hub row for every query (from L2 after the first):
+    // below ~2^25 multiply-adds it beats the flat search's ~6 launches; above, the
+    // flat search's GEMM shares each hub row among the queries of a tile.
+    return double(nq) * double(H) * d <= double(1 << 25) ? BangHubPath::kDirect
+                                                         : BangHubPath::kFlat;
+}
+
+DeviceBuffer<uint64_t> BangGraph::nearestHubs(
+        const float* queries,
+        int64_t nq,
+        int64_t H,
+        BangHubPath path) const {
     const GpuResources& res = *res_;
     cudaStream_t stream = res.stream();
     const int d = dim();
+    auto keys = res.alloc<uint64_t>(size_t(nq));
+    if (path == BangHubPath::kDirect) {
+        kernels::bangNearestHubsDirect(
+                vectors_.vectors(), size(), d, H, queries, nq, keys.data(), stream);
+        return keys;
+    }
     auto rows = res.alloc<int64_t>(size_t(H));
     kernels::bangHubRows(size(), H, rows.data(), stream);
     auto hubX = res.alloc<float>(size_t(H) * d);
@@ -180,7 +200,8 @@ DeviceBuffer<int64_t> BangGraph::nearestHubs(const float* queries, int64_t nq, i
     in.d = d;
     in.metric = faiss::METRIC_L2;
     flatSearch(res, in, 1, dist.data(), hubOf.data());
-    return hubOf;
+    kernels::bangEntryKeys(dist.data(), hubOf.data(), nq, keys.data(), stream);
+    return keys;
 }
 
 std::vector<int32_t> BangGraph::graph() const {

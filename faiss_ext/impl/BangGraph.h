@@ -17,6 +17,14 @@ namespace faiss_ext {
 
 struct BangPqTables;
 
+/// How BangGraph::nearestHubs compares queries with hubs: one kernel of direct-form
+/// distances straight from the stored rows (small batches), or an exact flat search of
+/// the gathered hub rows (GEMM, then a k = 1 select).
+enum class BangHubPath { kDirect, kFlat };
+
+/// The path for nq queries against H hubs of d components (host cost rule).
+BangHubPath bangHubPathFor(int64_t nq, int64_t H, int d);
+
 class BangGraph {
    public:
     /// An empty state for d-dimensional vectors, graphs of degree R and pqM
@@ -55,8 +63,8 @@ class BangGraph {
     /// only missing results. On the resources' stream, no host synchronisation.
     /// allow (device, one bit per node; null: every node): a filtered search, only
     /// allowed nodes are results (BangSearchArgs::allow). entry: where each walk starts
-    /// (kNearestHub: a flat search of the queries against the bangHubCount(size(), 0)
-    /// hubs first, nearestHubs).
+    /// (kNearestHub: each query's nearest of the bangHubCount(size(), 0) hubs first,
+    /// nearestHubs).
     void search(
             const float* queries,
             int64_t nq,
@@ -68,9 +76,13 @@ class BangGraph {
             const uint32_t* allow = nullptr,
             BangEntry entry = BangEntry::kMedoid) const;
     /// Each query's nearest of H hubs (node kernels::bangHubNode(h, size(), H) is hub h)
-    /// by exact L2 over the stored rows: hub numbers, device, nq (-1 for a query with a
-    /// NaN or an infinity).
-    DeviceBuffer<int64_t> nearestHubs(const float* queries, int64_t nq, int64_t H) const;
+    /// by L2 over the stored rows, as entry keys (device, nq; kernels/BangHubEntry.h:
+    /// kBangNoEntry for a query with a NaN or an infinity), found by `path`.
+    DeviceBuffer<uint64_t> nearestHubs(
+            const float* queries,
+            int64_t nq,
+            int64_t H,
+            BangHubPath path) const;
 
     int64_t size() const {
         return vectors_.size();

@@ -61,7 +61,7 @@ class SearchParametersBang(SearchParameters):
     search_L: int
     entry: str  # 'medoid' or 'nearest_hub'
     def __init__(
-        self, search_L: int = 64, sel: Optional[IDSelector] = None, entry: str = "medoid"
+        self, search_L: int = 64, sel: Optional[IDSelector] = None, entry: str = "nearest_hub"
     ) -> None: ...
 
 class GpuIndex:

@@ -120,7 +120,7 @@ def faiss_ext(faiss):
             return self.cpu.search(x, k, params=p)
 
     class SearchParametersBang(SearchParameters):
-        def __init__(self, search_L=64, sel=None, entry="medoid"):
+        def __init__(self, search_L=64, sel=None, entry="nearest_hub"):
             super().__init__(sel)
             self.search_L = search_L
             self.entry = entry

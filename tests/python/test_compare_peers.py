@@ -291,7 +291,7 @@ def test_main_with_cpu_stand_ins(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(systems, "load_backends", fake_load)
     cp.main(["compare_peers.py", "--data", "clustered:4000:16:200", "--quick",
              "--batches", "1,16,128", "--nlist", "16", "--nprobe", "1,4", "--bang-L", "16,32",
-             "--bang-entry", "nearest_hub",
+             "--bang-entry", "medoid",
              "--cagra-itopk", "16,32", "--hnsw", "--hnsw-ef", "16", "--singles", "10",
              "--rates", "stated", "--out", str(tmp_path)])
     out = capsys.readouterr().out
@@ -312,7 +312,7 @@ def test_main_with_cpu_stand_ins(monkeypatch, tmp_path, capsys):
         assert r10[0].strip() == r10[1].strip(), line     # same trained index
         assert line.split("|")[10].strip() != "-"          # floors from the real probes
     assert "no peer point reaches" in text or "(vs " in text
-    assert "walks start at each query's nearest hub (entry=nearest_hub)" in text
+    assert "walks start at the graph's entry point (entry=medoid)" in text
 
 
 def test_main_inner_product_file_set(monkeypatch, tmp_path, capsys):
