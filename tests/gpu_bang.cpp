@@ -262,7 +262,7 @@ TEST(GpuIndexBang, NearestHubEntryFindsSeparatedClusters) {
 
     GpuIndexBang index(res, d);
     index.add(nb, xb.data());
-    const int64_t H = bangHubCount(nb, 0);
+    const int64_t H = bangEntryHubCount(nb);
     ASSERT_EQ(bangHubPathFor(nqSmall, H, d), BangHubPath::kDirect);
     ASSERT_EQ(bangHubPathFor(nq, H, d), BangHubPath::kFlat);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 
 #include <faiss/impl/FaissAssert.h>
 
@@ -140,7 +141,7 @@ void BangGraph::search(
         return;
     }
     const kernels::BangGraphView g = view();
-    const int64_t hubs = entry == BangEntry::kNearestHub ? bangHubCount(size(), 0) : 0;
+    const int64_t hubs = entry == BangEntry::kNearestHub ? bangEntryHubCount(size()) : 0;
     const DeviceBuffer<uint64_t> entryKeys = hubs > 0
             ? nearestHubs(queries, nq, hubs, bangHubPathFor(nq, hubs, dim()))
             : DeviceBuffer<uint64_t>();
@@ -159,6 +160,14 @@ void BangGraph::search(
         a.hubs = hubs;
         kernels::bangSearchPersistent(g, a, stream);
     }
+}
+
+int64_t bangEntryHubCount(int64_t n) {
+    // Twice the build's 4 sqrt(n) hubs: on data of c well separated clusters of random
+    // sizes, a cluster holds none of H evenly spaced nodes with probability ~e^(-H / c)
+    // and its queries then start in another one (500K x 768, 1000 blobs: 6% of the
+    // queries at 4 sqrt(n), 0.5% at 8 sqrt(n); benchs/NOTES.md).
+    return std::min<int64_t>(n, std::max<int64_t>(1, int64_t(8 * std::sqrt(double(n)))));
 }
 
 BangHubPath bangHubPathFor(int64_t nq, int64_t H, int d) {

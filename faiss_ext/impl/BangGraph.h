@@ -25,6 +25,10 @@ enum class BangHubPath { kDirect, kFlat };
 /// The path for nq queries against H hubs of d components (host cost rule).
 BangHubPath bangHubPathFor(int64_t nq, int64_t H, int d);
 
+/// The entry hubs of BangEntry::kNearestHub over n nodes: min(n, 8 sqrt(n)) evenly
+/// spaced nodes (hub h: kernels::bangHubNode(h, n, H)).
+int64_t bangEntryHubCount(int64_t n);
+
 class BangGraph {
    public:
     /// An empty state for d-dimensional vectors, graphs of degree R and pqM
@@ -63,7 +67,7 @@ class BangGraph {
     /// only missing results. On the resources' stream, no host synchronisation.
     /// allow (device, one bit per node; null: every node): a filtered search, only
     /// allowed nodes are results (BangSearchArgs::allow). entry: where each walk starts
-    /// (kNearestHub: each query's nearest of the bangHubCount(size(), 0) hubs first,
+    /// (kNearestHub: each query's nearest of the bangEntryHubCount(size()) hubs first,
     /// nearestHubs).
     void search(
             const float* queries,
