@@ -208,6 +208,9 @@ DeviceBuffer<uint64_t> BangGraph::nearestHubs(
     in.nb = H;
     in.d = d;
     in.metric = faiss::METRIC_L2;
+    // A start needs no exact order: tensor cores (3xTF32) for the product, which at
+    // 10000 x 8000 x 128 is most of this search in FP32.
+    in.precision = GpuFlatPrecision::kTF32x3;
     flatSearch(res, in, 1, dist.data(), hubOf.data());
     kernels::bangEntryKeys(dist.data(), hubOf.data(), nq, keys.data(), stream);
     return keys;
