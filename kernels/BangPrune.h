@@ -33,6 +33,10 @@ struct BangPrunePage {
     const int32_t* segments = nullptr; ///< nodes + 1
     const int32_t* ids = nullptr;      ///< entries
     int entries = 0;
+    /// nodes entries, a permutation of 0 .. nodes - 1 (null: the identity): block b
+    /// prunes node v0 + order[b]. Blocks run roughly in order, so nodes whose candidates
+    /// overlap, put next to each other here, read their candidates' rows from L2.
+    const int32_t* order = nullptr;
 };
 
 /// Scratch of one page (device memory, `entries` elements each) and CUB's temporary

@@ -96,10 +96,11 @@ __global__ void __launch_bounds__(kThreads) keysKernel(
         int64_t v0,
         const int32_t* __restrict__ segments,
         const int32_t* __restrict__ ids,
+        const int32_t* __restrict__ order,
         uint64_t* __restrict__ keys) {
     extern __shared__ float4 smemKeys[];
     float* node = reinterpret_cast<float*>(smemKeys);
-    const int s = blockIdx.x;
+    const int s = order ? order[blockIdx.x] : int(blockIdx.x);
     const int64_t v = v0 + s;
     const int begin = segments[s];
     const int m = segments[s + 1] - begin;
@@ -128,6 +129,7 @@ __global__ void __launch_bounds__(kThreads) pruneKernel(
         int d,
         int64_t v0,
         const int32_t* __restrict__ segments,
+        const int32_t* __restrict__ order,
         const uint64_t* __restrict__ sortedKeys,
         uint8_t* alive,
         int R,
@@ -137,7 +139,7 @@ __global__ void __launch_bounds__(kThreads) pruneKernel(
     extern __shared__ float4 smemPrune[];
     float* pivot = reinterpret_cast<float*>(smemPrune); // the vector of p*
     __shared__ int found;
-    const int s = blockIdx.x;
+    const int s = order ? order[blockIdx.x] : int(blockIdx.x);
     const int begin = segments[s];
     const int m = segments[s + 1] - begin;
     const uint64_t* key = sortedKeys + begin;
@@ -340,7 +342,8 @@ void bangPrunePage(
         FAISS_ASSERT(work.sortTempBytes >= bangPruneSortTempBytes(page.entries, page.nodes));
         raiseDynamicSmemLimit(keysKernel, smem);
         keysKernel<<<grid, kThreads, smem, stream>>>(
-                page.vectors, page.n, page.d, page.v0, page.segments, page.ids, work.keys);
+                page.vectors, page.n, page.d, page.v0, page.segments, page.ids, page.order,
+                work.keys);
         FAISS_EXT_CUDA_CHECK_LAUNCH();
         cub::DoubleBuffer<uint64_t> keys(work.keys, work.keysAlt);
         size_t tempBytes = work.sortTempBytes;
@@ -351,7 +354,7 @@ void bangPrunePage(
     }
     raiseDynamicSmemLimit(pruneKernel, smem);
     pruneKernel<<<grid, kThreads, smem, stream>>>(
-            page.vectors, page.d, page.v0, page.segments, sorted, work.alive, R, alpha,
+            page.vectors, page.d, page.v0, page.segments, page.order, sorted, work.alive, R, alpha,
             copyWhenFits, graph);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }

@@ -241,6 +241,24 @@ TEST(BangBuild, EveryHubIsFoundFromItsNode) {
     }
 }
 
+TEST(BangBuild, LocalityOrderGroupsNodesByCellThenId) {
+    // Cells of 10 nodes: 2, 0, -1 (none), 2, 1, 0, 5 (out of range), 1, 0, 2.
+    const std::vector<int64_t> cell{2, 0, -1, 2, 1, 0, 5, 1, 0, 2};
+    EXPECT_EQ(bangLocalityOrder(cell, 3), (std::vector<int32_t>{1, 5, 8, 4, 7, 0, 3, 9, 2, 6}));
+    EXPECT_TRUE(bangLocalityOrder({}, 4).empty());
+    // A permutation of every node, whatever the cells.
+    std::mt19937_64 rng(7);
+    std::vector<int64_t> many(1000);
+    for (int64_t& c : many) {
+        c = int64_t(rng() % 40) - 3;
+    }
+    std::vector<int32_t> order = bangLocalityOrder(many, 30);
+    std::sort(order.begin(), order.end());
+    for (int32_t v = 0; v < 1000; ++v) {
+        ASSERT_EQ(order[size_t(v)], v);
+    }
+}
+
 TEST(BangInnerProduct, StoredLayoutAndTransform) {
     // L2 stores the vectors as they are; inner product one component more, or in PQ
     // mode one sub-quantizer's width more (and one sub-quantizer more).

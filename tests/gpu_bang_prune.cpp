@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
@@ -126,10 +127,19 @@ std::vector<int32_t> gpuPrune(
         int d,
         const BangCandidateLists& lists,
         int R,
-        float alpha) {
+        float alpha,
+        const std::vector<int32_t>* order = nullptr) {
     FlatStorage storage(res, d);
     storage.append(n, x.data());
-    return pruneCandidateGraphGpu(res, storage, lists, R, alpha);
+    return pruneCandidateGraphGpu(res, storage, lists, R, alpha, order);
+}
+
+/// 0 .. n - 1 shuffled: an order of the prunes unrelated to the ids.
+std::vector<int32_t> shuffledNodes(std::mt19937_64& rng, int64_t n) {
+    std::vector<int32_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    return order;
 }
 
 /// Rows that are not well formed (first few reported).
@@ -203,6 +213,11 @@ TEST(GpuBangPrune, IdenticalToHostOnExactData) {
                 ASSERT_EQ(gpu.size(), host.size()) << what;
                 EXPECT_EQ(differingRows(gpu, host, n, R, what), 0) << what;
                 EXPECT_EQ(malformedRows(gpu, n, R), 0) << what;
+                // The nodes pruned in another order: the same graph.
+                const std::vector<int32_t> order = shuffledNodes(rng, n);
+                const std::vector<int32_t> reordered =
+                        gpuPrune(res, x, n, d, gpuLists, R, alpha, &order);
+                EXPECT_EQ(differingRows(reordered, host, n, R, what + " reordered"), 0) << what;
             }
         }
     }
@@ -325,6 +340,9 @@ TEST(GpuBangPrune, PagesDoNotChangeTheGraphAndANodeTooLargeIsRefused) {
             2u);
     const std::vector<int32_t> many = gpuPrune(paged, x, n, d, gpuLists, R, 1.2f);
     EXPECT_EQ(differingRows(many, once, n, R, "pages"), 0);
+    const std::vector<int32_t> order = shuffledNodes(rng, n);
+    const std::vector<int32_t> manyReordered = gpuPrune(paged, x, n, d, gpuLists, R, 1.2f, &order);
+    EXPECT_EQ(differingRows(manyReordered, once, n, R, "pages, reordered"), 0);
     // A node with 2^20 candidates (21 bytes each: 21 MiB) does not fit in 16 MiB: refused,
     // naming the budget, before any kernel runs.
     CandidateSpec huge;

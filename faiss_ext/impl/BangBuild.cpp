@@ -136,14 +136,17 @@ DeviceBuffer<int64_t> nearestAmong(
 }
 
 /// Stage 1's candidates, in device memory: nearest neighbours (exact or from an
-/// IVF-Flat), nearest hubs, hubs' nearest hubs (kernels::bangFillFirstCandidates).
+/// IVF-Flat), nearest hubs, hubs' nearest hubs (kernels::bangFillFirstCandidates); and
+/// in `order` the nodes grouped by their nearest hub (bangLocalityOrder), the order of
+/// every prune of the build.
 BangDeviceCandidates firstCandidates(
         GpuResources& res,
         const FlatStorage& storage,
         const float* xHost,
         const BangBuildConfig& p,
         size_t pageBytes,
-        const Progress& progress) {
+        const Progress& progress,
+        std::vector<int32_t>& order) {
     const int64_t n = storage.size();
     const int d = storage.dim();
     const int K1 = n > 1 ? int(std::min<int64_t>(p.candidates, n - 1)) + 1 : 0;
@@ -168,6 +171,13 @@ BangDeviceCandidates firstCandidates(
     const DeviceBuffer<int64_t> hubToHub =
             knnIds(res, hubs.vectors(), H, hubs.vectors(), hubs.norms(), H, d, hubHubK, pageBytes);
     progress.report("candidates: nearest hubs", 0.8);
+    // Each node's nearest hub: column 0 of toHub.
+    std::vector<int64_t> nearestHub(static_cast<size_t>(n));
+    FAISS_EXT_CUDA_CHECK(cudaMemcpy2DAsync(
+            nearestHub.data(), sizeof(int64_t), toHub.data(), size_t(hubK) * sizeof(int64_t),
+            sizeof(int64_t), size_t(n), cudaMemcpyDeviceToHost, res.stream()));
+    FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(res.stream()));
+    order = bangLocalityOrder(nearestHub, H);
 
     BangDeviceCandidates lists;
     lists.offsets.assign(size_t(n) + 1, 0);
@@ -290,6 +300,23 @@ BangDeviceCandidates searchCandidates(
 
 } // namespace
 
+std::vector<int32_t> bangLocalityOrder(const std::vector<int64_t>& cell, int64_t cells) {
+    // A counting sort; a cell outside [0, cells) counts as cell `cells`.
+    std::vector<int64_t> start(size_t(cells) + 2, 0);
+    auto cellOf = [&](size_t v) { return cell[v] >= 0 && cell[v] < cells ? cell[v] : cells; };
+    for (size_t v = 0; v < cell.size(); ++v) {
+        ++start[size_t(cellOf(v)) + 1];
+    }
+    for (size_t c = 1; c < start.size(); ++c) {
+        start[c] += start[c - 1];
+    }
+    std::vector<int32_t> order(cell.size());
+    for (size_t v = 0; v < cell.size(); ++v) {
+        order[size_t(start[size_t(cellOf(v))]++)] = int32_t(v);
+    }
+    return order;
+}
+
 int64_t bangHubCount(int64_t n, int64_t requested) {
     if (requested > 0) {
         return std::min(requested, n);
@@ -328,9 +355,10 @@ BangBuildTimes buildBangGraph(
     };
     DeviceBuffer<int32_t> graph;
     int64_t medoid = 0;
+    std::vector<int32_t> order;
     {
         const BangDeviceCandidates first =
-                firstCandidates(res, storage, xHost, p, pageBytes, stage(1));
+                firstCandidates(res, storage, xHost, p, pageBytes, stage(1), order);
         medoid = medoidOf(res, storage, xHost, pageBytes);
         clock.lap(t.knnSeconds);
         progress.step(
@@ -338,7 +366,7 @@ BangBuildTimes buildBangGraph(
                                                              : "graph: IVF-Flat candidates, stage",
                 1, stages);
         graph = pruneCandidateGraphOnDevice(
-                res, storage, first, p.graphDegree, p.alpha, stage(2), nullptr, 0);
+                res, storage, first, p.graphDegree, p.alpha, stage(2), nullptr, 0, &order);
         clock.lap(t.pruneSeconds);
         progress.step("graph: first prune, stage", 2, stages);
     }
@@ -350,7 +378,7 @@ BangBuildTimes buildBangGraph(
                 "graph: pass " + std::to_string(pass + 1) + " searches, stage", 3 + 2 * pass,
                 stages);
         graph = pruneCandidateGraphOnDevice(
-                res, storage, c, p.graphDegree, p.alpha, stage(4 + 2 * pass), nullptr, 0);
+                res, storage, c, p.graphDegree, p.alpha, stage(4 + 2 * pass), nullptr, 0, &order);
         clock.lap(t.pruneSeconds);
         progress.step(
                 "graph: pass " + std::to_string(pass + 1) + " prune, stage", 4 + 2 * pass, stages);

@@ -31,6 +31,12 @@ constexpr int kBangHubsPerHub = 1024;
 /// The hub count actually used for n vectors.
 int64_t bangHubCount(int64_t n, int64_t requested);
 
+/// The nodes 0 .. cell.size() - 1 ordered by cell (cell[v] in [0, cells); any other
+/// value after the last cell), by id within a cell: the order in which the build prunes
+/// its nodes, cell[v] being v's nearest hub, so that nodes pruned at the same time share
+/// their candidates' rows in L2 (pruneCandidateGraphOnDevice).
+std::vector<int32_t> bangLocalityOrder(const std::vector<int64_t>& cell, int64_t cells);
+
 /// From this many vectors up, BangBuildConfig::candidateLists = -1 finds the first
 /// candidates with an IVF-Flat. The exact k-NN grows as n^2 (6.3 s at 1M x 128 on an
 /// H100, so ~0.25 s at 200K), k-means and the IVF search as n^1.5 plus a fixed cost;

@@ -22,6 +22,7 @@ struct PageBuffers {
     DeviceBuffer<uint64_t> keysAlt;
     DeviceBuffer<uint8_t> alive;
     DeviceBuffer<char> sortTemp;
+    DeviceBuffer<int32_t> order;
 
     PageBuffers(const GpuResources& res, const BangPrunePageRange& page, bool ownIds)
             : segments(res.alloc<int32_t>(size_t(page.end - page.begin) + 1)),
@@ -47,6 +48,26 @@ struct PageBuffers {
     }
 
     /// The page's nodes (firstNode + r.begin ..) with their candidates at pageIds.
+    /// The page's nodes in the order of `all` (every node once; null: id order).
+    void setOrder(
+            const std::vector<int32_t>* all,
+            const BangPrunePageRange& page,
+            const GpuResources& res) {
+        if (!all) {
+            return;
+        }
+        std::vector<int32_t> mine;
+        mine.reserve(size_t(page.end - page.begin));
+        for (const int32_t v : *all) {
+            if (v >= page.begin && v < page.end) {
+                mine.push_back(int32_t(v - page.begin));
+            }
+        }
+        FAISS_ASSERT(int64_t(mine.size()) == page.end - page.begin);
+        order = res.alloc<int32_t>(mine.size());
+        copyToDevice(order.data(), mine.data(), mine.size(), res.stream());
+    }
+
     kernels::BangPrunePage page(
             const FlatStorage& vectors,
             const BangPrunePageRange& r,
@@ -61,6 +82,7 @@ struct PageBuffers {
         p.segments = segments.data();
         p.ids = pageIds;
         p.entries = int(r.entries);
+        p.order = order.size() > 0 ? order.data() : nullptr;
         return p;
     }
 
@@ -143,12 +165,14 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         float alpha,
         const Progress& progress,
         const int32_t* keptGraph,
-        int64_t firstNode) {
+        int64_t firstNode,
+        const std::vector<int32_t>* order) {
     const int64_t n = vectors.size();
     const int d = vectors.dim();
     FAISS_ASSERT(
             n >= 1 && n < INT_MAX && R >= 1 && firstNode >= 0 && firstNode < n &&
             candidates.size() == n - firstNode && (firstNode == 0 || keptGraph != nullptr));
+    FAISS_ASSERT(!order || (firstNode == 0 && int64_t(order->size()) == n));
     FAISS_ASSERT(candidates.offsets.front() == 0);
     FAISS_ASSERT(size_t(candidates.offsets.back()) == candidates.ids.size());
     const size_t smem = kernels::bangPruneSmemBytes(d);
@@ -178,6 +202,7 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
          planBangPrunePages(candidates.offsets, res.tempMemoryBytes(), sortTempBytes)) {
         PageBuffers b(res, r, false);
         b.setSegments(candidates.offsets, r, stream);
+        b.setOrder(order, r, res);
         const int32_t* pageIds = candidates.ids.data() + candidates.offsets[size_t(r.begin)];
         kernels::bangPrunePage(
                 b.page(vectors, r, firstNode, pageIds), b.work(), R, alpha, false, graph.data(),
@@ -214,6 +239,7 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
          planBangPrunePages(offsets, res.tempMemoryBytes(), sortTempBytes)) {
         PageBuffers b(res, r, true);
         b.setSegments(offsets, r, stream);
+        b.setOrder(order, r, res);
         kernels::bangGatherOutAndInEdges(
                 graph.data(), R, inOffsetsDev.data(), inIds.data(), r.begin, int(r.end - r.begin),
                 b.segments.data(), b.ids.data(), stream);
@@ -230,13 +256,14 @@ std::vector<int32_t> pruneCandidateGraphGpu(
         const FlatStorage& vectors,
         const BangCandidateLists& candidates,
         int R,
-        float alpha) {
+        float alpha,
+        const std::vector<int32_t>* order) {
     BangDeviceCandidates c;
     c.offsets = candidates.offsets;
     c.ids = res.alloc<int32_t>(candidates.ids.size());
     res.pinnedStaging().toDevice(c.ids.data(), candidates.ids.data(), c.ids.bytes(), res.stream());
-    const DeviceBuffer<int32_t> graph =
-            pruneCandidateGraphOnDevice(res, vectors, c, R, alpha, Progress(false, ""), nullptr, 0);
+    const DeviceBuffer<int32_t> graph = pruneCandidateGraphOnDevice(
+            res, vectors, c, R, alpha, Progress(false, ""), nullptr, 0, order);
     std::vector<int32_t> out(graph.size());
     res.pinnedStaging().toHost(out.data(), graph.data(), graph.bytes(), res.stream());
     return out;

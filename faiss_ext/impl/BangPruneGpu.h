@@ -69,6 +69,11 @@ struct BangDeviceCandidates {
 /// .. n - 1 only, and the reverse edges are those of the new rows: a kept node with no
 /// edge from a new node keeps its row, the others get their row plus the new nodes
 /// pointing at them, pruned when more than R (DiskANN's insert, in one batch).
+///
+/// order (null: id order; else firstNode == 0 and every node once): the order in which
+/// the nodes are pruned, which changes the speed, never the graph. Nodes near each
+/// other in space next to each other (bangLocalityOrder) share their candidates' rows
+/// in L2.
 DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         const GpuResources& res,
         const FlatStorage& vectors,
@@ -77,7 +82,8 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         float alpha,
         const Progress& progress,
         const int32_t* keptGraph,
-        int64_t firstNode);
+        int64_t firstNode,
+        const std::vector<int32_t>* order = nullptr);
 
 /// pruneCandidateGraphOnDevice of host candidate lists (uploaded through the resources'
 /// pinned staging), the graph copied back to the host.
@@ -86,6 +92,7 @@ std::vector<int32_t> pruneCandidateGraphGpu(
         const FlatStorage& vectors,
         const BangCandidateLists& candidates,
         int R,
-        float alpha);
+        float alpha,
+        const std::vector<int32_t>* order = nullptr);
 
 } // namespace faiss_ext
