@@ -168,9 +168,13 @@ BangDeviceCandidates firstCandidates(
     hubs.append(H, hubX.data());
     const DeviceBuffer<int64_t> toHub =
             knnIds(res, storage.vectors(), n, hubs.vectors(), hubs.norms(), H, d, hubK, pageBytes);
+    if (progress.enabled()) {
+        FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(res.stream()));
+        progress.report("candidates: each vector's nearest hubs", 0.75);
+    }
     const DeviceBuffer<int64_t> hubToHub =
             knnIds(res, hubs.vectors(), H, hubs.vectors(), hubs.norms(), H, d, hubHubK, pageBytes);
-    progress.report("candidates: nearest hubs", 0.8);
+    progress.report("candidates: the hubs' nearest hubs", 0.8);
     // Each node's nearest hub: column 0 of toHub.
     std::vector<int64_t> nearestHub(static_cast<size_t>(n));
     FAISS_EXT_CUDA_CHECK(cudaMemcpy2DAsync(
@@ -359,6 +363,10 @@ BangBuildTimes buildBangGraph(
     {
         const BangDeviceCandidates first =
                 firstCandidates(res, storage, xHost, p, pageBytes, stage(1), order);
+        if (progress.enabled()) {
+            FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(res.stream()));
+            stage(1).report("candidates: lists filled", 0.9);
+        }
         medoid = medoidOf(res, storage, xHost, pageBytes);
         clock.lap(t.knnSeconds);
         progress.step(

@@ -55,7 +55,9 @@ def test_bang_build_reports_its_stages(res, rng, capfd):
     assert [p for p in phases if p.startswith("graph: ")] == [
         "graph: exact k-NN candidates, stage 1/4", "graph: first prune, stage 2/4",
         "graph: pass 1 searches, stage 3/4", "graph: pass 1 prune, stage 4/4"]
-    assert phases[:3] == ["candidates: exact nearest neighbours", "candidates: nearest hubs",
+    assert phases[:5] == ["candidates: exact nearest neighbours",
+                          "candidates: each vector's nearest hubs",
+                          "candidates: the hubs' nearest hubs", "candidates: lists filled",
                           "graph: exact k-NN candidates, stage 1/4"]
     assert phases.count("prune: out and reverse edges pruned") == 2
     assert "searches: vectors searched" in phases
