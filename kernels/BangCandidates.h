@@ -29,6 +29,21 @@ constexpr int64_t bangHubOf(int64_t v, int64_t n, int64_t H) {
 /// for gathering their vectors.
 void bangHubRows(int64_t n, int64_t H, int64_t* rows, cudaStream_t stream);
 
+/// Row chunks of bangCentroid: its scratch is kBangCentroidChunks x d doubles.
+constexpr int kBangCentroidChunks = 512;
+
+/// centroid[j] (d floats, device) = the mean of component j over the n >= 1 rows of x (n
+/// x d, row-major, device): each chunk of rows summed in double in row order into
+/// partial, then the chunks in order (the same bits every run). The build's medoid is
+/// the stored vector nearest it.
+void bangCentroid(
+        const float* x,
+        int64_t n,
+        int d,
+        double* partial,
+        float* centroid,
+        cudaStream_t stream);
+
 /// The first graph's candidates: node v gets its K1 nearest nodes (nn[v * K1 ..]), its
 /// hubK nearest hubs (toHub[v * hubK ..], hub h being node bangHubNode(h)) and, when v is hub
 /// h, hub h's hubHubK nearest hubs (hubToHub[h * hubHubK ..]), in that order, as int32

@@ -60,6 +60,30 @@ __global__ void hubRowsKernel(int64_t n, int64_t H, int64_t* rows) {
     }
 }
 
+// Block c sums rows [c n / chunks, (c + 1) n / chunks), a thread per component.
+__global__ void centroidChunksKernel(const float* x, int64_t n, int d, double* partial) {
+    const int64_t c = blockIdx.x;
+    const int64_t v0 = c * n / kBangCentroidChunks, v1 = (c + 1) * n / kBangCentroidChunks;
+    for (int j = threadIdx.x; j < d; j += blockDim.x) {
+        double s = 0;
+        for (int64_t v = v0; v < v1; ++v) {
+            s += double(x[v * d + j]);
+        }
+        partial[c * d + j] = s;
+    }
+}
+
+__global__ void centroidKernel(const double* partial, int64_t n, int d, float* centroid) {
+    const int j = int(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (j < d) {
+        double s = 0;
+        for (int c = 0; c < kBangCentroidChunks; ++c) {
+            s += partial[int64_t(c) * d + j];
+        }
+        centroid[j] = float(s / double(n));
+    }
+}
+
 __global__ void passCountsKernel(
         const int32_t* iterations,
         int64_t n,
@@ -142,6 +166,21 @@ void bangHubRows(int64_t n, int64_t H, int64_t* rows, cudaStream_t stream) {
         hubRowsKernel<<<unsigned((H + kThreads - 1) / kThreads), kThreads, 0, stream>>>(n, H, rows);
         FAISS_EXT_CUDA_CHECK(cudaGetLastError());
     }
+}
+
+void bangCentroid(
+        const float* x,
+        int64_t n,
+        int d,
+        double* partial,
+        float* centroid,
+        cudaStream_t stream) {
+    FAISS_ASSERT(n >= 1 && d >= 1);
+    centroidChunksKernel<<<kBangCentroidChunks, kThreads, 0, stream>>>(x, n, d, partial);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+    centroidKernel<<<unsigned((d + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+            partial, n, d, centroid);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 
 size_t bangPassOffsetsTempBytes(int64_t n) {

@@ -198,26 +198,12 @@ BangDeviceCandidates firstCandidates(
     return lists;
 }
 
-int64_t medoidOf(
-        const GpuResources& res,
-        const FlatStorage& storage,
-        const float* xHost,
-        size_t pageBytes) {
+int64_t medoidOf(const GpuResources& res, const FlatStorage& storage, size_t pageBytes) {
     const int64_t n = storage.size();
     const int d = storage.dim();
-    std::vector<double> sum(static_cast<size_t>(d), 0.0);
-    for (int64_t v = 0; v < n; ++v) {
-        const float* xv = xHost + size_t(v) * d;
-        for (int j = 0; j < d; ++j) {
-            sum[j] += xv[j];
-        }
-    }
-    std::vector<float> centroid(static_cast<size_t>(d));
-    for (int j = 0; j < d; ++j) {
-        centroid[j] = float(sum[j] / double(n));
-    }
+    auto partial = res.alloc<double>(size_t(kernels::kBangCentroidChunks) * d);
     auto cDev = res.alloc<float>(size_t(d));
-    copyToDevice(cDev.data(), centroid.data(), size_t(d), res.stream());
+    kernels::bangCentroid(storage.vectors(), n, d, partial.data(), cDev.data(), res.stream());
     const DeviceBuffer<int64_t> m =
             knnIds(res, cDev.data(), 1, storage.vectors(), storage.norms(), n, d, 1, pageBytes);
     int64_t medoid = -1;
@@ -367,7 +353,7 @@ BangBuildTimes buildBangGraph(
             FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(res.stream()));
             stage(1).report("candidates: lists filled", 0.9);
         }
-        medoid = medoidOf(res, storage, xHost, pageBytes);
+        medoid = medoidOf(res, storage, pageBytes);
         clock.lap(t.knnSeconds);
         progress.step(
                 bangCandidateLists(n, p.candidateLists) == 0 ? "graph: exact k-NN candidates, stage"
