@@ -52,7 +52,7 @@ int64_t bangCandidateLists(int64_t n, int64_t requested);
 /// in `work`. Everything per node stays on the device (kernels/BangCandidates.h): the
 /// k-NN ids, each stage's candidate lists (about n x (candidates + 9) ids for the first
 /// graph, n x (2 searchL + R) for a pass), the visited parents and the graph; the host
-/// reads the vectors for the hubs and the medoid and plans the prune's pages from the
+/// reads the vectors for the hubs and plans the prune's pages from the
 /// lists' offsets. k-NN searches run in pages of pageBytes of distances. Two stages:
 /// 1. A first graph from candidates found by k-NN searches on the GPU: each vector's
 ///    config.candidates nearest neighbours (exact, or from an IVF-Flat over the vectors:
