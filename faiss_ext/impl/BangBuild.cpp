@@ -41,19 +41,6 @@ class PhaseClock {
     std::chrono::steady_clock::time_point t0_;
 };
 
-/// Reports `phase` once the device has finished the work queued before it (waiting
-/// only when the progress prints), so that its time is the phase's.
-void reportDone(
-        const GpuResources& res,
-        const Progress& progress,
-        const std::string& phase,
-        double fraction) {
-    if (progress.enabled()) {
-        FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(res.stream()));
-        progress.report(phase, fraction);
-    }
-}
-
 /// Ids of the k nearest base rows of each query row, all in device memory: nq x k
 /// (int64 as FlatSearch gives them), searched in pages of pageBytes of distances.
 DeviceBuffer<int64_t> knnIds(
@@ -105,7 +92,7 @@ DeviceBuffer<int64_t> ivfKnnIds(
     GpuIndexIVFFlat ivf(res, d, nlist, faiss::METRIC_L2, config);
     ivf.train(n, trainX);
     ivf.add(n, vectors);
-    reportDone(res, progress, "candidates: IVF-Flat trained and filled", 0.3);
+    progress.reportAfter(res.stream(), "candidates: IVF-Flat trained and filled", 0.3);
     faiss::SearchParametersIVF params;
     params.nprobe = size_t(nprobe);
     auto ids = res.alloc<int64_t>(size_t(n) * k);
@@ -141,8 +128,8 @@ DeviceBuffer<int64_t> nearestAmong(
             : ivfKnnIds(
                       res, vectors, n, d, trainX, K1, lists, p.candidateProbes, pageBytes,
                       progress);
-    reportDone(
-            res, progress,
+    progress.reportAfter(
+            res.stream(),
             lists == 0 ? "candidates: exact nearest neighbours"
                        : "candidates: IVF-Flat nearest neighbours",
             0.7);
@@ -182,10 +169,10 @@ BangDeviceCandidates firstCandidates(
     hubs.append(H, hubX.data());
     const DeviceBuffer<int64_t> toHub =
             knnIds(res, storage.vectors(), n, hubs.vectors(), hubs.norms(), H, d, hubK, pageBytes);
-    reportDone(res, progress, "candidates: each vector's nearest hubs", 0.75);
+    progress.reportAfter(res.stream(), "candidates: each vector's nearest hubs", 0.75);
     const DeviceBuffer<int64_t> hubToHub =
             knnIds(res, hubs.vectors(), H, hubs.vectors(), hubs.norms(), H, d, hubHubK, pageBytes);
-    reportDone(res, progress, "candidates: the hubs' nearest hubs", 0.8);
+    progress.reportAfter(res.stream(), "candidates: the hubs' nearest hubs", 0.8);
     // Each node's nearest hub: column 0 of toHub.
     std::vector<int64_t> nearestHub(static_cast<size_t>(n));
     FAISS_EXT_CUDA_CHECK(cudaMemcpy2DAsync(
@@ -288,7 +275,7 @@ BangDeviceCandidates searchCandidates(
     const int maxVisited = 2 * p.searchL;
     const kernels::BangGraphView g = work.exactView();
     const VisitedParents parents = searchVisited(res, g, g.vectors, n, p.searchL, maxVisited);
-    reportDone(res, progress, "searches: vectors searched", 0.8);
+    progress.reportAfter(res.stream(), "searches: vectors searched", 0.8);
     auto [lists, offsets] = allocateParentLists(res, parents, n, maxVisited, R);
     kernels::bangFillPassCandidates(
             parents.visited.data(), parents.iterations.data(), maxVisited, g.graph, R, n,
@@ -357,7 +344,7 @@ BangBuildTimes buildBangGraph(
     {
         const BangDeviceCandidates first =
                 firstCandidates(res, storage, xHost, p, pageBytes, stage(1), order);
-        reportDone(res, stage(1), "candidates: lists filled", 0.9);
+        stage(1).reportAfter(res.stream(), "candidates: lists filled", 0.9);
         medoid = medoidOf(res, storage, pageBytes);
         clock.lap(t.knnSeconds);
         progress.step(
@@ -422,7 +409,8 @@ BangBuildTimes extendBangGraph(
             parents.visited.data(), parents.iterations.data(), maxVisited, nn.data(), K1, oldN, m,
             offsets.data(), lists.ids.data(), res.stream());
     clock.lap(t.searchSeconds);
-    reportDone(res, progress, "extension: new vectors searched in the graph", 0.5 / stages);
+    progress.reportAfter(
+            res.stream(), "extension: new vectors searched in the graph", 0.5 / stages);
     DeviceBuffer<int32_t> graph = pruneCandidateGraphOnDevice(
             res, storage, lists, p.graphDegree, p.alpha, progress.part(0.5 / stages, 1 / stages),
             g.graph, oldN);

@@ -183,13 +183,6 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
             d, smem, res.maxSharedMemoryPerBlock());
     const cudaStream_t stream = res.stream();
     DeviceBuffer<int32_t> graph = res.alloc<int32_t>(size_t(n) * R);
-    // The device's share of each step shows in the report only once the step is done.
-    auto report = [&](const char* phase, double fraction) {
-        if (progress.enabled()) {
-            FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
-            progress.report(phase, fraction);
-        }
-    };
 
     // The kept rows as they are; the first prune: RobustPrune of every other node's
     // candidates into graph.
@@ -208,7 +201,7 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
                 b.page(vectors, r, firstNode, pageIds), b.work(), R, alpha, false, graph.data(),
                 stream);
     }
-    report("prune: candidates pruned", 0.4);
+    progress.reportAfter(stream, "prune: candidates pruned", 0.4);
 
     // Reverse edges: node u's list is inIds[inOffsets[u] .. inOffsets[u + 1]).
     DeviceBuffer<int32_t> degree = res.alloc<int32_t>(size_t(n));
@@ -230,7 +223,7 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
     kernels::bangFillInEdges(
             graph.data(), n, R, firstNode, inOffsetsDev.data(), degree.data(), inIds.data(),
             stream);
-    report("prune: reverse edges listed", 0.5);
+    progress.reportAfter(stream, "prune: reverse edges listed", 0.5);
 
     // Second prune: out-edges plus reverse edges, copied when at most R, else pruned.
     // Written over graph in place: a page's gather has read its own rows (and no others)
@@ -247,7 +240,7 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
                 b.page(vectors, r, 0, b.ids.data()), b.work(), R, alpha, true, graph.data(),
                 stream);
     }
-    report("prune: out and reverse edges pruned", 1.0);
+    progress.reportAfter(stream, "prune: out and reverse edges pruned", 1.0);
     return graph;
 }
 

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <utility>
 
+#include <faiss_ext/utils/CudaCheck.h>
+
 namespace faiss_ext {
 
 Progress::Progress(bool enabled, std::string call)
@@ -25,6 +27,14 @@ void Progress::report(const std::string& phase, double fraction) const {
     std::printf(
             "%s: %s, %.1f%% done, %.3f s\n", call_.c_str(), phase.c_str(), 100.0 * done, seconds);
     std::fflush(stdout);
+}
+
+void Progress::reportAfter(cudaStream_t stream, const std::string& phase, double fraction) const {
+    if (!enabled_) {
+        return;
+    }
+    FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    report(phase, fraction);
 }
 
 void Progress::step(const std::string& phase, int64_t done, int64_t total) const {

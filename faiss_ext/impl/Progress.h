@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include <cuda_runtime_api.h>
+
 namespace faiss_ext {
 
 class Progress {
@@ -25,6 +27,9 @@ class Progress {
     /// One line on stdout: "<call>: <phase>, <percent> done, <seconds> s", the fraction
     /// (0..1) being of this part.
     void report(const std::string& phase, double fraction) const;
+    /// report() once the work queued on `stream` has finished, so that the device's
+    /// share of the phase shows in its time (waits for the stream only when printing).
+    void reportAfter(cudaStream_t stream, const std::string& phase, double fraction) const;
     /// report("<phase> <done>/<total>", done / total).
     void step(const std::string& phase, int64_t done, int64_t total) const;
 
