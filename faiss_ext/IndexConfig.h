@@ -116,11 +116,11 @@ struct BangBuildConfig {
 enum class BangEntry {
     /// The graph's entry point (the medoid), for every query: BANG's own start.
     kMedoid,
-    /// The default: each query's nearest of 4 sqrt(n) evenly spaced stored vectors (the
-    /// build's default hubs), found by an exact search of the batch against them before
-    /// the walk (nq x 4 sqrt(n) x d multiply-adds). On data of many well separated
+    /// The default: each query's nearest of 8 sqrt(n) evenly spaced stored vectors (twice
+    /// the build's default hubs), found by an exact search of the batch against them
+    /// before the walk (nq x 8 sqrt(n) x d multiply-adds). On data of many well separated
     /// clusters a walk from the medoid never leaves the medoid's cluster (500K x 768
-    /// blobs: recall@10 0.002-0.02 from the medoid, 0.89-0.94 from the nearest hub); on
+    /// blobs: recall@10 0.002-0.02 from the medoid, 0.94-0.99 from the nearest hub); on
     /// other data the walks start nearer their answers, for a higher recall at every L.
     kNearestHub,
 };

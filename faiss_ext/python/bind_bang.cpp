@@ -34,7 +34,7 @@ void bindBang(py::module_& m) {
             m, "SearchParametersBang",
             "Per-call parameters of GpuIndexBang.search: search_L (worklist size; "
             "raised to k when smaller); entry ('nearest_hub', the default: each walk starts at "
-            "its query's nearest of 4 sqrt(n) evenly spaced stored vectors; 'medoid': every "
+            "its query's nearest of 8 sqrt(n) evenly spaced stored vectors; 'medoid': every "
             "walk starts at the graph's entry point).")
             .def(py::init([](int searchL, faiss::IDSelector* sel, const std::string& entry) {
                      auto params = std::make_unique<SearchParametersBang>();
