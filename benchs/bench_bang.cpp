@@ -2,7 +2,8 @@
 // memory, then QPS, recall@10 and iterations per query for each worklist size L, at
 // batch 10000 and batch 1, for both search kernels (persistent, stepwise), beside
 // GpuIndexIVFFlat at equal recall (the smallest nprobe reaching each Bang recall), and
-// PQ mode (M = d / 4 sub-quantizers on the same graph) beside exact mode at batch 10000.
+// PQ mode (M = d / 4 sub-quantizers on the same graph, its full vectors on the device and
+// in host memory) beside exact mode at batch 10000.
 // Usage: bench_bang [n_base] [spread] [pq|build] [--sift DIR] [--lists N] [--probes P]
 //                   [--verbose] [--extend F]
 // Defaults 1000000, 0.15 (bench_ivf's dataset). A third argument "pq" skips the
@@ -297,20 +298,47 @@ int main(int argc, char** argv) {
                 M, M, d * 4, (long long)std::min<int64_t>(nb, 65536), pqS,
                 pq.deviceMemoryBytes() / 1048576.0, double(pq.deviceMemoryBytes()) / nb, M,
                 256.0 * d * 4 / nb);
+        // The same index with its full vectors in host memory (BangVectorPlacement::kHost).
+        pc.vectorPlacement = BangVectorPlacement::kHost;
+        GpuIndexBang pqHost(res, d, faiss::METRIC_L2, pc);
+        {
+            const std::vector<float> centroids = pq.pqCentroids();
+            const std::vector<uint8_t> codes = pq.pqCodes();
+            pqHost.setGraph(
+                    nb, xb.data(), g.data(), bang.entryPoint(), centroids.data(), codes.data());
+        }
+        std::printf(
+                "PQ mode with the vectors in host memory: device memory %.1f MiB (%.1f "
+                "bytes/vector), host memory %.1f MiB\n",
+                pqHost.deviceMemoryBytes() / 1048576.0, double(pqHost.deviceMemoryBytes()) / nb,
+                pqHost.hostMemoryBytes() / 1048576.0);
         std::printf(
                 "\nPersistent kernel, batch 10000 (timed as above); exact columns: exact "
-                "mode's rows above; floor: iterations x mean degree codes of %d bytes / "
+                "mode's rows above; host columns: the vectors in host memory (the re-rank "
+                "reads L rows a query over the bus; its results are the device "
+                "placement's, checked); floor: iterations x mean degree codes of %d bytes / "
                 "%.2f TB/s (+ the re-rank's L rows of %d bytes).\n\n",
                 M, ceil.bytesPerSec / 1e12, d * 4);
         std::printf(
                 "| L | PQ recall@10 | exact recall@10 | PQ mean iterations | exact mean "
-                "iterations | PQ QPS | exact QPS | PQ ms | floor ms |\n"
-                "|---|---|---|---|---|---|---|---|---|\n");
+                "iterations | PQ QPS | PQ host-vectors QPS | exact QPS | PQ ms | PQ host-vectors "
+                "ms | floor ms |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|\n");
+        std::vector<int64_t> hostI(I.size());
         for (const Row& r : bangRows) {
+            const double hostMs = bench::median(bench::timeDevice(res, 1, 3, [&] {
+                searchKernel(
+                        pqHost, false, qDev.data(), nq, k, r.L, dD.data(), dI.data(), dIt.data());
+            }));
+            copyToHost(hostI.data(), dI.data(), hostI.size(), res.stream());
             const double ms = bench::median(bench::timeDevice(res, 1, 3, [&] {
                 searchKernel(pq, false, qDev.data(), nq, k, r.L, dD.data(), dI.data(), dIt.data());
             }));
             copyToHost(I.data(), dI.data(), I.size(), res.stream());
+            if (hostI != I) {
+                std::printf("host placement: results differ from the device placement's\n");
+                return 1;
+            }
             copyToHost(iters.data(), dIt.data(), iters.size(), res.stream());
             const double recall = bench::recallAt(gtI, k, I, k, nq, 10);
             double meanIt = 0;
@@ -321,8 +349,9 @@ int main(int argc, char** argv) {
             const double floorMs =
                     (meanIt * meanDegree * M + double(r.L) * d * 4) * nq / ceil.bytesPerSec * 1e3;
             std::printf(
-                    "| %d | %.4f | %.4f | %.1f | %.1f | %.0f | %.0f | %.2f | %.3f |\n", r.L, recall,
-                    r.recall, meanIt, r.meanIterations, nq / (ms * 1e-3), r.qps, ms, floorMs);
+                    "| %d | %.4f | %.4f | %.1f | %.1f | %.0f | %.0f | %.0f | %.2f | %.2f | %.3f |\n",
+                    r.L, recall, r.recall, meanIt, r.meanIterations, nq / (ms * 1e-3),
+                    nq / (hostMs * 1e-3), r.qps, ms, hostMs, floorMs);
             std::fflush(stdout);
         }
     }

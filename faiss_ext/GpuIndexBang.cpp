@@ -52,6 +52,15 @@ GpuIndexBangConfig checkedConfig(const GpuIndexBangConfig& c, int d) {
             b.searchL >= 1 && b.searchL <= GpuIndexBang::kMaxSearchL,
             "build.searchL=%d is outside [1, %d]", b.searchL, GpuIndexBang::kMaxSearchL);
     checkBangPqSubquantizers(d, c.pqSubquantizers);
+    FAISS_THROW_IF_NOT_FMT(
+            c.vectorPlacement == BangVectorPlacement::kDevice ||
+                    c.vectorPlacement == BangVectorPlacement::kHost,
+            "vectorPlacement=%d is not a BangVectorPlacement", int(c.vectorPlacement));
+    // Exact mode reads a full vector for every distance of the walk.
+    FAISS_THROW_IF_NOT_MSG(
+            c.vectorPlacement == BangVectorPlacement::kDevice || c.pqSubquantizers > 0,
+            "vectorPlacement=kHost needs PQ mode (pqSubquantizers > 0): exact mode reads "
+            "full vectors for every distance of the walk");
     return c;
 }
 
@@ -131,7 +140,7 @@ BangBuildTimes extendInto(
     const BangGraph& state = index.deviceState();
     GpuResources& res = index.resources();
     const GpuIndexBangConfig& config = index.bangConfig();
-    next.setVectors(state.vectors(), n, x);
+    next.setVectors(state, n, x);
     const BangBuildTimes t = extendBangGraph(
             res, next, state, x, config.build, config.pageBytes,
             progress.part(0, index.pqMode() ? 0.9 : 1.0));
@@ -239,6 +248,7 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     } else {
         t = rebuildInto(next, *this, n, x, progress, &normSq);
     }
+    placeVectors_(next);
     *state_ = std::move(next);
     ipNormSq_ = normSq;
     ntotal = total;
@@ -323,7 +333,7 @@ void GpuIndexBang::setGraph(
                 res_, n, storedDim_, storedM, rows, config_.pageBytes,
                 Progress(verbose, "GpuIndexBang::setGraph")));
     }
-
+    placeVectors_(next);
     *state_ = std::move(next);
     ipNormSq_ = normSq;
     ntotal = n;
@@ -388,12 +398,12 @@ void GpuIndexBang::copyNodeVectors(int64_t i0, int64_t ni, float* out) const {
     FAISS_ASSERT(i0 >= 0 && ni >= 0 && i0 + ni <= nodeCount());
     DeviceScope scope(res_.device());
     if (storedDim_ == d) {
-        state_->vectors().copyRowsToHost(i0, ni, out);
+        state_->copyRowsToHost(i0, ni, out);
         return;
     }
     // Inner product: the stored rows without the transform's last component.
     std::vector<float> rows(size_t(ni) * storedDim_);
-    state_->vectors().copyRowsToHost(i0, ni, rows.data());
+    state_->copyRowsToHost(i0, ni, rows.data());
     for (int64_t v = 0; v < ni; ++v) {
         std::copy_n(rows.data() + size_t(v) * storedDim_, d, out + size_t(v) * d);
     }
@@ -401,6 +411,16 @@ void GpuIndexBang::copyNodeVectors(int64_t i0, int64_t ni, float* out) const {
 
 size_t GpuIndexBang::deviceMemoryBytes() const {
     return state_->deviceBytes();
+}
+
+size_t GpuIndexBang::hostMemoryBytes() const {
+    return state_->hostBytes();
+}
+
+void GpuIndexBang::placeVectors_(BangGraph& built) const {
+    if (bangConfig_.vectorPlacement == BangVectorPlacement::kHost) {
+        built.placeVectorsOnHost();
+    }
 }
 
 size_t GpuIndexBang::traversalBytesPerVector() const {

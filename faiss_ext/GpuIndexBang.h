@@ -26,7 +26,8 @@ struct SearchParametersBang : faiss::SearchParameters {
     BangEntry entry = BangEntry::kNearestHub;
 };
 
-/// Vectors and graph live on the GPU (impl/BangGraph.h). The first add() builds the
+/// Vectors and graph live on the GPU (impl/BangGraph.h; in PQ mode the full vectors can
+/// live in host memory instead: GpuIndexBangConfig::vectorPlacement). The first add() builds the
 /// graph over its vectors (impl/BangBuild.h): a first graph from k-NN candidates (exact,
 /// or an IVF-Flat's from 200,000 vectors: BangBuildConfig::candidateLists) pruned by
 /// RobustPrune, then Vamana passes, everything per node on the GPU. A later add()
@@ -94,6 +95,9 @@ class GpuIndexBang : public GpuIndex {
     void reconstruct(int64_t key, float* recons) const override;
     void reconstruct_n(int64_t i0, int64_t ni, float* recons) const override;
     size_t deviceMemoryBytes() const override;
+    /// Bytes of the index in page-locked host memory: the full vectors under
+    /// BangVectorPlacement::kHost, else 0.
+    size_t hostMemoryBytes() const;
 
     /// Nodes of the graph: ntotal plus the removed ones not yet compacted by an add.
     int64_t nodeCount() const;
@@ -159,6 +163,8 @@ class GpuIndexBang : public GpuIndex {
     size_t removeIdsImpl_(const faiss::IDSelector& sel) override;
 
    private:
+    /// Moves a built state's vectors where the configuration places them.
+    void placeVectors_(BangGraph& built) const;
     /// The worklist of a search with these params (checked: type, range) and k.
     int searchL_(const faiss::SearchParameters* params, int64_t k) const;
     /// Where the walks of a search with these params start (checked: a BangEntry).

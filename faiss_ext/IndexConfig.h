@@ -125,6 +125,19 @@ enum class BangEntry {
     kNearestHub,
 };
 
+/// Where GpuIndexBang keeps its full vectors once the graph is built
+/// (GpuIndexBangConfig::vectorPlacement).
+enum class BangVectorPlacement {
+    /// In device memory (default): every search distance can be exact.
+    kDevice,
+    /// In page-locked host memory that the search kernel reads over the bus (BANG's own
+    /// placement): PQ mode only, where a search reads full vectors only for its final
+    /// re-rank (L rows a query). The graph, the PQ codes and the entry hubs' rows stay
+    /// on the device. The add that builds or extends the graph still holds every
+    /// vector on the device while it builds (the next add uploads them again).
+    kHost,
+};
+
 struct GpuIndexBangConfig : GpuIndexConfig {
     /// The graph build.
     BangBuildConfig build;
@@ -133,11 +146,14 @@ struct GpuIndexBangConfig : GpuIndexConfig {
     /// vectors with k-means on the GPU; an add that extends the graph encodes its
     /// vectors with them; impl/BangPq.h). The search walks the graph with ADC distances from the
     /// codes (M bytes per vector) and a per-query table in shared memory (M KiB), then
-    /// re-ranks its final worklist with exact distances from the full vectors, which
-    /// stay on the GPU. The graph is built with exact distances either way. 0: exact
+    /// re-ranks its final worklist with exact distances from the full vectors (on the
+    /// GPU, or in host memory: vectorPlacement). The graph is built with exact distances either way. 0: exact
     /// distances throughout (default); else in [1, 128], dividing d, and add needs at
     /// least 256 vectors in all.
     int pqSubquantizers = 0;
+    /// Where the full vectors live between adds (BangVectorPlacement); kHost needs PQ
+    /// mode. GpuIndexBang::deviceMemoryBytes and hostMemoryBytes say where the bytes are.
+    BangVectorPlacement vectorPlacement = BangVectorPlacement::kDevice;
 };
 
 } // namespace faiss_ext

@@ -21,13 +21,12 @@ constexpr int64_t bangEntryHub(uint64_t key) {
     return key == kBangNoEntry ? -1 : int64_t(key & 0xffffffffu);
 }
 
-/// keys[q] (nq, device) = query q's nearest of the H hubs (hub h: row bangHubNode(h, n,
-/// H) of the n x d row-major `vectors`) by squared L2 in the direct form, every hub's
-/// distance summed in the same order. One launch over (query, 64 hubs) blocks: for
+/// keys[q] (nq, device) = query q's nearest of the H hubs (hub h: row h of the H x d
+/// row-major `hubRows`) by squared L2 in the direct form, every hub's distance summed
+/// in the same order. One launch over (query, 64 hubs) blocks: for
 /// small batches, where the flat search's fixed cost would dominate. H < 2^31.
 void bangNearestHubsDirect(
-        const float* vectors,
-        int64_t n,
+        const float* hubRows,
         int d,
         int64_t H,
         const float* queries,

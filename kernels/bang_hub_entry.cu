@@ -1,7 +1,6 @@
 // The nearest-hub search of small batches and the entry keys (BangHubEntry.h).
 #include <faiss_ext/utils/CudaCheck.h>
 
-#include "BangCandidates.h"
 #include "BangHubEntry.h"
 
 namespace faiss_ext {
@@ -30,8 +29,7 @@ __device__ inline uint64_t entryKey(float dist, int64_t hub) {
 // Block (q, part): warp w takes hubs part * 64 + w, + 8, ...; lanes split the
 // components; the block's best key goes to keys[q] by atomicMin.
 __global__ void __launch_bounds__(kThreads) nearestHubsDirectKernel(
-        const float* vectors,
-        int64_t n,
+        const float* hubRows,
         int d,
         int64_t H,
         const float* queries,
@@ -44,7 +42,7 @@ __global__ void __launch_bounds__(kThreads) nearestHubsDirectKernel(
     uint64_t mine = kBangNoEntry;
     const int64_t h0 = int64_t(blockIdx.y) * kHubsPerBlock;
     for (int64_t h = h0 + warp; h < H && h < h0 + kHubsPerBlock; h += kWarps) {
-        const float* x = vectors + bangHubNode(h, n, H) * d;
+        const float* x = hubRows + h * d;
         float s = 0.f;
         for (int c = lane; c < d; c += 32) {
             const float t = query[c] - x[c];
@@ -83,8 +81,7 @@ __global__ void entryKeysKernel(
 } // namespace
 
 void bangNearestHubsDirect(
-        const float* vectors,
-        int64_t n,
+        const float* hubRows,
         int d,
         int64_t H,
         const float* queries,
@@ -100,7 +97,7 @@ void bangNearestHubsDirect(
             H >= 1 && H < INT32_MAX && parts <= 65535 && nq < INT32_MAX,
             "bangNearestHubsDirect: %lld hubs, %lld queries", (long long)H, (long long)nq);
     const dim3 grid(static_cast<unsigned>(nq), static_cast<unsigned>(parts));
-    nearestHubsDirectKernel<<<grid, kThreads, 0, stream>>>(vectors, n, d, H, queries, keys);
+    nearestHubsDirectKernel<<<grid, kThreads, 0, stream>>>(hubRows, d, H, queries, keys);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,7 +1,8 @@
-// Index files in the layouts of format versions 1 to 4 (impl/IndexImage.h), which the
+// Index files in the layouts of format versions 1 to 5 (impl/IndexImage.h), which the
 // library reads but no longer writes: versions 1 and 2 written here field by field,
-// apart from the library's writer, version 4 as the current file less Bang's candidate
-// source, version 3 as a version 4 file without its checksums; where the sections of a
+// apart from the library's writer, version 5 as the current file less Bang's vector
+// placement, version 4 as a version 5 file less Bang's candidate source, version 3 as a
+// version 4 file without its checksums; where the sections of a
 // file lie; whole files of the current
 // version in and out. For the tests that old files still load and that every flipped
 // byte is refused.
@@ -144,30 +145,49 @@ inline std::vector<SectionSpan> sectionSpans(const std::vector<uint8_t>& file) {
     return spans;
 }
 
-/// The version 4 file of the same index as `file` (the current version, 5): Bang's fields
-/// section loses the build config's candidateLists and candidateProbes (the 12 bytes
-/// before pqSubquantizers, search_L, ntotal and entry), with its length and checksum
-/// and the header's checksum made again; Flat and IVF-Flat files differ only in the
-/// version number.
-inline std::vector<uint8_t> version4File(const std::vector<uint8_t>& file) {
-    std::vector<uint8_t> v4 = file;
-    const uint32_t version = 4;
-    std::memcpy(v4.data() + 8, &version, 4);
-    const uint32_t headerCrc = crc32c(v4.data(), 16);
-    std::memcpy(v4.data() + 16, &headerCrc, 4);
+namespace legacy {
+
+/// `file` (version 4 or later) as version `version`, with `bytes` bytes of a Bang
+/// file's fields section dropped: those `tail` bytes before the section's end. The
+/// section's length and checksum and the header's checksum are made again; Flat and
+/// IVF-Flat files differ only in the version number.
+inline std::vector<uint8_t> withoutBangFields(
+        const std::vector<uint8_t>& file,
+        uint32_t version,
+        size_t bytes,
+        size_t tail) {
+    std::vector<uint8_t> out = file;
+    std::memcpy(out.data() + 8, &version, 4);
+    const uint32_t headerCrc = crc32c(out.data(), 16);
+    std::memcpy(out.data() + 16, &headerCrc, 4);
     uint32_t kind = 0;
     std::memcpy(&kind, file.data() + 12, 4);
     if (kind == uint32_t(IndexKind::kBang)) {
         const SectionSpan fields = sectionSpans(file).front();
-        const size_t tail = 4 + 4 + 8 + 8; // pqSubquantizers, search_L, ntotal, entry
-        v4.erase(v4.begin() + (fields.end - tail - 12), v4.begin() + (fields.end - tail));
-        const uint64_t length = fields.end - fields.begin - 12 - 12;
+        out.erase(out.begin() + (fields.end - tail - bytes), out.begin() + (fields.end - tail));
+        const uint64_t length = fields.end - fields.begin - 12 - bytes;
         const uint32_t crc =
-                crc32c(&length, sizeof(length), crc32c(v4.data() + fields.begin + 12, length));
-        std::memcpy(v4.data() + fields.begin, &length, 8);
-        std::memcpy(v4.data() + fields.begin + 8, &crc, 4);
+                crc32c(&length, sizeof(length), crc32c(out.data() + fields.begin + 12, length));
+        std::memcpy(out.data() + fields.begin, &length, 8);
+        std::memcpy(out.data() + fields.begin + 8, &crc, 4);
     }
-    return v4;
+    return out;
+}
+
+} // namespace legacy
+
+/// The version 5 file of the same index as `file` (the current version, 6): Bang's
+/// fields section loses the config's vectorPlacement (the 4 bytes before search_L,
+/// ntotal and entry).
+inline std::vector<uint8_t> version5File(const std::vector<uint8_t>& file) {
+    return legacy::withoutBangFields(file, 5, 4, 4 + 8 + 8);
+}
+
+/// The version 4 file of the same index as `file` (the current version): version 5's
+/// Bang fields less the build config's candidateLists and candidateProbes (the 12
+/// bytes before pqSubquantizers, search_L, ntotal and entry).
+inline std::vector<uint8_t> version4File(const std::vector<uint8_t>& file) {
+    return legacy::withoutBangFields(version5File(file), 4, 12, 4 + 4 + 8 + 8);
 }
 
 /// The version 3 file of the same index as `file` (the current version): version 4's

@@ -318,6 +318,8 @@ TEST(BangImage, RoundTripAndRefusals) {
     im.config.build.candidateLists = 12;
     im.config.build.candidateProbes = 5;
     im.config.pageBytes = size_t(9) << 20;
+    // The image layer keeps any placement; the index constructor checks it with the mode.
+    im.config.vectorPlacement = BangVectorPlacement::kHost;
     im.searchL = 33;
     im.ntotal = 3;
     im.entry = 1;
@@ -343,6 +345,7 @@ TEST(BangImage, RoundTripAndRefusals) {
         EXPECT_EQ(back.config.build.candidateProbes, 5);
         EXPECT_EQ(back.config.pageBytes, size_t(9) << 20);
         EXPECT_EQ(back.config.pqSubquantizers, 0);
+        EXPECT_EQ(back.config.vectorPlacement, BangVectorPlacement::kHost);
         EXPECT_EQ(back.searchL, 33);
         EXPECT_EQ(back.ntotal, 3);
         EXPECT_EQ(back.entry, 1);
@@ -373,10 +376,25 @@ TEST(BangImage, RoundTripAndRefusals) {
     bad = im;
     bad.config.build.candidateLists = -2;
     refuses(bad);
+    bad = im;
+    bad.config.vectorPlacement = BangVectorPlacement(2);
+    refuses(bad);
+    // Version 5 (no placement) loads with the vectors on the device and the rest as is.
+    {
+        const std::vector<uint8_t> old = test::version5File(s.bytes);
+        const BangImage back = test::decodeFile(IndexKind::kBang, readBangImage, old, old.size());
+        EXPECT_EQ(back.config.vectorPlacement, BangVectorPlacement::kDevice);
+        EXPECT_EQ(back.config.build.candidateLists, 12);
+        EXPECT_EQ(back.config.build.candidateProbes, 5);
+        EXPECT_EQ(back.searchL, 33);
+        EXPECT_EQ(back.entry, 1);
+        EXPECT_EQ(back.graph, im.graph);
+    }
     // Versions 3 and 4 (no candidate source) load with its defaults and the rest as is.
     for (const std::vector<uint8_t>& old :
          {test::version4File(s.bytes), test::version3File(s.bytes)}) {
         const BangImage back = test::decodeFile(IndexKind::kBang, readBangImage, old, old.size());
+        EXPECT_EQ(back.config.vectorPlacement, BangVectorPlacement::kDevice);
         EXPECT_EQ(back.config.build.candidateLists, BangBuildConfig().candidateLists);
         EXPECT_EQ(back.config.build.candidateProbes, BangBuildConfig().candidateProbes);
         EXPECT_EQ(back.config.build.searchL, 50);

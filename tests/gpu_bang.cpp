@@ -283,7 +283,7 @@ TEST(GpuIndexBang, NearestHubEntryFindsSeparatedClusters) {
     std::vector<double> hubDist(nq);
     for (BangHubPath path : {BangHubPath::kDirect, BangHubPath::kFlat}) {
         SCOPED_TRACE(path == BangHubPath::kDirect ? "direct" : "flat");
-        const DeviceBuffer<uint64_t> keys = index.deviceState().nearestHubs(q.data(), nq, H, path);
+        const DeviceBuffer<uint64_t> keys = index.deviceState().nearestHubs(q.data(), nq, path);
         std::vector<uint64_t> hostKeys(nq);
         copyToHost(hostKeys.data(), keys.data(), hostKeys.size(), res.stream());
         for (int64_t i = 0; i < nq; ++i) {

@@ -151,6 +151,7 @@ struct IndexTraits<GpuIndexBang> {
         EXPECT_EQ(x.build.candidateLists, y.build.candidateLists);
         EXPECT_EQ(x.build.candidateProbes, y.build.candidateProbes);
         EXPECT_EQ(x.pqSubquantizers, y.pqSubquantizers);
+        EXPECT_EQ(x.vectorPlacement, y.vectorPlacement);
         EXPECT_EQ(a.search_L, b.search_L);
     }
     static std::vector<int64_t> state(const GpuIndexBang& index) {

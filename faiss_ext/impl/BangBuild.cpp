@@ -400,8 +400,10 @@ BangBuildTimes extendBangGraph(
                 progress.part(0, 0.3 / stages));
     }
     clock.lap(t.knnSeconds);
-    // Their routes through the old graph.
-    const kernels::BangGraphView g = old.exactView();
+    // Their routes through the old graph, over work's first oldN rows (the old rows, on
+    // the device whatever old's placement).
+    kernels::BangGraphView g = old.exactView();
+    g.vectors = storage.vectors();
     const int maxVisited = 2 * p.searchL;
     const VisitedParents parents = searchVisited(res, g, newRows, m, p.searchL, maxVisited);
     auto [lists, offsets] = allocateParentLists(res, parents, m, maxVisited, K1);

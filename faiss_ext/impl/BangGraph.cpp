@@ -18,27 +18,71 @@
 
 namespace faiss_ext {
 
-BangGraph::BangGraph(const GpuResources& res, int d, int R, int pqM)
-        : res_(&res), R_(R), pqM_(pqM), vectors_(res, d) {}
+namespace {
 
-void BangGraph::setVectors(int64_t n, const float* x) {
-    setVectors(FlatStorage(*res_, dim()), n, x);
+/// The rows and norms of the bangEntryHubCount(n) entry hubs of n device rows.
+FlatStorage entryHubRows(const GpuResources& res, const FlatStorage& rows) {
+    FlatStorage hubs(res, rows.dim());
+    const int64_t n = rows.size();
+    if (n == 0) {
+        return hubs;
+    }
+    const int64_t H = bangEntryHubCount(n);
+    auto idx = res.alloc<int64_t>(size_t(H));
+    kernels::bangHubRows(n, H, idx.data(), res.stream());
+    auto x = res.alloc<float>(size_t(H) * rows.dim());
+    kernels::gatherRows(rows.vectors(), idx.data(), H, rows.dim(), x.data(), res.stream());
+    hubs.append(H, x.data());
+    return hubs;
 }
 
-void BangGraph::setVectors(const FlatStorage& first, int64_t n, const float* x) {
+} // namespace
+
+BangGraph::BangGraph(const GpuResources& res, int d, int R, int pqM)
+        : res_(&res), R_(R), pqM_(pqM), vectors_(res, d), hubs_(res, d) {}
+
+void BangGraph::setVectors(int64_t n, const float* x) {
+    setVectors(BangGraph(*res_, dim(), R_, pqM_), n, x);
+}
+
+void BangGraph::setVectors(const BangGraph& first, int64_t n, const float* x) {
     FlatStorage fresh(*res_, dim());
     if (first.size() > 0) {
-        fresh.append(first.size(), first.vectors());
+        fresh.append(first.size(), first.rows());
     }
     if (n > 0) {
         fresh.append(n, x);
     }
+    FlatStorage hubs = entryHubRows(*res_, fresh);
     vectors_ = std::move(fresh);
+    hostRows_ = MappedHostBuffer<float>();
+    hubs_ = std::move(hubs);
     graph_ = DeviceBuffer<int32_t>();
     pqCentroids_ = DeviceBuffer<float>();
     pqCodes_ = DeviceBuffer<uint8_t>();
     entry_ = 0;
     clearTombstones_();
+}
+
+void BangGraph::placeVectorsOnHost() {
+    if (vectorsOnHost() || size() == 0) {
+        return;
+    }
+    MappedHostBuffer<float> rows(size_t(size()) * dim(), res_->stream());
+    copyToHost(rows.data(), vectors_.vectors(), rows.size(), res_->stream());
+    hostRows_ = std::move(rows);
+    vectors_.clear();
+}
+
+void BangGraph::copyRowsToHost(int64_t i0, int64_t n, float* out) const {
+    if (!vectorsOnHost()) {
+        vectors_.copyRowsToHost(i0, n, out);
+        return;
+    }
+    FAISS_THROW_IF_NOT_FMT(
+            i0 >= 0 && n >= 0 && i0 + n <= size(), "rows [%lld, %lld) are outside [0, %lld)",
+            (long long)i0, (long long)(i0 + n), (long long)size());
+    std::copy_n(hostRows_.data() + size_t(i0) * dim(), size_t(n) * dim(), out);
 }
 
 void BangGraph::clearTombstones_() {
@@ -93,6 +137,8 @@ void BangGraph::setPq(const BangPqTables& tables) {
 
 void BangGraph::clear() {
     vectors_.clear();
+    hostRows_ = MappedHostBuffer<float>();
+    hubs_.clear();
     graph_ = DeviceBuffer<int32_t>();
     pqCentroids_ = DeviceBuffer<float>();
     pqCodes_ = DeviceBuffer<uint8_t>();
@@ -103,7 +149,7 @@ void BangGraph::clear() {
 kernels::BangGraphView BangGraph::exactView() const {
     FAISS_ASSERT(size() >= 1 && graph_.size() == size_t(size()) * R_);
     kernels::BangGraphView g;
-    g.vectors = vectors_.vectors();
+    g.vectors = rows();
     g.graph = graph_.data();
     g.n = size();
     g.d = dim();
@@ -141,9 +187,9 @@ void BangGraph::search(
         return;
     }
     const kernels::BangGraphView g = view();
-    const int64_t hubs = entry == BangEntry::kNearestHub ? bangEntryHubCount(size()) : 0;
+    const int64_t hubs = entry == BangEntry::kNearestHub ? hubs_.size() : 0;
     const DeviceBuffer<uint64_t> entryKeys = hubs > 0
-            ? nearestHubs(queries, nq, hubs, bangHubPathFor(nq, hubs, dim()))
+            ? nearestHubs(queries, nq, bangHubPathFor(nq, hubs, dim()))
             : DeviceBuffer<uint64_t>();
     // One block per query: pages of at most INT_MAX blocks.
     for (int64_t q0 = 0; q0 < nq; q0 += INT_MAX) {
@@ -181,30 +227,24 @@ BangHubPath bangHubPathFor(int64_t nq, int64_t H, int d) {
 DeviceBuffer<uint64_t> BangGraph::nearestHubs(
         const float* queries,
         int64_t nq,
-        int64_t H,
         BangHubPath path) const {
     const GpuResources& res = *res_;
     cudaStream_t stream = res.stream();
     const int d = dim();
+    const int64_t H = hubs_.size();
+    FAISS_ASSERT(H >= 1);
     auto keys = res.alloc<uint64_t>(size_t(nq));
     if (path == BangHubPath::kDirect) {
-        kernels::bangNearestHubsDirect(
-                vectors_.vectors(), size(), d, H, queries, nq, keys.data(), stream);
+        kernels::bangNearestHubsDirect(hubs_.vectors(), d, H, queries, nq, keys.data(), stream);
         return keys;
     }
-    auto rows = res.alloc<int64_t>(size_t(H));
-    kernels::bangHubRows(size(), H, rows.data(), stream);
-    auto hubX = res.alloc<float>(size_t(H) * d);
-    auto hubNorms = res.alloc<float>(size_t(H));
-    kernels::gatherRows(vectors_.vectors(), rows.data(), H, d, hubX.data(), stream);
-    kernels::gatherRows(vectors_.norms(), rows.data(), H, 1, hubNorms.data(), stream);
     auto hubOf = res.alloc<int64_t>(size_t(nq));
     auto dist = res.alloc<float>(size_t(nq));
     FlatSearchInput in;
     in.queries = queries;
     in.nq = nq;
-    in.base = hubX.data();
-    in.baseNorms = hubNorms.data();
+    in.base = hubs_.vectors();
+    in.baseNorms = hubs_.norms();
     in.nb = H;
     in.d = d;
     in.metric = faiss::METRIC_L2;
@@ -229,7 +269,7 @@ std::vector<uint8_t> BangGraph::pqCodes() const {
 }
 
 size_t BangGraph::deviceBytes() const {
-    return vectors_.deviceBytes() + graph_.bytes() + pqCentroids_.bytes() + pqCodes_.bytes() +
+    return vectors_.deviceBytes() + hubs_.deviceBytes() + graph_.bytes() + pqCentroids_.bytes() + pqCodes_.bytes() +
             tombDev_.bytes();
 }
 

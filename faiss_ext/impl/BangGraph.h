@@ -1,6 +1,7 @@
 // GpuIndexBang's device state, as IvfLists is GpuIndexIVFFlat's: the vectors (with
-// their norms, for the build's exact k-NN), the graph, the entry point and, in PQ
-// mode, the codebooks and codes; the search view over them and the search. The index
+// their norms, for the build's exact k-NN; or, placed on the host, in mapped host
+// memory), the rows of the entry hubs, the graph, the entry point and, in PQ mode, the
+// codebooks and codes; the search view over them and the search. The index
 // class and the graph build reach the search kernels only through this owner.
 #pragma once
 
@@ -8,9 +9,12 @@
 #include <cstdint>
 #include <vector>
 
+#include <faiss/impl/FaissAssert.h>
+
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/IndexConfig.h>
 #include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/impl/MappedHostBuffer.h>
 #include <kernels/BangSearch.h>
 
 namespace faiss_ext {
@@ -37,12 +41,16 @@ class BangGraph {
     BangGraph(BangGraph&&) = default;
     BangGraph& operator=(BangGraph&&) = default;
 
-    /// Replaces the vectors with n host rows; the graph and PQ state of the old ones
-    /// are dropped. Allocates first: a failure leaves the state as it was.
+    /// Replaces the vectors with n host rows, on the device; the graph and PQ state of
+    /// the old ones are dropped. Allocates first: a failure leaves the state as it was.
     void setVectors(int64_t n, const float* x);
-    /// The same with the rows of `first` (device) followed by n rows of x (host or
-    /// device).
-    void setVectors(const FlatStorage& first, int64_t n, const float* x);
+    /// The same with the rows of `first` (either placement) followed by n rows of x
+    /// (host or device).
+    void setVectors(const BangGraph& first, int64_t n, const float* x);
+    /// Moves the vectors (not the entry hubs' rows) to mapped host memory
+    /// (BangVectorPlacement::kHost): kernels then read them over the bus. Allocates
+    /// first: a failure leaves the state as it was.
+    void placeVectorsOnHost();
     /// Replaces the graph (size() x R ids in [-1, size()), host, checked by the
     /// caller) and the entry point.
     void setGraph(const int32_t* graph, int64_t entry);
@@ -79,17 +87,14 @@ class BangGraph {
             int32_t* iterations = nullptr,
             const uint32_t* allow = nullptr,
             BangEntry entry = BangEntry::kMedoid) const;
-    /// Each query's nearest of H hubs (node kernels::bangHubNode(h, size(), H) is hub h)
-    /// by L2 over the stored rows, as entry keys (device, nq; kernels/BangHubEntry.h:
-    /// kBangNoEntry for a query with a NaN or an infinity), found by `path`.
-    DeviceBuffer<uint64_t> nearestHubs(
-            const float* queries,
-            int64_t nq,
-            int64_t H,
-            BangHubPath path) const;
+    /// Each query's nearest of the H = bangEntryHubCount(size()) entry hubs (node
+    /// kernels::bangHubNode(h, size(), H) is hub h) by L2, as entry keys (device, nq;
+    /// kernels/BangHubEntry.h: kBangNoEntry for a query with a NaN or an infinity),
+    /// found by `path`. The hubs' rows are kept on the device whatever the placement.
+    DeviceBuffer<uint64_t> nearestHubs(const float* queries, int64_t nq, BangHubPath path) const;
 
     int64_t size() const {
-        return vectors_.size();
+        return vectorsOnHost() ? int64_t(hostRows_.size() / size_t(dim())) : vectors_.size();
     }
     int dim() const {
         return vectors_.dim();
@@ -103,16 +108,33 @@ class BangGraph {
     int64_t entry() const {
         return entry_;
     }
-    /// The stored vectors and their squared norms.
+    /// Whether the vectors are in host memory (placeVectorsOnHost).
+    bool vectorsOnHost() const {
+        return hostRows_.size() > 0;
+    }
+    /// The stored vectors and their squared norms, on the device (not placed on the
+    /// host: the graph build's work state).
     const FlatStorage& vectors() const {
+        FAISS_ASSERT(!vectorsOnHost());
         return vectors_;
     }
+    /// The stored rows (size() x dim()) as kernels and copies address them, in either
+    /// placement.
+    const float* rows() const {
+        return vectorsOnHost() ? hostRows_.deviceData() : vectors_.vectors();
+    }
+    /// Copies rows [i0, i0 + n) to host memory.
+    void copyRowsToHost(int64_t i0, int64_t n, float* out) const;
     /// Host copies: the graph (size() x R), and in PQ mode the codebooks and codes
     /// (empty in exact mode or when nothing is stored).
     std::vector<int32_t> graph() const;
     std::vector<float> pqCentroids() const;
     std::vector<uint8_t> pqCodes() const;
     size_t deviceBytes() const;
+    /// Bytes of the vectors placed on the host (0 on the device).
+    size_t hostBytes() const {
+        return hostRows_.bytes();
+    }
 
     /// Removed nodes (setTombstones): their count, the host words (empty when none),
     /// the device words (null when none).
@@ -135,7 +157,9 @@ class BangGraph {
     const GpuResources* res_;
     int R_;
     int pqM_;
-    FlatStorage vectors_;
+    FlatStorage vectors_;                 ///< on the device; empty when placed on the host
+    MappedHostBuffer<float> hostRows_;    ///< placed on the host: size() x dim()
+    FlatStorage hubs_;                    ///< the entry hubs' rows (nearestHubs)
     DeviceBuffer<int32_t> graph_;     ///< size() x R
     DeviceBuffer<float> pqCentroids_; ///< PQ mode: pqM x 256 x d / pqM
     DeviceBuffer<uint8_t> pqCodes_;   ///< PQ mode: size() x pqM

@@ -19,6 +19,8 @@ constexpr int kMaxDim = 1 << 20;
 constexpr uint32_t kChecksumVersion = 4;
 /// The first version that saves BangBuildConfig's candidateLists and candidateProbes.
 constexpr uint32_t kBangCandidateSourceVersion = 5;
+/// The first version that saves GpuIndexBangConfig's vectorPlacement.
+constexpr uint32_t kBangPlacementVersion = 6;
 
 // Sections (version 4 on): u64 length, u32 CRC32C of the section's bytes followed by
 // the length's 8 bytes, then the bytes. The checksum is checked before anything in the
@@ -164,6 +166,7 @@ void putConfig(ByteSink& out, const GpuIndexBangConfig& c) {
     putConfig(out, static_cast<const GpuIndexConfig&>(c));
     putConfig(out, c.build);
     put<int32_t>(out, c.pqSubquantizers);
+    put<uint32_t>(out, uint32_t(c.vectorPlacement));
 }
 
 int getPqSubquantizers(ByteSource& in, int d) {
@@ -178,6 +181,9 @@ void getConfig(ByteSource& in, GpuIndexBangConfig& c, int d, uint32_t version) {
     getConfig(in, static_cast<GpuIndexConfig&>(c));
     getConfig(in, c.build, version);
     c.pqSubquantizers = getPqSubquantizers(in, d);
+    if (version >= kBangPlacementVersion) {
+        c.vectorPlacement = getEnum<BangVectorPlacement>(in, 2, "vectorPlacement");
+    }
 }
 
 } // namespace

@@ -27,6 +27,20 @@ std::string entryName(BangEntry entry) {
     return entry == BangEntry::kNearestHub ? "nearest_hub" : "medoid";
 }
 
+BangVectorPlacement placementFromName(const std::string& name) {
+    if (name == "device") {
+        return BangVectorPlacement::kDevice;
+    }
+    if (name == "host") {
+        return BangVectorPlacement::kHost;
+    }
+    throw py::value_error("vector_placement='" + name + "': use 'device' or 'host'");
+}
+
+std::string placementName(BangVectorPlacement placement) {
+    return placement == BangVectorPlacement::kHost ? "host" : "device";
+}
+
 } // namespace
 
 void bindBang(py::module_& m) {
@@ -64,10 +78,13 @@ void bindBang(py::module_& m) {
             "SearchParametersBang(search_L=...) per call). pq_subquantizers=M > 0: BANG's "
             "PQ mode (M 8-bit sub-quantizers, M divides d, trained when the graph is built; "
             "the search walks "
-            "with ADC distances and re-ranks its final worklist exactly).")
+            "with ADC distances and re-ranks its final worklist exactly); "
+            "vector_placement='host' (PQ mode only) keeps the full vectors in page-locked "
+            "host memory, which the re-rank reads over the bus.")
             .def(py::init([](PyGpuResources& res, int d, int R, int metric, float alpha,
                              int buildCandidates, int buildPasses, int buildL, int64_t buildLists,
-                             int buildProbes, int searchL, size_t pageBytes, int pqSubquantizers) {
+                             int buildProbes, int searchL, size_t pageBytes, int pqSubquantizers,
+                             const std::string& vectorPlacement) {
                      GpuIndexBangConfig config;
                      config.build.graphDegree = R;
                      config.build.alpha = alpha;
@@ -78,6 +95,7 @@ void bindBang(py::module_& m) {
                      config.build.candidateProbes = buildProbes;
                      config.pageBytes = pageBytes;
                      config.pqSubquantizers = pqSubquantizers;
+                     config.vectorPlacement = placementFromName(vectorPlacement);
                      DeviceCall call(res);
                      auto index =
                              std::make_unique<GpuIndexBang>(res, d, checkMetric(metric), config);
@@ -94,6 +112,8 @@ void bindBang(py::module_& m) {
                  py::arg("build_probes") = BangBuildConfig().candidateProbes,
                  py::arg("search_L") = 64, py::arg("page_bytes") = GpuIndexBangConfig().pageBytes,
                  py::arg("pq_subquantizers") = GpuIndexBangConfig().pqSubquantizers,
+                 py::arg("vector_placement") =
+                         placementName(GpuIndexBangConfig().vectorPlacement),
                  py::keep_alive<1, 2>())
             .def_readwrite(
                     "search_L", &GpuIndexBang::search_L,
@@ -104,6 +124,17 @@ void bindBang(py::module_& m) {
                     "pq_subquantizers",
                     [](const GpuIndexBang& index) { return index.bangConfig().pqSubquantizers; },
                     "PQ mode's sub-quantizers M (0: exact distances).")
+            .def_property_readonly(
+                    "vector_placement",
+                    [](const GpuIndexBang& index) {
+                        return placementName(index.bangConfig().vectorPlacement);
+                    },
+                    "Where the full vectors live: 'device' or 'host'.")
+            .def(
+                    "host_memory_bytes",
+                    [](const GpuIndexBang& index) { return index.hostMemoryBytes(); },
+                    "Page-locked host memory the index holds (its vectors under "
+                    "vector_placement='host', else 0).")
             .def(
                     "graph",
                     [](const GpuIndexBang& index) {

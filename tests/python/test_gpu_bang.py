@@ -142,6 +142,40 @@ def test_pq_mode(res, rng, tmp_path):
         faiss_ext.GpuIndexBang(res, d, pq_subquantizers=6).add(xb[:100])
 
 
+def test_pq_mode_with_the_vectors_in_host_memory(res, rng, tmp_path):
+    d, nb, nq = 24, 4000, 100
+    centres = rng.random((200, d), dtype=np.float32)
+    xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
+    device = faiss_ext.GpuIndexBang(res, d, R=32, pq_subquantizers=6, search_L=64)
+    host = faiss_ext.GpuIndexBang(res, d, R=32, pq_subquantizers=6, search_L=64,
+                                  vector_placement="host")
+    assert device.vector_placement == "device" and host.vector_placement == "host"
+    device.add(xb)
+    host.add(xb)
+    assert host.host_memory_bytes() == nb * d * 4
+    assert device.host_memory_bytes() == 0
+    assert device.device_memory_bytes() >= host.device_memory_bytes() + nb * d * 4
+    D, I = device.search(xq, 10)
+    Dh, Ih = host.search(xq, 10)
+    np.testing.assert_array_equal(Ih, I)
+    np.testing.assert_array_equal(Dh, D)
+    np.testing.assert_array_equal(host.reconstruct_n(0, nb), xb)
+
+    path = str(tmp_path / "bang_host.fx")
+    faiss_ext.write_index(host, path)
+    loaded = faiss_ext.read_index(path, res)
+    assert loaded.vector_placement == "host"
+    assert loaded.host_memory_bytes() == nb * d * 4
+    D2, I2 = loaded.search(xq, 10)
+    np.testing.assert_array_equal(I2, I)
+    np.testing.assert_array_equal(D2, D)
+
+    with pytest.raises(faiss_ext.FaissException, match="vectorPlacement"):
+        faiss_ext.GpuIndexBang(res, d, vector_placement="host")
+    with pytest.raises(ValueError, match="vector_placement"):
+        faiss_ext.GpuIndexBang(res, d, pq_subquantizers=6, vector_placement="disk")
+
+
 def test_inner_product_on_unit_vectors(res, rng):
     d, nb, nq = 24, 8000, 200
     centres = rng.random((30, d), dtype=np.float32) - 0.5
