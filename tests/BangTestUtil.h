@@ -17,6 +17,12 @@ namespace test {
 enum class BangKernel { kPersistent, kStepwise };
 
 /// Distances of every query to every base row, by the kernels' distance function.
+/// Device bytes of the entry hubs' rows and norms (BangGraph keeps them beside the
+/// vectors) for n stored rows `width` floats wide.
+inline size_t entryHubBytes(int64_t n, int width) {
+    return size_t(bangEntryHubCount(n)) * size_t(width + 1) * sizeof(float);
+}
+
 inline std::vector<float> distanceTable(
         const GpuResources& res,
         const std::vector<float>& xq,

@@ -375,7 +375,9 @@ TEST(GpuIndexBang, BuiltGraphIsWellFormedFromEitherCandidateSource) {
         GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
         index.add(nb, xb.data());
         // Nothing of the build stays (the IVF-Flat of the candidates included).
-        EXPECT_EQ(index.deviceMemoryBytes(), size_t(nb) * (d + 1) * 4 + size_t(nb) * 24 * 4);
+        EXPECT_EQ(
+                index.deviceMemoryBytes(),
+                size_t(nb) * (d + 1) * 4 + size_t(nb) * 24 * 4 + entryHubBytes(nb, d));
         const std::vector<int32_t> g = index.graph();
         ASSERT_EQ(g.size(), size_t(nb) * 24);
         int64_t edges = 0;

@@ -162,7 +162,9 @@ TEST(GpuIndexBangInnerProduct, MissingResultsSaveLoadAndReconstruct) {
     std::vector<float> back(d);
     index.reconstruct(1234, back.data());
     EXPECT_TRUE(std::equal(back.begin(), back.end(), xb.begin() + 1234 * d));
-    EXPECT_EQ(index.deviceMemoryBytes(), size_t(2000) * (d + 2) * 4 + size_t(2000) * 64 * 4);
+    EXPECT_EQ(
+            index.deviceMemoryBytes(),
+            size_t(2000) * (d + 2) * 4 + size_t(2000) * 64 * 4 + entryHubBytes(2000, d + 1));
     const std::vector<uint8_t> bytes = serialize_index(&index);
     auto loaded = deserialize_index(bytes.data(), bytes.size(), res);
     auto* again = dynamic_cast<GpuIndexBang*>(loaded.get());

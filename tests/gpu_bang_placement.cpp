@@ -90,9 +90,10 @@ void expectSameIndex(
     }
 }
 
-/// The vectors' bytes are in host memory, and not among the device's.
-void expectVectorsOnHost(const GpuIndexBang& host, const GpuIndexBang& device, int width) {
-    const size_t rows = size_t(host.nodeCount()) * width * sizeof(float);
+/// The vectors' bytes (as stored: transformed and padded for inner product) are in
+/// host memory, and not among the device's.
+void expectVectorsOnHost(const GpuIndexBang& host, const GpuIndexBang& device) {
+    const size_t rows = size_t(host.nodeCount()) * host.deviceState().dim() * sizeof(float);
     EXPECT_EQ(host.hostMemoryBytes(), rows);
     EXPECT_EQ(device.hostMemoryBytes(), 0u);
     EXPECT_GE(device.deviceMemoryBytes(), host.deviceMemoryBytes() + rows);
@@ -129,7 +130,7 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     device.add(nb, all.data());
     {
         SCOPED_TRACE("built");
-        expectVectorsOnHost(host, device, kD);
+        expectVectorsOnHost(host, device);
         expectSameIndex(host, device, xq);
     }
     std::vector<float> row(kD);
@@ -178,7 +179,7 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     device.add(more, all.data() + nb * kD);
     {
         SCOPED_TRACE("extended");
-        expectVectorsOnHost(host, device, kD);
+        expectVectorsOnHost(host, device);
         expectSameIndex(host, device, xq);
     }
 
@@ -190,7 +191,7 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     device.add(more, all.data());
     {
         SCOPED_TRACE("rebuilt");
-        expectVectorsOnHost(host, device, kD);
+        expectVectorsOnHost(host, device);
         expectSameIndex(host, device, xq);
     }
 
@@ -202,7 +203,7 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     EXPECT_EQ(back->bangConfig().vectorPlacement, BangVectorPlacement::kHost);
     {
         SCOPED_TRACE("loaded");
-        expectVectorsOnHost(*back, device, kD);
+        expectVectorsOnHost(*back, device);
         expectSameIndex(*back, device, xq);
     }
 
@@ -225,6 +226,6 @@ TEST(GpuIndexBangPlacement, InnerProductKeepsTheTransformedRowsOnTheHost) {
             res, kD, faiss::METRIC_INNER_PRODUCT, placedConfig(BangVectorPlacement::kDevice));
     host.add(nb, xb.data());
     device.add(nb, xb.data());
-    expectVectorsOnHost(host, device, kD + 1);
+    expectVectorsOnHost(host, device);
     expectSameIndex(host, device, xq);
 }

@@ -219,12 +219,13 @@ TEST(GpuIndexBangPq, RecallOnClustered100K) {
 
     GpuIndexBang index(res, d, faiss::METRIC_L2, pqConfig(M));
     index.add(nb, xb.data());
-    // Device memory: exact mode's (vectors, norms, graph) plus codes and codebooks; the
-    // search loop reads M bytes per visited vector instead of 4 d.
+    // Device memory: exact mode's (vectors, norms, entry hubs, graph) plus codes and
+    // codebooks; the search loop reads M bytes per visited vector instead of 4 d.
     const int R = index.graphDegree();
     EXPECT_EQ(
             index.deviceMemoryBytes(),
-            size_t(nb) * (d + 1) * 4 + size_t(nb) * R * 4 + size_t(nb) * M + 256 * d * 4);
+            size_t(nb) * (d + 1) * 4 + entryHubBytes(nb, d) + size_t(nb) * R * 4 +
+                    size_t(nb) * M + 256 * d * 4);
     GpuIndexBang exactMode(res, d);
     EXPECT_EQ(index.traversalBytesPerVector(), size_t(M));
     EXPECT_EQ(exactMode.traversalBytesPerVector(), size_t(d) * 4);
