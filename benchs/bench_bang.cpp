@@ -353,8 +353,8 @@ int main(int argc, char** argv) {
                 int rep = 0;
                 batch1Ms[placed] = bench::median(bench::timeDevice(res, 2, int(nq1), [&] {
                     searchKernel(
-                            placed ? pqHost : pq, false, qDev.data() + size_t(rep++ % nq) * d, 1,
-                            k, r.L, dD.data(), dI.data(), nullptr);
+                            placed ? pqHost : pq, false, qDev.data() + size_t(rep++ % nq) * d, 1, k,
+                            r.L, dD.data(), dI.data(), nullptr);
                 }));
             }
             std::printf(

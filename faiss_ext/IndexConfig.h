@@ -147,8 +147,8 @@ struct GpuIndexBangConfig : GpuIndexConfig {
     /// vectors with them; impl/BangPq.h). The search walks the graph with ADC distances from the
     /// codes (M bytes per vector) and a per-query table in shared memory (M KiB), then
     /// re-ranks its final worklist with exact distances from the full vectors (on the
-    /// GPU, or in host memory: vectorPlacement). The graph is built with exact distances either way. 0: exact
-    /// distances throughout (default); else in [1, 128], dividing d, and add needs at
+    /// GPU, or in host memory: vectorPlacement). The graph is built with exact distances either
+    /// way. 0: exact distances throughout (default); else in [1, 128], dividing d, and add needs at
     /// least 256 vectors in all.
     int pqSubquantizers = 0;
     /// Where the full vectors live between adds (BangVectorPlacement); kHost needs PQ

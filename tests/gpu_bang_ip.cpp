@@ -16,6 +16,7 @@
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/index_io.h>
 
+#include "BangTestUtil.h"
 #include "Synthetic.h"
 #include "TestUtil.h"
 
@@ -164,7 +165,7 @@ TEST(GpuIndexBangInnerProduct, MissingResultsSaveLoadAndReconstruct) {
     EXPECT_TRUE(std::equal(back.begin(), back.end(), xb.begin() + 1234 * d));
     EXPECT_EQ(
             index.deviceMemoryBytes(),
-            size_t(2000) * (d + 2) * 4 + size_t(2000) * 64 * 4 + entryHubBytes(2000, d + 1));
+            size_t(2000) * (d + 2) * 4 + size_t(2000) * 64 * 4 + test::entryHubBytes(2000, d + 1));
     const std::vector<uint8_t> bytes = serialize_index(&index);
     auto loaded = deserialize_index(bytes.data(), bytes.size(), res);
     auto* again = dynamic_cast<GpuIndexBang*>(loaded.get());

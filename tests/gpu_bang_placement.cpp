@@ -140,8 +140,9 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     // Filtered: at this size the index searches the allowed rows exactly (gathered from
     // the host rows)...
     faiss::IDSelectorRange sel(100, 1600);
-    ASSERT_TRUE(planBangFilteredSearch(1500, nb, kL, host.graphDegree(), kK, GpuIndexBang::kMaxSearchL)
-                        .exact);
+    ASSERT_TRUE(
+            planBangFilteredSearch(1500, nb, kL, host.graphDegree(), kK, GpuIndexBang::kMaxSearchL)
+                    .exact);
     const Results h = searchOf(host, xq, BangEntry::kNearestHub, &sel);
     const Results d = searchOf(device, xq, BangEntry::kNearestHub, &sel);
     EXPECT_EQ(h.I, d.I);

@@ -224,8 +224,8 @@ TEST(GpuIndexBangPq, RecallOnClustered100K) {
     const int R = index.graphDegree();
     EXPECT_EQ(
             index.deviceMemoryBytes(),
-            size_t(nb) * (d + 1) * 4 + entryHubBytes(nb, d) + size_t(nb) * R * 4 +
-                    size_t(nb) * M + 256 * d * 4);
+            size_t(nb) * (d + 1) * 4 + entryHubBytes(nb, d) + size_t(nb) * R * 4 + size_t(nb) * M +
+                    256 * d * 4);
     GpuIndexBang exactMode(res, d);
     EXPECT_EQ(index.traversalBytesPerVector(), size_t(M));
     EXPECT_EQ(exactMode.traversalBytesPerVector(), size_t(d) * 4);

@@ -224,10 +224,8 @@ BangHubPath bangHubPathFor(int64_t nq, int64_t H, int d) {
                                                          : BangHubPath::kFlat;
 }
 
-DeviceBuffer<uint64_t> BangGraph::nearestHubs(
-        const float* queries,
-        int64_t nq,
-        BangHubPath path) const {
+DeviceBuffer<uint64_t> BangGraph::nearestHubs(const float* queries, int64_t nq, BangHubPath path)
+        const {
     const GpuResources& res = *res_;
     cudaStream_t stream = res.stream();
     const int d = dim();
@@ -269,8 +267,8 @@ std::vector<uint8_t> BangGraph::pqCodes() const {
 }
 
 size_t BangGraph::deviceBytes() const {
-    return vectors_.deviceBytes() + hubs_.deviceBytes() + graph_.bytes() + pqCentroids_.bytes() + pqCodes_.bytes() +
-            tombDev_.bytes();
+    return vectors_.deviceBytes() + hubs_.deviceBytes() + graph_.bytes() + pqCentroids_.bytes() +
+            pqCodes_.bytes() + tombDev_.bytes();
 }
 
 } // namespace faiss_ext

@@ -157,12 +157,12 @@ class BangGraph {
     const GpuResources* res_;
     int R_;
     int pqM_;
-    FlatStorage vectors_;                 ///< on the device; empty when placed on the host
-    MappedHostBuffer<float> hostRows_;    ///< placed on the host: size() x dim()
-    FlatStorage hubs_;                    ///< the entry hubs' rows (nearestHubs)
-    DeviceBuffer<int32_t> graph_;     ///< size() x R
-    DeviceBuffer<float> pqCentroids_; ///< PQ mode: pqM x 256 x d / pqM
-    DeviceBuffer<uint8_t> pqCodes_;   ///< PQ mode: size() x pqM
+    FlatStorage vectors_;              ///< on the device; empty when placed on the host
+    MappedHostBuffer<float> hostRows_; ///< placed on the host: size() x dim()
+    FlatStorage hubs_;                 ///< the entry hubs' rows (nearestHubs)
+    DeviceBuffer<int32_t> graph_;      ///< size() x R
+    DeviceBuffer<float> pqCentroids_;  ///< PQ mode: pqM x 256 x d / pqM
+    DeviceBuffer<uint8_t> pqCodes_;    ///< PQ mode: size() x pqM
     int64_t entry_ = 0;
     std::vector<uint32_t> tombHost_;
     DeviceBuffer<uint32_t> tombDev_;

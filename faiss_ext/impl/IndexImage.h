@@ -20,8 +20,8 @@
 // What a saved index keeps: its data, its default search knob (IVF nprobe, Bang
 // search_L) and its whole configuration struct (IndexConfig.h: GpuIndexConfig's
 // pageBytes, IVF's mergePath / scanPath / listChunkVectors, Bang's build,
-// pqSubquantizers and vectorPlacement), each struct written field by field in one place (IndexImage.cpp);
-// read_index builds the index with that configuration. Not kept: the GpuResources
+// pqSubquantizers and vectorPlacement), each struct written field by field in one place
+// (IndexImage.cpp); read_index builds the index with that configuration. Not kept: the GpuResources
 // (device, temporary memory: the reader's) and GpuIndexIVFFlat::cp (k-means
 // parameters of a train that has happened; faiss does not save them either).
 //

@@ -37,8 +37,8 @@ class MappedHostBuffer {
         if (err != cudaSuccess) {
             (void)cudaGetLastError();
             FAISS_THROW_FMT(
-                    "cannot allocate %zu bytes of page-locked host memory (%s)",
-                    count * sizeof(T), cudaGetErrorString(err));
+                    "cannot allocate %zu bytes of page-locked host memory (%s)", count * sizeof(T),
+                    cudaGetErrorString(err));
         }
         data_ = static_cast<T*>(p);
         deviceData_ = static_cast<T*>(dev);

@@ -112,8 +112,7 @@ void bindBang(py::module_& m) {
                  py::arg("build_probes") = BangBuildConfig().candidateProbes,
                  py::arg("search_L") = 64, py::arg("page_bytes") = GpuIndexBangConfig().pageBytes,
                  py::arg("pq_subquantizers") = GpuIndexBangConfig().pqSubquantizers,
-                 py::arg("vector_placement") =
-                         placementName(GpuIndexBangConfig().vectorPlacement),
+                 py::arg("vector_placement") = placementName(GpuIndexBangConfig().vectorPlacement),
                  py::keep_alive<1, 2>())
             .def_readwrite(
                     "search_L", &GpuIndexBang::search_L,
