@@ -12,6 +12,7 @@
 #include <faiss_ext/impl/BangFilteredSearch.h>
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangInnerProduct.h>
+#include <faiss_ext/impl/BangMemory.h>
 #include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/Progress.h>
@@ -187,6 +188,16 @@ GpuIndexBang::GpuIndexBang(
 
 GpuIndexBang::~GpuIndexBang() = default;
 
+BangMemoryEstimate GpuIndexBang::estimateMemory(
+        int64_t n,
+        int d,
+        faiss::MetricType metric,
+        const GpuIndexBangConfig& config,
+        const GpuResourcesConfig& resources) {
+    checkedMetric(metric, config);
+    return estimateBangMemory(n, d, metric, checkedConfig(config, d), resources.tempMemoryBytes);
+}
+
 int GpuIndexBang::effectiveL(int requested, int64_t k) {
     FAISS_THROW_IF_NOT_FMT(
             requested >= 1 && requested <= kMaxSearchL, "search: search_L=%d is outside [1, %d]",
@@ -243,6 +254,18 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     }
     float normSq = ipNormSq_;
     BangBuildTimes t;
+    if (!extend) {
+        // A rebuild's peak, beside the index it replaces: refused before any work when
+        // the device cannot hold it.
+        const size_t need =
+                estimateMemory(total, d, metric_type, bangConfig_, res_.config()).buildDeviceBytes;
+        const size_t available = res_.availableDeviceBytes();
+        FAISS_THROW_IF_NOT_FMT(
+                need <= available,
+                "add: building the graph of %lld vectors needs about %.2f GiB of device "
+                "memory at its peak (GpuIndexBang::estimateMemory), %.2f GiB are available",
+                (long long)total, need / 1073741824.0, available / 1073741824.0);
+    }
     if (extend) {
         t = extendInto(next, *this, n, transformed.empty() ? x : transformed.data(), progress);
     } else {

@@ -3,6 +3,7 @@
 // by the MIPS-to-L2 transform.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <faiss/Index.h>
 
 #include <faiss_ext/GpuIndex.h>
+#include <faiss_ext/GpuResources.h>
 #include <faiss_ext/IndexConfig.h>
 
 namespace faiss_ext {
@@ -24,6 +26,18 @@ struct SearchParametersBang : faiss::SearchParameters {
     /// Where each query's walk starts (see BangEntry; a search without parameters uses
     /// this default); per call only, not saved with the index.
     BangEntry entry = BangEntry::kNearestHub;
+};
+
+/// Bytes a GpuIndexBang of n vectors takes (GpuIndexBang::estimateMemory).
+struct BangMemoryEstimate {
+    /// The index once built: its deviceMemoryBytes() and hostMemoryBytes().
+    size_t deviceBytes = 0;
+    size_t hostBytes = 0;
+    /// The add that builds it into an empty index: its peak device memory (the index
+    /// included; temporaries at their caps, GpuResourcesConfig::tempMemoryBytes and
+    /// GpuIndexConfig::pageBytes), and its peak host memory beyond the caller's vectors.
+    size_t buildDeviceBytes = 0;
+    size_t buildHostBytes = 0;
 };
 
 /// Vectors and graph live on the GPU (impl/BangGraph.h; in PQ mode the full vectors can
@@ -148,6 +162,19 @@ class GpuIndexBang : public GpuIndex {
     /// The worklist size a search with search_L = requested and k uses (max of the two);
     /// throws if it is outside [1, kMaxSearchL].
     static int effectiveL(int requested, int64_t k);
+
+    /// Memory of an index of n >= 1 vectors of d components with this metric and
+    /// configuration, built on resources of `resources.tempMemoryBytes`, counted from
+    /// the sizes of its arrays and of each build stage's (an upper bound within ~30% on
+    /// the build's device peak; benchs/NOTES.md). An add that rebuilds the graph checks
+    /// buildDeviceBytes against the device memory available first and refuses with an
+    /// error naming both when it would not fit.
+    static BangMemoryEstimate estimateMemory(
+            int64_t n,
+            int d,
+            faiss::MetricType metric,
+            const GpuIndexBangConfig& config,
+            const GpuResourcesConfig& resources = GpuResourcesConfig());
 
    protected:
     void addImpl_(int64_t n, const float* x, const int64_t* ids) override;

@@ -1,5 +1,6 @@
 #include <faiss_ext/GpuResources.h>
 
+#include <algorithm>
 #include <limits>
 
 #include <faiss_ext/impl/PinnedStaging.h>
@@ -69,6 +70,20 @@ PinnedStaging& GpuResources::pinnedStaging() const {
 void GpuResources::synchronize() const {
     DeviceScope scope(config_.device);
     FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+size_t GpuResources::availableDeviceBytes() const {
+    DeviceScope scope(config_.device);
+    FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    size_t free = 0, total = 0;
+    FAISS_EXT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    cudaMemPool_t pool;
+    FAISS_EXT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, config_.device));
+    uint64_t reserved = 0, used = 0;
+    FAISS_EXT_CUDA_CHECK(
+            cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    FAISS_EXT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    return free + size_t(reserved - std::min(reserved, used));
 }
 
 } // namespace faiss_ext

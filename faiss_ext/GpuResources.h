@@ -37,6 +37,9 @@ class GpuResources {
     /// Number of CUDA devices usable here; 0 when there is no device or no driver.
     static int deviceCount();
 
+    const GpuResourcesConfig& config() const {
+        return config_;
+    }
     int device() const {
         return config_.device;
     }
@@ -70,6 +73,10 @@ class GpuResources {
 
     /// Waits for all work queued on the stream.
     void synchronize() const;
+
+    /// Device memory an allocation could have now: the device's free memory plus what
+    /// the stream-ordered pool holds unused.
+    size_t availableDeviceBytes() const;
 
     /// The pinned host buffers through which searches copy host queries in and results
     /// out (impl/PinnedStaging.h; 8 MiB, allocated on first use).

@@ -2,6 +2,7 @@
 // mode's host rules and arithmetic, and the index file payload.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -13,7 +14,9 @@
 #include <faiss/impl/FaissAssert.h>
 
 #include <faiss_ext/impl/BangBuild.h>
+#include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangInnerProduct.h>
+#include <faiss_ext/impl/BangMemory.h>
 #include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/BangPrune.h>
 #include <faiss_ext/impl/BangPruneGpu.h>
@@ -257,6 +260,54 @@ TEST(BangBuild, LocalityOrderGroupsNodesByCellThenId) {
     for (int32_t v = 0; v < 1000; ++v) {
         ASSERT_EQ(order[size_t(v)], v);
     }
+}
+
+TEST(BangMemory, EstimateCountsTheIndexAndBoundsTheBuild) {
+    GpuIndexBangConfig device;
+    device.pqSubquantizers = 32;
+    GpuIndexBangConfig host = device;
+    host.vectorPlacement = BangVectorPlacement::kHost;
+    const int64_t n = 1000000;
+    const int d = 128;
+    const BangMemoryEstimate a = GpuIndexBang::estimateMemory(n, d, faiss::METRIC_L2, device);
+    const BangMemoryEstimate b = GpuIndexBang::estimateMemory(n, d, faiss::METRIC_L2, host);
+    // Placed on the host: the rows move, their norms go; the build is the same.
+    EXPECT_EQ(a.hostBytes, 0u);
+    EXPECT_EQ(b.hostBytes, size_t(n) * d * 4);
+    EXPECT_EQ(a.deviceBytes - b.deviceBytes, size_t(n) * (d + 1) * 4);
+    EXPECT_EQ(a.buildDeviceBytes, b.buildDeviceBytes);
+    // Graph, codes, codebooks and entry hubs beside the rows.
+    EXPECT_EQ(
+            b.deviceBytes,
+            size_t(n) * (64 * 4 + 32) + 256 * d * 4 + size_t(bangEntryHubCount(n)) * (d + 1) * 4);
+    EXPECT_GT(a.buildDeviceBytes, a.deviceBytes);
+    EXPECT_GE(a.buildHostBytes, size_t(n) * d * 4);
+    // The arrays grow with n (the temporaries' caps do not).
+    const BangMemoryEstimate ten = GpuIndexBang::estimateMemory(10 * n, d, faiss::METRIC_L2, host);
+    const double growth = double(ten.buildDeviceBytes) / double(b.buildDeviceBytes);
+    EXPECT_GT(growth, 6.0);
+    EXPECT_LT(growth, 10.5);
+    // Inner product stores d + 1 (PQ: d + d / M) components a row.
+    const BangMemoryEstimate ip =
+            GpuIndexBang::estimateMemory(n, d, faiss::METRIC_INNER_PRODUCT, host);
+    EXPECT_EQ(ip.hostBytes, size_t(n) * (d + d / 32) * 4);
+    // Bad arguments are refused as the constructor refuses them.
+    EXPECT_THROW(
+            GpuIndexBang::estimateMemory(0, d, faiss::METRIC_L2, device), faiss::FaissException);
+    GpuIndexBangConfig exactOnHost;
+    exactOnHost.vectorPlacement = BangVectorPlacement::kHost;
+    EXPECT_THROW(
+            GpuIndexBang::estimateMemory(n, d, faiss::METRIC_L2, exactOnHost),
+            faiss::FaissException);
+    EXPECT_THROW(
+            GpuIndexBang::estimateMemory(n, d, faiss::METRIC_L1, device), faiss::FaissException);
+    // What issue 15's 100M x 128 would take built in one add on one GPU.
+    const BangMemoryEstimate big = GpuIndexBang::estimateMemory(100 * n, d, faiss::METRIC_L2, host);
+    std::printf(
+            "100M x 128, PQ 32, host placement: index %.1f GiB device + %.1f GiB host; build "
+            "peak %.1f GiB device, %.1f GiB host\n",
+            big.deviceBytes / 1073741824.0, big.hostBytes / 1073741824.0,
+            big.buildDeviceBytes / 1073741824.0, big.buildHostBytes / 1073741824.0);
 }
 
 TEST(BangInnerProduct, StoredLayoutAndTransform) {

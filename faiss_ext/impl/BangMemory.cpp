@@ -1,0 +1,99 @@
+#include <faiss_ext/impl/BangMemory.h>
+
+#include <algorithm>
+#include <initializer_list>
+
+#include <faiss/impl/FaissAssert.h>
+
+#include <faiss_ext/impl/BangBuild.h>
+#include <faiss_ext/impl/BangGraph.h>
+#include <faiss_ext/impl/BangInnerProduct.h>
+#include <kernels/BangPq.h>
+#include <kernels/IvfStore.h>
+
+namespace faiss_ext {
+
+namespace {
+
+size_t largest(std::initializer_list<size_t> sizes) {
+    return std::max(sizes);
+}
+
+} // namespace
+
+BangMemoryEstimate estimateBangMemory(
+        int64_t n,
+        int d,
+        faiss::MetricType metric,
+        const GpuIndexBangConfig& config,
+        size_t tempMemoryBytes) {
+    FAISS_THROW_IF_NOT_FMT(n >= 1, "estimateMemory: n=%lld must be >= 1", (long long)n);
+    const BangBuildConfig& b = config.build;
+    const size_t N = size_t(n);
+    const int w = bangStoredDim(d, config.pqSubquantizers, metric);
+    const size_t M = size_t(bangStoredPqM(config.pqSubquantizers, metric));
+    const bool onHost = config.vectorPlacement == BangVectorPlacement::kHost;
+    const size_t R = size_t(b.graphDegree);
+    const size_t temp = tempMemoryBytes, pageBytes = config.pageBytes;
+
+    // The built index (BangGraph): rows and norms (or the rows in host memory), the
+    // entry hubs' rows and norms, the graph, the PQ codes and codebooks.
+    const size_t rows = N * size_t(w) * 4, norms = N * 4;
+    const size_t entryHubs = size_t(bangEntryHubCount(n)) * size_t(w + 1) * 4;
+    const size_t graph = N * R * 4;
+    const size_t pq = M > 0 ? N * M + size_t(kernels::kBangPqCentroids) * size_t(w) * 4 : 0;
+    BangMemoryEstimate e;
+    e.deviceBytes = (onHost ? 0 : rows + norms) + entryHubs + graph + pq;
+    e.hostBytes = onHost ? rows : 0;
+
+    // The build (BangBuild.cpp), stage by stage, each beside the work state's rows.
+    const size_t base = rows + norms + entryHubs;
+    const size_t K1 = n > 1 ? size_t(std::min<int64_t>(b.candidates, n - 1)) + 1 : 0;
+    const int64_t H = bangHubCount(n, b.hubs);
+    const size_t hubK = size_t(std::min<int64_t>(kBangHubsPerNode, H));
+    const size_t hubHubK = size_t(std::min<int64_t>(kBangHubsPerHub + 1, H));
+    auto page = [&](size_t k) { // one page of k-NN distances (knnIds, ivfKnnIds)
+        return std::min(N, std::max<size_t>(1, pageBytes / std::max<size_t>(1, k * 4))) * k * 4;
+    };
+    const size_t offsets = (N + 1) * 8;
+    const size_t nn = N * K1 * 8;
+    // Candidates: the k-NN, exact or from an IVF-Flat over sqrt(n) lists (its lists hold a
+    // copy of the rows in blocks of 32, and its k-means and add page by pageBytes).
+    const int64_t lists = bangCandidateLists(n, b.candidateLists);
+    const size_t ivf = lists == 0
+            ? 0
+            : (N + 32 * size_t(lists)) * (size_t(kernels::ivfPaddedDim(w)) * 4 + 8) +
+                    size_t(lists) * size_t(w + 1) * 4 + pageBytes;
+    const size_t knn = base + ivf + nn + page(K1) + temp;
+    // Then each vector's nearest hubs, the hubs' nearest hubs and the first lists.
+    const size_t firstLists = 4 * (N * (K1 + hubK) + size_t(H) * hubHubK) + offsets;
+    const size_t hubs = base + nn + N * hubK * 8 + size_t(H) * size_t(w + 1) * 4 +
+            size_t(H) * hubHubK * 8 + page(std::max(hubK, hubHubK)) + firstLists + temp;
+    // A prune: its candidate lists, the graph it writes, in-degrees, reverse edges (at
+    // most n R) and their offsets, and pages of temporaries.
+    auto prune = [&](size_t candidates, size_t kept) {
+        return base + kept + candidates + graph + N * 4 + offsets + N * R * 4 + temp;
+    };
+    // A refinement pass: every vector searched (2 searchL visited parents each), the lists
+    // of parents plus current neighbours, then their prune beside the current graph.
+    const size_t visitedMax = 2 * size_t(b.searchL);
+    const size_t passLists = N * (visitedMax + R) * 4 + offsets;
+    const size_t passSearch =
+            base + graph + N * visitedMax * 4 + N * (4 + 4 + 8 + 8) + passLists + offsets + temp;
+    // PQ mode trains on the built graph's state (k-means pages) and uploads the codes.
+    const size_t pqTrain = M > 0 ? base + graph + pq + pageBytes + temp : 0;
+    e.buildDeviceBytes = largest(
+            {knn, hubs, prune(firstLists, 0),
+             b.passes > 0 ? std::max(passSearch, prune(passLists, graph)) : size_t(0), pqTrain,
+             e.deviceBytes});
+
+    // Host: the rows as stored (and the caller's rows made into them for inner
+    // product), each node's nearest hub, the prune order and the lists' offsets, the PQ
+    // codes; the host placement's copy comes once the rows above are freed.
+    const size_t hostRows = N * size_t(d) * 4 + (metric == faiss::METRIC_INNER_PRODUCT ? rows : 0);
+    e.buildHostBytes =
+            std::max(hostRows + N * (8 + 4 + 4) + 3 * offsets + N * M, e.hostBytes + N * M);
+    return e;
+}
+
+} // namespace faiss_ext

@@ -1,0 +1,114 @@
+// GpuIndexBang::estimateMemory on the device: the built index's figures exactly, the
+// build's peak (the stream-ordered pool's high-water mark) bounded from above and not by
+// much, and an add whose estimate exceeds what the device has refused before any work.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include <faiss/impl/FaissAssert.h>
+
+#include <faiss_ext/GpuIndexBang.h>
+
+#include "Synthetic.h"
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+using namespace faiss_ext::test;
+
+namespace {
+
+/// The device's default pool, from which every faiss_ext allocation comes.
+cudaMemPool_t defaultPool(int device) {
+    cudaMemPool_t pool;
+    EXPECT_EQ(cudaDeviceGetDefaultMemPool(&pool, device), cudaSuccess);
+    return pool;
+}
+
+uint64_t poolAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr) {
+    uint64_t v = 0;
+    EXPECT_EQ(cudaMemPoolGetAttribute(pool, attr, &v), cudaSuccess);
+    return v;
+}
+
+} // namespace
+
+TEST(GpuIndexBangMemory, EstimateMatchesTheIndexAndBoundsTheBuildPeak) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResourcesConfig rc;
+    rc.tempMemoryBytes = size_t(16) << 20;
+    GpuResources res(rc);
+    const cudaMemPool_t pool = defaultPool(res.device());
+    struct Case {
+        const char* name;
+        int64_t n;
+        int d;
+        faiss::MetricType metric;
+        int M;
+        BangVectorPlacement placement;
+        int64_t lists;
+        int passes;
+    };
+    const Case cases[] = {
+            {"exact candidates", 40000, 32, faiss::METRIC_L2, 0, BangVectorPlacement::kDevice, 0,
+             2},
+            {"IVF candidates", 60000, 32, faiss::METRIC_L2, 0, BangVectorPlacement::kDevice, 200,
+             2},
+            {"PQ, host rows, inner product", 40000, 32, faiss::METRIC_INNER_PRODUCT, 8,
+             BangVectorPlacement::kHost, 0, 1},
+            {"no passes", 40000, 48, faiss::METRIC_L2, 0, BangVectorPlacement::kDevice, 0, 0},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.name);
+        GpuIndexBangConfig cfg;
+        cfg.pageBytes = size_t(8) << 20;
+        cfg.pqSubquantizers = c.M;
+        cfg.vectorPlacement = c.placement;
+        cfg.build.graphDegree = 32;
+        cfg.build.candidates = 32;
+        cfg.build.candidateLists = c.lists;
+        cfg.build.passes = c.passes;
+        datasets::ClusteredSpec spec{c.n, c.d, 100, 0.1f, testSeed() + 90};
+        const std::vector<float> x = datasets::clustered(spec, 0);
+        GpuIndexBang index(res, c.d, c.metric, cfg);
+        res.synchronize();
+        const uint64_t before = poolAttribute(pool, cudaMemPoolAttrUsedMemCurrent);
+        uint64_t zero = 0;
+        ASSERT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero), cudaSuccess);
+        index.add(c.n, x.data());
+        res.synchronize();
+        const uint64_t peak = poolAttribute(pool, cudaMemPoolAttrUsedMemHigh) - before;
+        const BangMemoryEstimate e = GpuIndexBang::estimateMemory(c.n, c.d, c.metric, cfg, rc);
+        EXPECT_EQ(index.deviceMemoryBytes(), e.deviceBytes);
+        EXPECT_EQ(index.hostMemoryBytes(), e.hostBytes);
+        std::printf(
+                "%s: build peak %.1f MiB measured, %.1f MiB estimated (%.2fx)\n", c.name,
+                peak / 1048576.0, e.buildDeviceBytes / 1048576.0,
+                double(e.buildDeviceBytes) / double(peak));
+        EXPECT_GE(e.buildDeviceBytes, peak);
+        EXPECT_LE(double(e.buildDeviceBytes), 1.6 * double(peak));
+    }
+}
+
+TEST(GpuIndexBangMemory, AddRefusesABuildTheDeviceCannotHold) {
+    FAISS_EXT_REQUIRE_GPU();
+    // Temporaries allowed to take a petabyte: the estimate of any build exceeds the device.
+    GpuResourcesConfig rc;
+    rc.tempMemoryBytes = size_t(1) << 50;
+    GpuResources res(rc);
+    const int d = 16;
+    const std::vector<float> x = datasets::uniform(3000, d, 5);
+    GpuIndexBang index(res, d);
+    try {
+        index.add(3000, x.data());
+        ADD_FAILURE() << "the add was not refused";
+    } catch (const faiss::FaissException& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("estimateMemory"), std::string::npos) << what;
+        EXPECT_NE(what.find("available"), std::string::npos) << what;
+    }
+    EXPECT_EQ(index.ntotal, 0);
+    EXPECT_EQ(index.deviceMemoryBytes(), 0u);
+}
