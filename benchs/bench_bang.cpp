@@ -27,6 +27,7 @@
 #include <faiss_ext/GpuIndexIVFFlat.h>
 #include <faiss_ext/impl/BangBuild.h>
 #include <faiss_ext/impl/BangGraph.h>
+#include <faiss_ext/utils/CudaCheck.h>
 #include <kernels/BangStepwise.h>
 
 #include "BenchUtil.h"
@@ -152,9 +153,19 @@ int main(int argc, char** argv) {
     // Build.
     GpuIndexBang bang(res, d, faiss::METRIC_L2, bangCfg);
     bang.verbose = verbose;
+    // The build's peak device memory: the pool's high-water mark above what it held.
+    cudaMemPool_t pool;
+    FAISS_EXT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, res.device()));
+    res.synchronize();
+    uint64_t usedBefore = 0, peak = 0;
+    FAISS_EXT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &usedBefore));
+    FAISS_EXT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &peak));
     auto t0 = std::chrono::steady_clock::now();
     bang.add(nb, xb.data());
     const double buildS = secondsSince(t0);
+    FAISS_EXT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &peak));
+    const BangMemoryEstimate estimate =
+            GpuIndexBang::estimateMemory(nb, d, faiss::METRIC_L2, bangCfg, res.config());
     const BangBuildConfig& c = bang.bangConfig().build;
     std::printf(
             "\nGpuIndexBang build (add): %.1f s = k-NN candidates %.1f s (GPU) + refinement "
@@ -169,6 +180,12 @@ int main(int argc, char** argv) {
             "device memory %.1f MiB = %.1f bytes/vector (vector %d + norm 4 + graph %d)\n",
             bang.deviceMemoryBytes() / 1048576.0, double(bang.deviceMemoryBytes()) / nb, d * 4,
             c.graphDegree * 4);
+    std::printf(
+            "build peak device memory %.1f MiB (pool high-water mark); "
+            "GpuIndexBang::estimateMemory: %.1f MiB (%.2fx), the index %.1f MiB\n",
+            (peak - usedBefore) / 1048576.0, estimate.buildDeviceBytes / 1048576.0,
+            double(estimate.buildDeviceBytes) / double(peak - usedBefore),
+            estimate.deviceBytes / 1048576.0);
     double meanDegree = 0;
     {
         const std::vector<int32_t> g = bang.graph();

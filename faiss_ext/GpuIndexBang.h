@@ -165,8 +165,9 @@ class GpuIndexBang : public GpuIndex {
 
     /// Memory of an index of n >= 1 vectors of d components with this metric and
     /// configuration, built on resources of `resources.tempMemoryBytes`, counted from
-    /// the sizes of its arrays and of each build stage's (an upper bound within ~30% on
-    /// the build's device peak; benchs/NOTES.md). An add that rebuilds the graph checks
+    /// the sizes of its arrays and of each build stage's (an upper bound on the build's
+    /// device peak: its arrays within ~10%, the temporaries counted at their caps;
+    /// tests/gpu_bang_memory.cpp, bench_bang). An add that rebuilds the graph checks
     /// buildDeviceBytes against the device memory available first and refuses with an
     /// error naming both when it would not fit.
     static BangMemoryEstimate estimateMemory(

@@ -87,8 +87,11 @@ TEST(GpuIndexBangMemory, EstimateMatchesTheIndexAndBoundsTheBuildPeak) {
                 "%s: build peak %.1f MiB measured, %.1f MiB estimated (%.2fx)\n", c.name,
                 peak / 1048576.0, e.buildDeviceBytes / 1048576.0,
                 double(e.buildDeviceBytes) / double(peak));
+        // An upper bound: the arrays within 10%, the temporaries counted at their caps.
         EXPECT_GE(e.buildDeviceBytes, peak);
-        EXPECT_LE(double(e.buildDeviceBytes), 1.6 * double(peak));
+        EXPECT_LE(
+                double(e.buildDeviceBytes - rc.tempMemoryBytes - cfg.pageBytes),
+                1.1 * double(peak));
     }
 }
 
