@@ -130,6 +130,24 @@ void bindBang(py::module_& m) {
                     },
                     "Where the full vectors live: 'device' or 'host'.")
             .def(
+                    "estimate_memory",
+                    [](const GpuIndexBang& index, int64_t n) {
+                        const BangMemoryEstimate e = GpuIndexBang::estimateMemory(
+                                n, index.d, index.metric_type, index.bangConfig(),
+                                index.resources().config());
+                        py::dict out;
+                        out["device_bytes"] = e.deviceBytes;
+                        out["host_bytes"] = e.hostBytes;
+                        out["build_device_bytes"] = e.buildDeviceBytes;
+                        out["build_host_bytes"] = e.buildHostBytes;
+                        return out;
+                    },
+                    py::arg("n"),
+                    "Memory of this index's configuration holding n vectors "
+                    "(GpuIndexBang::estimateMemory): device_bytes and host_bytes once built, "
+                    "build_device_bytes and build_host_bytes at the peak of the add that "
+                    "builds it (an upper bound; temporaries at their caps).")
+            .def(
                     "host_memory_bytes",
                     [](const GpuIndexBang& index) { return index.hostMemoryBytes(); },
                     "Page-locked host memory the index holds (its vectors under "

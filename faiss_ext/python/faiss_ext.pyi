@@ -1,6 +1,6 @@
 # Type stubs of the `faiss_ext` module (shipped in the wheel as faiss_ext-stubs, PEP 561).
 # tests/python/test_stubs.py checks that they name what the module defines.
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -151,6 +151,7 @@ class GpuIndexBang(GpuIndex):
     @property
     def vector_placement(self) -> str: ...
     def host_memory_bytes(self) -> int: ...
+    def estimate_memory(self, n: int) -> Dict[str, int]: ...
     def graph(self) -> npt.NDArray[np.int32]: ...
 
 class GpuIndexShards:

@@ -170,6 +170,15 @@ def test_pq_mode_with_the_vectors_in_host_memory(res, rng, tmp_path):
     np.testing.assert_array_equal(I2, I)
     np.testing.assert_array_equal(D2, D)
 
+    # The estimate names what the built index holds.
+    est = host.estimate_memory(nb)
+    assert est["device_bytes"] == host.device_memory_bytes()
+    assert est["host_bytes"] == host.host_memory_bytes()
+    assert est["build_device_bytes"] > est["device_bytes"]
+    assert device.estimate_memory(nb)["device_bytes"] == device.device_memory_bytes()
+    with pytest.raises(faiss_ext.FaissException, match="n=0"):
+        host.estimate_memory(0)
+
     with pytest.raises(faiss_ext.FaissException, match="vectorPlacement"):
         faiss_ext.GpuIndexBang(res, d, vector_placement="host")
     with pytest.raises(ValueError, match="vector_placement"):
