@@ -82,7 +82,7 @@ void bangSearchPersistent(const BangGraphView& g, const BangSearchArgs& a, cudaS
 /// PQ mode's end as a launch of its own: for each of nq queries (device, g.d wide) the
 /// L keys of `lists` (nq x L, BangSearchArgs::finalLists) re-ranked by exact distance
 /// from g.vectors, the k best written as the persistent kernel writes its results
-/// (bitwise the same). One block of two warps per query.
+/// (bitwise the same). One small block per query.
 void bangRerankLists(
         const BangGraphView& g,
         const float* queries,

@@ -497,19 +497,16 @@ __device__ void expandParent(
 /// PQ mode's end: replaces the L (ADC distance, id) keys of `keys` by exact (squared L2
 /// distance, id) keys of the same nodes, sorted. The query `q` (shared memory, 16-byte
 /// aligned) must be loaded and visible; scratch (L keys) is overwritten. Ends with a
-/// barrier. kThreads: the block's threads (groups of kGroup lanes each take two rows at
-/// a time; every row's sum is the same whatever the count).
-template <int kThreads = kBangThreads>
+/// barrier.
 __device__ inline void rerankExactList(
         const float* q,
         const BangGraphView& g,
         int L,
         uint64_t* keys,
         uint64_t* scratch) {
-    constexpr int groups = kThreads / kGroup;
     const int grp = threadIdx.x / kGroup, sub = threadIdx.x % kGroup;
-    for (int base = 0; base < L; base += 2 * groups) {
-        const int i0 = base + grp, i1 = base + groups + grp;
+    for (int base = 0; base < L; base += 2 * kGroups) {
+        const int i0 = base + grp, i1 = base + kGroups + grp;
         const uint64_t k0 = i0 < L ? keys[i0] : kBangEmptyKey;
         const uint64_t k1 = i1 < L ? keys[i1] : kBangEmptyKey;
         const int32_t id0 = k0 == kBangEmptyKey ? -1 : bangKeyId(k0);
@@ -528,13 +525,13 @@ __device__ inline void rerankExactList(
         }
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < L; i += kThreads) {
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
         keys[i] = kBangEmptyKey;
     }
     __syncthreads();
     // Keys are unique (the worklist never holds a node twice): each one's rank is its
     // position.
-    for (int i = threadIdx.x; i < L; i += kThreads) {
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
         const uint64_t key = scratch[i];
         if (key != kBangEmptyKey) {
             keys[countBelowUnsorted(scratch, L, key)] = key;
@@ -548,9 +545,8 @@ __device__ inline void rerankExact(const Smem& s, const BangGraphView& g, int L)
     rerankExactList(s.q, g, L, s.keys, s.keysNext);
 }
 
-template <int kThreads = kBangThreads>
 __device__ inline void writeResults(const uint64_t* keys, int k, float* outD, int64_t* outI) {
-    for (int j = threadIdx.x; j < k; j += kThreads) {
+    for (int j = threadIdx.x; j < k; j += kBangThreads) {
         const uint64_t key = keys[j];
         const bool missing = key == kBangEmptyKey;
         outD[j] = missing ? CUDART_INF_F : bangKeyDist(key);

@@ -1,10 +1,8 @@
 // PQ mode's exact re-rank as a launch of its own (bangRerankLists): the persistent
 // kernel's rerankExactList and writeResults over lists it left in global memory, so the
 // results are bitwise those of the fused kernel. GpuIndexBang runs it when its rows are
-// in host memory: a block here waits on the bus with two warps and ~2 KiB of shared
-// memory, not with a walk's 256 threads and tens of KiB, so the next walks keep the SMs
-// meanwhile (with blocks of 256 threads the re-ranks took the SMs' thread slots and the
-// walks slowed down: benchs/NOTES.md).
+// in host memory: a block here waits on the bus with a few KiB of shared memory, not
+// with a walk's, and the next walks run meanwhile.
 #include <climits>
 
 #include "BangSearchImpl.cuh"
@@ -14,9 +12,7 @@ namespace kernels {
 
 namespace {
 
-constexpr int kThreads = 64;
-
-__global__ void __launch_bounds__(kThreads) rerankListsKernel(
+__global__ void __launch_bounds__(kBangThreads) rerankListsKernel(
         BangGraphView g,
         const float* queries,
         int L,
@@ -30,15 +26,15 @@ __global__ void __launch_bounds__(kThreads) rerankListsKernel(
     uint64_t* keys = reinterpret_cast<uint64_t*>(q + dPadded);
     uint64_t* scratch = keys + L;
     const int64_t query = blockIdx.x;
-    for (int j = threadIdx.x; j < g.d; j += kThreads) {
+    for (int j = threadIdx.x; j < g.d; j += kBangThreads) {
         q[j] = queries[query * g.d + j];
     }
-    for (int i = threadIdx.x; i < L; i += kThreads) {
+    for (int i = threadIdx.x; i < L; i += kBangThreads) {
         keys[i] = lists[query * L + i];
     }
     __syncthreads();
-    bang::rerankExactList<kThreads>(q, g, L, keys, scratch);
-    bang::writeResults<kThreads>(keys, k, outD + query * k, outI + query * k);
+    bang::rerankExactList(q, g, L, keys, scratch);
+    bang::writeResults(keys, k, outD + query * k, outI + query * k);
 }
 
 } // namespace
@@ -61,7 +57,7 @@ void bangRerankLists(
     const size_t smem =
             size_t((g.d + 3) / 4 * 4) * sizeof(float) + 2 * size_t(L) * sizeof(uint64_t);
     raiseDynamicSmemLimit(rerankListsKernel, smem);
-    rerankListsKernel<<<unsigned(nq), kThreads, smem, stream>>>(
+    rerankListsKernel<<<unsigned(nq), kBangThreads, smem, stream>>>(
             g, queries, L, k, lists, outD, outI);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
