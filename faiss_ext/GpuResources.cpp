@@ -44,17 +44,8 @@ GpuResources::GpuResources(GpuResourcesConfig config)
     FAISS_EXT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
 
     FAISS_EXT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    int leastPriority = 0, greatestPriority = 0;
-    FAISS_EXT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
-    cudaError_t err =
-            cudaStreamCreateWithPriority(&sideStream_, cudaStreamNonBlocking, greatestPriority);
-    if (err != cudaSuccess) {
-        cudaStreamDestroy(stream_);
-        FAISS_EXT_CUDA_CHECK(err);
-    }
     cublasStatus_t st = cublasCreate(&cublas_);
     if (st != CUBLAS_STATUS_SUCCESS) {
-        cudaStreamDestroy(sideStream_);
         cudaStreamDestroy(stream_);
         FAISS_THROW_FMT("cuBLAS error %d (%s) in cublasCreate", int(st), cublasGetStatusString(st));
     }
@@ -67,9 +58,7 @@ GpuResources::~GpuResources() {
     cudaSetDevice(config_.device);
     staging_.reset(); // its events and buffers first, while the stream exists
     cudaStreamSynchronize(stream_);
-    cudaStreamSynchronize(sideStream_);
     cublasDestroy(cublas_);
-    cudaStreamDestroy(sideStream_);
     cudaStreamDestroy(stream_);
     cudaSetDevice(previous);
 }

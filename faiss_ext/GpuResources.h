@@ -46,12 +46,6 @@ class GpuResources {
     cudaStream_t stream() const {
         return stream_;
     }
-    /// A second stream, of the device's highest priority, for work that overlaps the
-    /// stream's own and joins it through events before the call returns (GpuIndexBang's
-    /// re-rank from host memory): its blocks go first when both have work waiting.
-    cudaStream_t sideStream() const {
-        return sideStream_;
-    }
     cublasHandle_t cublas() const {
         return cublas_;
     }
@@ -91,7 +85,6 @@ class GpuResources {
    private:
     GpuResourcesConfig config_;
     cudaStream_t stream_ = nullptr;
-    cudaStream_t sideStream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;
     int smCount_ = 0;
     int ccMajor_ = 0;

@@ -61,12 +61,6 @@ struct BangSearchArgs {
     /// g.entry.
     const uint64_t* entryKeys = nullptr;
     int64_t hubs = 0;
-    /// PQ mode, persistent kernel: when not null, each query's final list (its L
-    /// worklist keys, or a filtered walk's list of allowed results; ADC distances) goes
-    /// here (nq x L) in place of the exact re-rank, and outD / outI are not written:
-    /// bangRerankLists re-ranks them in a launch of its own (rows in host memory, whose
-    /// reads over the bus then overlap the next walks).
-    uint64_t* finalLists = nullptr;
 };
 
 /// Dynamic shared memory of one block of the persistent kernel (pqM: sub-quantizers in
@@ -78,21 +72,6 @@ size_t bangPersistentSmemBytes(int L, int R, int d, int pqM, bool filtered = fal
 /// (parent selection, Bloom filter, distances, merge by rank) with the whole state, the
 /// Bloom filter included, in shared memory.
 void bangSearchPersistent(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream);
-
-/// PQ mode's end as a launch of its own: for each of nq queries (device, g.d wide) the
-/// L keys of `lists` (nq x L, BangSearchArgs::finalLists) re-ranked by exact distance
-/// from g.vectors, the k best written as the persistent kernel writes its results
-/// (bitwise the same). One small block per query.
-void bangRerankLists(
-        const BangGraphView& g,
-        const float* queries,
-        int64_t nq,
-        int L,
-        int k,
-        const uint64_t* lists,
-        float* outD,
-        int64_t* outI,
-        cudaStream_t stream);
 
 /// out[q * nb + b] = squared L2 distance of query q to base row b, computed by the
 /// same device function (and summation order) as the search: for the tests' CPU

@@ -495,11 +495,10 @@ __device__ void expandParent(
 }
 
 /// PQ mode's end: replaces the L (ADC distance, id) keys of `keys` by exact (squared L2
-/// distance, id) keys of the same nodes, sorted. The query `q` (shared memory, 16-byte
-/// aligned) must be loaded and visible; scratch (L keys) is overwritten. Ends with a
-/// barrier.
+/// distance, id) keys of the same nodes, sorted. The query must be loaded and visible;
+/// scratch (L keys) is overwritten. Ends with a barrier.
 __device__ inline void rerankExactList(
-        const float* q,
+        const Smem& s,
         const BangGraphView& g,
         int L,
         uint64_t* keys,
@@ -513,7 +512,7 @@ __device__ inline void rerankExactList(
         const int32_t id1 = k1 == kBangEmptyKey ? -1 : bangKeyId(k1);
         float d0, d1;
         groupL2Pair(
-                q, g.vectors + int64_t(id0 < 0 ? 0 : id0) * g.d,
+                s.q, g.vectors + int64_t(id0 < 0 ? 0 : id0) * g.d,
                 g.vectors + int64_t(id1 < 0 ? 0 : id1) * g.d, g.d, sub, id0 >= 0, id1 >= 0, d0, d1);
         if (sub == 0) {
             if (i0 < L) {
@@ -542,7 +541,7 @@ __device__ inline void rerankExactList(
 
 /// PQ mode's end for the worklist (rerankExactList over keys, keysNext as scratch).
 __device__ inline void rerankExact(const Smem& s, const BangGraphView& g, int L) {
-    rerankExactList(s.q, g, L, s.keys, s.keysNext);
+    rerankExactList(s, g, L, s.keys, s.keysNext);
 }
 
 __device__ inline void writeResults(const uint64_t* keys, int k, float* outD, int64_t* outI) {
@@ -591,22 +590,14 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
             expandParent<kPq>(s, g, s.bloom, parent, a.L);
         }
         if constexpr (kPq) {
-            if (a.finalLists == nullptr && s.res) {
-                rerankExactList(s.q, g, a.L, s.res, s.resNext);
-            } else if (a.finalLists == nullptr) {
+            if (s.res) {
+                rerankExactList(s, g, a.L, s.res, s.resNext);
+            } else {
                 rerankExact(s, g, a.L);
             }
         }
     }
-    const uint64_t* list = s.res ? s.res : s.keys;
-    if (kPq && a.finalLists != nullptr) {
-        // Left for bangRerankLists (a query with a NaN leaves an empty list).
-        for (int i = threadIdx.x; i < a.L; i += kBangThreads) {
-            a.finalLists[q * a.L + i] = list[i];
-        }
-    } else {
-        writeResults(list, a.k, a.outD + q * a.k, a.outI + q * a.k);
-    }
+    writeResults(s.res ? s.res : s.keys, a.k, a.outD + q * a.k, a.outI + q * a.k);
     if (a.iterations != nullptr && threadIdx.x == 0) {
         a.iterations[q] = iterations;
     }

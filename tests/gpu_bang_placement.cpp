@@ -1,11 +1,9 @@
 // GpuIndexBang with its full vectors in host memory (BangVectorPlacement::kHost): the
 // same results as with the vectors on the device, bit for bit, on every path that
-// reads them (the re-rank, a launch of its own on the side stream in chunks of the
-// batch, from either entry; the filtered search's graph walk and exact fallback;
-// reconstruct, a later add, a rebuild after remove_ids, save / load, inner product; a
-// query with a NaN), and where the bytes are.
+// reads them (the walk's final re-rank from either entry, the filtered search's graph
+// walk and exact fallback, reconstruct, a later add, a rebuild after remove_ids, save /
+// load, inner product), and where the bytes are.
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -124,11 +122,8 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     const int64_t nb = 3000, more = 500;
     datasets::ClusteredSpec spec{nb + more, kD, 30, 0.1f, testSeed() + 71};
     const std::vector<float> all = datasets::clustered(spec, 0);
-    // Enough queries for four chunks of the host rows' re-rank (two lists in turn).
-    spec.n = 1500;
-    std::vector<float> xq = datasets::clustered(spec, 1);
-    ASSERT_GE(spec.n, 3 * kBangRerankChunkMin);
-    xq[7 * kD + 3] = std::numeric_limits<float>::quiet_NaN();
+    spec.n = 120;
+    const std::vector<float> xq = datasets::clustered(spec, 1);
     GpuIndexBang host(res, kD, faiss::METRIC_L2, placedConfig(BangVectorPlacement::kHost));
     GpuIndexBang device(res, kD, faiss::METRIC_L2, placedConfig(BangVectorPlacement::kDevice));
     host.add(nb, all.data());
@@ -137,11 +132,6 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
         SCOPED_TRACE("built");
         expectVectorsOnHost(host, device);
         expectSameIndex(host, device, xq);
-        const Results r = searchOf(host, xq, BangEntry::kNearestHub);
-        for (int j = 0; j < kK; ++j) {
-            EXPECT_EQ(r.I[7 * kK + j], -1); // the query with a NaN
-        }
-        EXPECT_GE(r.I[8 * kK], 0);
     }
     std::vector<float> row(kD);
     host.reconstruct(17, row.data());

@@ -9,7 +9,6 @@
 #include <faiss_ext/impl/BangBuild.h>
 #include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/FlatSearch.h>
-#include <faiss_ext/utils/CudaEvent.h>
 #include <kernels/BangCandidates.h>
 #include <kernels/BangHubEntry.h>
 #include <kernels/BangPq.h>
@@ -192,25 +191,11 @@ void BangGraph::search(
     const DeviceBuffer<uint64_t> entryKeys = hubs > 0
             ? nearestHubs(queries, nq, bangHubPathFor(nq, hubs, dim()))
             : DeviceBuffer<uint64_t>();
-    // With the rows in host memory (PQ mode), the exact re-rank of each chunk of queries
-    // is a launch of its own on the side stream: its blocks wait on the bus while the
-    // next chunk walks (the fused kernel would hold a walk's shared memory meanwhile).
-    const bool split = pqM_ > 0 && vectorsOnHost();
-    const int64_t chunk = split
-            ? std::min<int64_t>(
-                      kBangRerankChunkMax, std::max<int64_t>(kBangRerankChunkMin, (nq + 3) / 4))
-            : INT_MAX;
-    // Two chunks' lists: a chunk walks while the one before it is re-ranked.
-    DeviceBuffer<uint64_t> lists = split
-            ? res_->alloc<uint64_t>(2 * size_t(std::min(chunk, nq)) * L)
-            : DeviceBuffer<uint64_t>();
-    const CudaEvent walked[2], reranked[2];
-    const cudaStream_t side = res_->sideStream();
-    int64_t c = 0;
-    for (int64_t q0 = 0; q0 < nq; q0 += chunk, ++c) {
+    // One block per query: pages of at most INT_MAX blocks.
+    for (int64_t q0 = 0; q0 < nq; q0 += INT_MAX) {
         kernels::BangSearchArgs a;
         a.queries = queries + size_t(q0) * g.d;
-        a.nq = std::min<int64_t>(chunk, nq - q0);
+        a.nq = std::min<int64_t>(INT_MAX, nq - q0);
         a.L = L;
         a.k = k;
         a.outD = outD + size_t(q0) * k;
@@ -219,25 +204,7 @@ void BangGraph::search(
         a.allow = allow;
         a.entryKeys = hubs > 0 ? entryKeys.data() + q0 : nullptr;
         a.hubs = hubs;
-        if (!split) {
-            kernels::bangSearchPersistent(g, a, stream);
-            continue;
-        }
-        const int slot = int(c % 2);
-        if (c >= 2) {
-            reranked[slot].waitOn(stream); // the slot's lists have been re-ranked
-        }
-        a.finalLists = lists.data() + size_t(slot) * size_t(chunk) * L;
         kernels::bangSearchPersistent(g, a, stream);
-        walked[slot].record(stream);
-        walked[slot].waitOn(side);
-        kernels::bangRerankLists(g, a.queries, a.nq, L, k, a.finalLists, a.outD, a.outI, side);
-        reranked[slot].record(side);
-    }
-    if (split) {
-        // The last re-rank ends before anything later on the stream (the lists' release
-        // included).
-        reranked[int((c - 1) % 2)].waitOn(stream);
     }
 }
 

@@ -29,11 +29,6 @@ enum class BangHubPath { kDirect, kFlat };
 /// The path for nq queries against H hubs of d components (host cost rule).
 BangHubPath bangHubPathFor(int64_t nq, int64_t H, int d);
 
-/// Queries a chunk of the search with the rows in host memory (BangGraph::search): a
-/// quarter of the batch, within these bounds.
-constexpr int64_t kBangRerankChunkMin = 256;
-constexpr int64_t kBangRerankChunkMax = 4096;
-
 /// The entry hubs of BangEntry::kNearestHub over n nodes: min(n, 8 sqrt(n)) evenly
 /// spaced nodes (hub h: kernels::bangHubNode(h, n, H)).
 int64_t bangEntryHubCount(int64_t n);
