@@ -2,8 +2,9 @@
 // same results as with the vectors on the device, bit for bit, on every path that
 // reads them (the walk's final re-rank from either entry, the filtered search's graph
 // walk and exact fallback, reconstruct, a later add, a rebuild after remove_ids, save /
-// load, inner product), and where the bytes are.
+// load, inner product; a query with a NaN), and where the bytes are.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -122,8 +123,9 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     const int64_t nb = 3000, more = 500;
     datasets::ClusteredSpec spec{nb + more, kD, 30, 0.1f, testSeed() + 71};
     const std::vector<float> all = datasets::clustered(spec, 0);
-    spec.n = 120;
-    const std::vector<float> xq = datasets::clustered(spec, 1);
+    spec.n = 1500;
+    std::vector<float> xq = datasets::clustered(spec, 1);
+    xq[7 * kD + 3] = std::numeric_limits<float>::quiet_NaN();
     GpuIndexBang host(res, kD, faiss::METRIC_L2, placedConfig(BangVectorPlacement::kHost));
     GpuIndexBang device(res, kD, faiss::METRIC_L2, placedConfig(BangVectorPlacement::kDevice));
     host.add(nb, all.data());
@@ -132,6 +134,11 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
         SCOPED_TRACE("built");
         expectVectorsOnHost(host, device);
         expectSameIndex(host, device, xq);
+        const Results r = searchOf(host, xq, BangEntry::kNearestHub);
+        for (int j = 0; j < kK; ++j) {
+            EXPECT_EQ(r.I[7 * kK + j], -1); // the query with a NaN
+        }
+        EXPECT_GE(r.I[8 * kK], 0);
     }
     std::vector<float> row(kD);
     host.reconstruct(17, row.data());
