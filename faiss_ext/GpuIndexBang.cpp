@@ -338,7 +338,13 @@ void GpuIndexBang::setGraph(
         transformed = mipsRows(x, n, d, storedDim_, normSq);
     }
     const float* rows = transformed.empty() ? x : transformed.data();
-    next.setVectors(n, rows);
+    // Placed on the host, the rows never go to the device here (PQ training reads them
+    // on the host too).
+    if (bangConfig_.vectorPlacement == BangVectorPlacement::kHost) {
+        next.setVectorsOnHost(n, rows);
+    } else {
+        next.setVectors(n, rows);
+    }
     next.setGraph(graph, entry);
     const int storedM = next.pqSubquantizers();
     if (pqCentroids != nullptr) {
@@ -356,7 +362,6 @@ void GpuIndexBang::setGraph(
                 res_, n, storedDim_, storedM, rows, config_.pageBytes,
                 Progress(verbose, "GpuIndexBang::setGraph")));
     }
-    placeVectors_(next);
     *state_ = std::move(next);
     ipNormSq_ = normSq;
     ntotal = n;

@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/impl/BangGraph.h>
 #include <kernels/BangSearch.h>
@@ -17,6 +20,33 @@ namespace test {
 enum class BangKernel { kPersistent, kStepwise };
 
 /// Distances of every query to every base row, by the kernels' distance function.
+/// The peak use of the device's default pool (every faiss_ext allocation comes from it)
+/// since construction, above its use then.
+class PoolPeak {
+   public:
+    explicit PoolPeak(const GpuResources& res) {
+        res.synchronize();
+        EXPECT_EQ(cudaDeviceGetDefaultMemPool(&pool_, res.device()), cudaSuccess);
+        before_ = attribute(cudaMemPoolAttrUsedMemCurrent);
+        uint64_t zero = 0;
+        EXPECT_EQ(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &zero), cudaSuccess);
+    }
+    /// Read once the work is done (after a synchronisation).
+    uint64_t bytes() const {
+        return attribute(cudaMemPoolAttrUsedMemHigh) - before_;
+    }
+
+   private:
+    uint64_t attribute(cudaMemPoolAttr attr) const {
+        uint64_t v = 0;
+        EXPECT_EQ(cudaMemPoolGetAttribute(pool_, attr, &v), cudaSuccess);
+        return v;
+    }
+
+    cudaMemPool_t pool_ = nullptr;
+    uint64_t before_ = 0;
+};
+
 /// Device bytes of the entry hubs' rows and norms (BangGraph keeps them beside the
 /// vectors) for n stored rows `width` floats wide.
 inline size_t entryHubBytes(int64_t n, int width) {

@@ -12,35 +12,18 @@
 
 #include <faiss_ext/GpuIndexBang.h>
 
+#include "BangTestUtil.h"
 #include "Synthetic.h"
 #include "TestUtil.h"
 
 using namespace faiss_ext;
 using namespace faiss_ext::test;
 
-namespace {
-
-/// The device's default pool, from which every faiss_ext allocation comes.
-cudaMemPool_t defaultPool(int device) {
-    cudaMemPool_t pool;
-    EXPECT_EQ(cudaDeviceGetDefaultMemPool(&pool, device), cudaSuccess);
-    return pool;
-}
-
-uint64_t poolAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr) {
-    uint64_t v = 0;
-    EXPECT_EQ(cudaMemPoolGetAttribute(pool, attr, &v), cudaSuccess);
-    return v;
-}
-
-} // namespace
-
 TEST(GpuIndexBangMemory, EstimateMatchesTheIndexAndBoundsTheBuildPeak) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResourcesConfig rc;
     rc.tempMemoryBytes = size_t(16) << 20;
     GpuResources res(rc);
-    const cudaMemPool_t pool = defaultPool(res.device());
     struct Case {
         const char* name;
         int64_t n;
@@ -73,13 +56,10 @@ TEST(GpuIndexBangMemory, EstimateMatchesTheIndexAndBoundsTheBuildPeak) {
         datasets::ClusteredSpec spec{c.n, c.d, 100, 0.1f, testSeed() + 90};
         const std::vector<float> x = datasets::clustered(spec, 0);
         GpuIndexBang index(res, c.d, c.metric, cfg);
-        res.synchronize();
-        const uint64_t before = poolAttribute(pool, cudaMemPoolAttrUsedMemCurrent);
-        uint64_t zero = 0;
-        ASSERT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero), cudaSuccess);
+        const PoolPeak pool(res);
         index.add(c.n, x.data());
         res.synchronize();
-        const uint64_t peak = poolAttribute(pool, cudaMemPoolAttrUsedMemHigh) - before;
+        const uint64_t peak = pool.bytes();
         const BangMemoryEstimate e = GpuIndexBang::estimateMemory(c.n, c.d, c.metric, cfg, rc);
         EXPECT_EQ(index.deviceMemoryBytes(), e.deviceBytes);
         EXPECT_EQ(index.hostMemoryBytes(), e.hostBytes);

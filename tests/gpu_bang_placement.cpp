@@ -203,12 +203,16 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
         expectSameIndex(host, device, xq);
     }
 
-    // Saved and loaded: the placement is part of the configuration.
+    // Saved and loaded: the placement is part of the configuration, and the load never
+    // holds the rows on the device.
     const std::vector<uint8_t> bytes = serialize_index(&host);
+    const PoolPeak pool(res);
     auto loaded = deserialize_index(bytes.data(), bytes.size(), res);
+    res.synchronize();
     auto* back = dynamic_cast<GpuIndexBang*>(loaded.get());
     ASSERT_NE(back, nullptr);
     EXPECT_EQ(back->bangConfig().vectorPlacement, BangVectorPlacement::kHost);
+    EXPECT_LT(pool.bytes(), back->deviceMemoryBytes() + back->hostMemoryBytes() / 4);
     {
         SCOPED_TRACE("loaded");
         expectVectorsOnHost(*back, device);

@@ -57,6 +57,30 @@ void BangGraph::setVectors(const BangGraph& first, int64_t n, const float* x) {
     vectors_ = std::move(fresh);
     hostRows_ = MappedHostBuffer<float>();
     hubs_ = std::move(hubs);
+    dropGraph_();
+}
+
+void BangGraph::setVectorsOnHost(int64_t n, const float* x) {
+    const int d = dim();
+    MappedHostBuffer<float> rows(size_t(n) * d, res_->stream());
+    std::copy_n(x, rows.size(), rows.data());
+    FlatStorage hubs(*res_, d);
+    if (n > 0) {
+        const int64_t H = bangEntryHubCount(n);
+        std::vector<float> hubX(size_t(H) * d);
+        for (int64_t h = 0; h < H; ++h) {
+            std::copy_n(
+                    x + size_t(kernels::bangHubNode(h, n, H)) * d, d, hubX.data() + size_t(h) * d);
+        }
+        hubs.append(H, hubX.data());
+    }
+    vectors_.clear();
+    hostRows_ = std::move(rows);
+    hubs_ = std::move(hubs);
+    dropGraph_();
+}
+
+void BangGraph::dropGraph_() {
     graph_ = DeviceBuffer<int32_t>();
     pqCentroids_ = DeviceBuffer<float>();
     pqCodes_ = DeviceBuffer<uint8_t>();
@@ -139,11 +163,7 @@ void BangGraph::clear() {
     vectors_.clear();
     hostRows_ = MappedHostBuffer<float>();
     hubs_.clear();
-    graph_ = DeviceBuffer<int32_t>();
-    pqCentroids_ = DeviceBuffer<float>();
-    pqCodes_ = DeviceBuffer<uint8_t>();
-    entry_ = 0;
-    clearTombstones_();
+    dropGraph_();
 }
 
 kernels::BangGraphView BangGraph::exactView() const {

@@ -47,6 +47,10 @@ class BangGraph {
     /// The same with the rows of `first` (either placement) followed by n rows of x
     /// (host or device).
     void setVectors(const BangGraph& first, int64_t n, const float* x);
+    /// Replaces the vectors with n host rows kept in mapped host memory only (no device
+    /// copy; the entry hubs' rows gathered on the host): setGraph of an index placed on
+    /// the host, so read_index never holds its rows on the device. Allocates first.
+    void setVectorsOnHost(int64_t n, const float* x);
     /// Moves the vectors (not the entry hubs' rows) to mapped host memory
     /// (BangVectorPlacement::kHost): kernels then read them over the bus. Allocates
     /// first: a failure leaves the state as it was.
@@ -152,6 +156,8 @@ class BangGraph {
     }
 
    private:
+    /// Drops the graph, the PQ state, the entry point and the tombstones (new vectors).
+    void dropGraph_();
     void clearTombstones_();
 
     const GpuResources* res_;
