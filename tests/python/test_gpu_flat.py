@@ -173,9 +173,19 @@ def test_threads_share_resources(res, rng):
         t.join()
     assert not errors
     assert len(results) == 20
+
+    def canonical(D, I):
+        # Equal distances may come in either id order (the library's contract: ids equal
+        # except ties); seed 950185368 gives one exact float32 tie whose order differs
+        # between these searches and the serial one (benchs/NOTES.md).
+        order = np.lexsort((I, D), axis=-1)
+        return np.take_along_axis(D, order, -1), np.take_along_axis(I, order, -1)
+
+    want = canonical(*expected)
     for D, I in results:
-        np.testing.assert_array_equal(I, expected[1])
         np.testing.assert_array_equal(D, expected[0])
+        got = canonical(D, I)
+        np.testing.assert_array_equal(got[1], want[1])
 
 
 def test_search_releases_the_gil(res, rng):
