@@ -14,6 +14,7 @@
 #include <faiss_ext/impl/BangInnerProduct.h>
 #include <faiss_ext/impl/BangMemory.h>
 #include <faiss_ext/impl/BangPq.h>
+#include <faiss_ext/impl/HostMemory.h>
 #include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/Progress.h>
 #include <faiss_ext/utils/DeviceScope.h>
@@ -254,6 +255,17 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     }
     float normSq = ipNormSq_;
     BangBuildTimes t;
+    if (bangConfig_.vectorPlacement == BangVectorPlacement::kHost) {
+        // The rows' page-locked copy is made last, beside the old one: refused before
+        // the build, not after it.
+        const size_t need = size_t(total) * size_t(storedDim_) * sizeof(float);
+        const size_t available = availableHostBytes();
+        FAISS_THROW_IF_NOT_FMT(
+                need <= available,
+                "add: the vectors placed on the host need %.2f GiB of page-locked host "
+                "memory, %.2f GiB are available (MemAvailable)",
+                need / 1073741824.0, available / 1073741824.0);
+    }
     if (!extend) {
         // A rebuild's peak, beside the index it replaces: refused before any work when
         // the device cannot hold it.

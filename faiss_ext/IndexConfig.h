@@ -134,7 +134,9 @@ enum class BangVectorPlacement {
     /// placement): PQ mode only, where a search reads full vectors only for its final
     /// re-rank (L rows a query). The graph, the PQ codes and the entry hubs' rows stay
     /// on the device. The add that builds or extends the graph still holds every
-    /// vector on the device while it builds (the next add uploads them again).
+    /// vector on the device while it builds (the next add uploads them again), and is
+    /// refused before it builds when the host's available memory (MemAvailable) is
+    /// below the rows' bytes.
     kHost,
 };
 

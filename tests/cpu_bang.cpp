@@ -20,6 +20,7 @@
 #include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/BangPrune.h>
 #include <faiss_ext/impl/BangPruneGpu.h>
+#include <faiss_ext/impl/HostMemory.h>
 #include <faiss_ext/impl/IndexImage.h>
 #include <kernels/BangBloom.h>
 #include <kernels/BangCandidates.h>
@@ -308,6 +309,17 @@ TEST(BangMemory, EstimateCountsTheIndexAndBoundsTheBuild) {
             "peak %.1f GiB device, %.1f GiB host\n",
             big.deviceBytes / 1073741824.0, big.hostBytes / 1073741824.0,
             big.buildDeviceBytes / 1073741824.0, big.buildHostBytes / 1073741824.0);
+}
+
+TEST(BangMemory, HostMemoryAvailableFromMeminfo) {
+    const std::string meminfo =
+            "MemTotal:       131072000 kB\nMemFree:         1000000 kB\n"
+            "MemAvailable:    65536000 kB\nBuffers:          12345 kB\n";
+    EXPECT_EQ(memAvailableBytes(meminfo), size_t(65536000) * 1024);
+    EXPECT_EQ(memAvailableBytes("MemTotal: 10 kB\n"), 0u);
+    EXPECT_EQ(memAvailableBytes(""), 0u);
+    // This machine's figure: something, or "unknown" (no check).
+    EXPECT_GT(availableHostBytes(), 0u);
 }
 
 TEST(BangInnerProduct, StoredLayoutAndTransform) {
