@@ -283,7 +283,9 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
     } else {
         t = rebuildInto(next, *this, n, x, progress, &normSq);
     }
-    placeVectors_(next);
+    if (bangConfig_.vectorPlacement == BangVectorPlacement::kHost) {
+        next.placeVectorsOnHost();
+    }
     *state_ = std::move(next);
     ipNormSq_ = normSq;
     ntotal = total;
@@ -455,12 +457,6 @@ size_t GpuIndexBang::deviceMemoryBytes() const {
 
 size_t GpuIndexBang::hostMemoryBytes() const {
     return state_->hostBytes();
-}
-
-void GpuIndexBang::placeVectors_(BangGraph& built) const {
-    if (bangConfig_.vectorPlacement == BangVectorPlacement::kHost) {
-        built.placeVectorsOnHost();
-    }
 }
 
 size_t GpuIndexBang::traversalBytesPerVector() const {

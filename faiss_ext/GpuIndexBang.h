@@ -191,8 +191,6 @@ class GpuIndexBang : public GpuIndex {
     size_t removeIdsImpl_(const faiss::IDSelector& sel) override;
 
    private:
-    /// Moves a built state's vectors where the configuration places them.
-    void placeVectors_(BangGraph& built) const;
     /// The worklist of a search with these params (checked: type, range) and k.
     int searchL_(const faiss::SearchParameters* params, int64_t k) const;
     /// Where the walks of a search with these params start (checked: a BangEntry).

@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include <faiss/impl/FaissAssert.h>
 
 #include <faiss_ext/GpuIndexBang.h>

@@ -160,13 +160,8 @@ BangDeviceCandidates firstCandidates(
         nn = nearestAmong(
                 res, storage.vectors(), storage.norms(), n, d, xHost, K1, p, pageBytes, progress);
     }
-    std::vector<float> hubX(size_t(H) * d);
-    for (int64_t h = 0; h < H; ++h) {
-        std::copy_n(
-                xHost + size_t(kernels::bangHubNode(h, n, H)) * d, d, hubX.data() + size_t(h) * d);
-    }
     FlatStorage hubs(res, d);
-    hubs.append(H, hubX.data());
+    hubs.append(H, bangHubRowsOf(xHost, n, d, H).data());
     const DeviceBuffer<int64_t> toHub =
             knnIds(res, storage.vectors(), n, hubs.vectors(), hubs.norms(), H, d, hubK, pageBytes);
     progress.reportAfter(res.stream(), "candidates: each vector's nearest hubs", 0.75);
@@ -300,6 +295,14 @@ std::vector<int32_t> bangLocalityOrder(const std::vector<int64_t>& cell, int64_t
         order[size_t(start[size_t(cellOf(v))]++)] = int32_t(v);
     }
     return order;
+}
+
+std::vector<float> bangHubRowsOf(const float* x, int64_t n, int d, int64_t H) {
+    std::vector<float> rows(size_t(H) * d);
+    for (int64_t h = 0; h < H; ++h) {
+        std::copy_n(x + size_t(kernels::bangHubNode(h, n, H)) * d, d, rows.data() + size_t(h) * d);
+    }
+    return rows;
 }
 
 int64_t bangHubCount(int64_t n, int64_t requested) {

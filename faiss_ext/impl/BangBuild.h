@@ -31,6 +31,10 @@ constexpr int kBangHubsPerHub = 1024;
 /// The hub count actually used for n vectors.
 int64_t bangHubCount(int64_t n, int64_t requested);
 
+/// The rows of H evenly spaced hubs (hub h: row kernels::bangHubNode(h, n, H)) of n host
+/// rows x of d components, as an H x d host array.
+std::vector<float> bangHubRowsOf(const float* x, int64_t n, int d, int64_t H);
+
 /// The nodes 0 .. cell.size() - 1 ordered by cell (cell[v] in [0, cells); any other
 /// value after the last cell), by id within a cell: the order in which the build prunes
 /// its nodes, cell[v] being v's nearest hub, so that nodes pruned at the same time share

@@ -42,13 +42,17 @@ BangGraph::BangGraph(const GpuResources& res, int d, int R, int pqM)
         : res_(&res), R_(R), pqM_(pqM), vectors_(res, d), hubs_(res, d) {}
 
 void BangGraph::setVectors(int64_t n, const float* x) {
-    setVectors(BangGraph(*res_, dim(), R_, pqM_), n, x);
+    setRows_(0, nullptr, n, x);
 }
 
 void BangGraph::setVectors(const BangGraph& first, int64_t n, const float* x) {
+    setRows_(first.size(), first.rows(), n, x);
+}
+
+void BangGraph::setRows_(int64_t firstN, const float* first, int64_t n, const float* x) {
     FlatStorage fresh(*res_, dim());
-    if (first.size() > 0) {
-        fresh.append(first.size(), first.rows());
+    if (firstN > 0) {
+        fresh.append(firstN, first);
     }
     if (n > 0) {
         fresh.append(n, x);
@@ -67,12 +71,7 @@ void BangGraph::setVectorsOnHost(int64_t n, const float* x) {
     FlatStorage hubs(*res_, d);
     if (n > 0) {
         const int64_t H = bangEntryHubCount(n);
-        std::vector<float> hubX(size_t(H) * d);
-        for (int64_t h = 0; h < H; ++h) {
-            std::copy_n(
-                    x + size_t(kernels::bangHubNode(h, n, H)) * d, d, hubX.data() + size_t(h) * d);
-        }
-        hubs.append(H, hubX.data());
+        hubs.append(H, bangHubRowsOf(x, n, d, H).data());
     }
     vectors_.clear();
     hostRows_ = std::move(rows);

@@ -156,6 +156,8 @@ class BangGraph {
     }
 
    private:
+    /// setVectors of firstN rows at first (host or device) followed by n rows of x.
+    void setRows_(int64_t firstN, const float* first, int64_t n, const float* x);
     /// Drops the graph, the PQ state, the entry point and the tombstones (new vectors).
     void dropGraph_();
     void clearTombstones_();

@@ -13,14 +13,6 @@
 
 namespace faiss_ext {
 
-namespace {
-
-size_t largest(std::initializer_list<size_t> sizes) {
-    return std::max(sizes);
-}
-
-} // namespace
-
 BangMemoryEstimate estimateBangMemory(
         int64_t n,
         int d,
@@ -82,7 +74,7 @@ BangMemoryEstimate estimateBangMemory(
             base + graph + N * visitedMax * 4 + N * (4 + 4 + 8 + 8) + passLists + offsets + temp;
     // PQ mode trains on the built graph's state (k-means pages) and uploads the codes.
     const size_t pqTrain = M > 0 ? base + graph + pq + pageBytes + temp : 0;
-    e.buildDeviceBytes = largest(
+    e.buildDeviceBytes = std::max(
             {knn, hubs, prune(firstLists, 0),
              b.passes > 0 ? std::max(passSearch, prune(passLists, graph)) : size_t(0), pqTrain,
              e.deviceBytes});
