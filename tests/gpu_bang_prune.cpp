@@ -29,11 +29,14 @@
 #include <faiss/impl/FaissAssert.h>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/BangBuild.h>
+#include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangPrune.h>
 #include <faiss_ext/impl/BangPruneGpu.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <kernels/BangPrune.h>
 
+#include "Synthetic.h"
 #include "TestUtil.h"
 
 using namespace faiss_ext;
@@ -355,5 +358,36 @@ TEST(GpuBangPrune, PagesDoNotChangeTheGraphAndANodeTooLargeIsRefused) {
         ADD_FAILURE() << "a node larger than tempMemoryBytes was accepted";
     } catch (const faiss::FaissException& e) {
         EXPECT_NE(std::string(e.what()).find("tempMemoryBytes"), std::string::npos) << e.what();
+    }
+}
+
+// A refinement pass searches and prunes its nodes a range at a time (the ranges bound
+// its lists in temporary memory): every range searches the pass's starting graph and
+// prunes into the new one, so any ranges give the graph of one range.
+TEST(GpuBangBuild, PassRangesGiveTheSameGraph) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 24;
+    const int64_t n = 6000;
+    datasets::ClusteredSpec spec{n, d, 40, 0.1f, testSeed() + 3};
+    const std::vector<float> x = datasets::clustered(spec, 0);
+    BangBuildConfig cfg;
+    cfg.graphDegree = 24;
+    cfg.candidates = 24;
+    cfg.passes = 2;
+    cfg.searchL = 32;
+    auto build = [&](int64_t passNodes) {
+        BangGraph work(res, d, cfg.graphDegree, 0);
+        work.setVectors(n, x.data());
+        buildBangGraph(
+                res, work, x.data(), cfg, size_t(64) << 20, Progress(false, "test"), passNodes);
+        return std::make_pair(work.graph(), work.entry());
+    };
+    const auto whole = build(n);
+    for (int64_t range : {int64_t(1000), int64_t(777), int64_t(1)}) {
+        SCOPED_TRACE(range);
+        const auto paged = build(range);
+        EXPECT_EQ(paged.second, whole.second);
+        EXPECT_EQ(paged.first, whole.first);
     }
 }

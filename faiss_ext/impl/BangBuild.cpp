@@ -257,24 +257,24 @@ std::pair<BangDeviceCandidates, DeviceBuffer<int64_t>> allocateParentLists(
     return {std::move(lists), std::move(offsets)};
 }
 
-/// One refinement pass's candidates, in device memory: the parents each vector's search
-/// expanded in the graph `work` holds (from its entry point), plus its current
-/// neighbours (kernels::bangFillPassCandidates).
+/// One refinement pass's candidates of nodes v0 .. v0 + m - 1, in device memory: the
+/// parents each one's search expanded in the graph `work` holds (from its entry point),
+/// plus its current neighbours (kernels::bangFillPassCandidates).
 BangDeviceCandidates searchCandidates(
         const GpuResources& res,
         const BangGraph& work,
         const BangBuildConfig& p,
-        const Progress& progress) {
-    const int64_t n = work.size();
+        int64_t v0,
+        int64_t m) {
     const int R = p.graphDegree;
     const int maxVisited = 2 * p.searchL;
     const kernels::BangGraphView g = work.exactView();
-    const VisitedParents parents = searchVisited(res, g, g.vectors, n, p.searchL, maxVisited);
-    progress.reportAfter(res.stream(), "searches: vectors searched", 0.8);
-    auto [lists, offsets] = allocateParentLists(res, parents, n, maxVisited, R);
+    const VisitedParents parents =
+            searchVisited(res, g, g.vectors + size_t(v0) * g.d, m, p.searchL, maxVisited);
+    auto [lists, offsets] = allocateParentLists(res, parents, m, maxVisited, R);
     kernels::bangFillPassCandidates(
-            parents.visited.data(), parents.iterations.data(), maxVisited, g.graph, R, n,
-            offsets.data(), lists.ids.data(), res.stream());
+            parents.visited.data(), parents.iterations.data(), maxVisited, g.graph + size_t(v0) * R,
+            R, m, offsets.data(), lists.ids.data(), res.stream());
     return std::move(lists);
 }
 
@@ -305,6 +305,18 @@ std::vector<float> bangHubRowsOf(const float* x, int64_t n, int d, int64_t H) {
     return rows;
 }
 
+int64_t bangPassNodes(int64_t n, const BangBuildConfig& p, size_t tempMemoryBytes) {
+    const size_t perNode = bangPassBytesPerNode(p);
+    return std::max<int64_t>(1, std::min<int64_t>(n, int64_t(tempMemoryBytes / perNode)));
+}
+
+size_t bangPassBytesPerNode(const BangBuildConfig& p) {
+    // Visited parents (2 searchL ids), the search's iterations, distance and id, the
+    // lists' counts and offsets, and the lists (2 searchL + R ids at most).
+    const size_t visited = 2 * size_t(p.searchL);
+    return visited * 4 + (4 + 4 + 8 + 8 + 8) + (visited + size_t(p.graphDegree)) * 4;
+}
+
 int64_t bangHubCount(int64_t n, int64_t requested) {
     if (requested > 0) {
         return std::min(requested, n);
@@ -328,12 +340,13 @@ BangBuildTimes buildBangGraph(
         const float* xHost,
         const BangBuildConfig& p,
         size_t pageBytes,
-        const Progress& progress) {
+        const Progress& progress,
+        int64_t passNodes) {
     const FlatStorage& storage = work.vectors();
     const int64_t n = storage.size();
     FAISS_ASSERT(
             n >= 1 && p.graphDegree == work.degree() && p.candidates >= 1 && p.passes >= 0 &&
-            p.searchL >= 1);
+            p.searchL >= 1 && passNodes >= 0);
     BangBuildTimes t;
     PhaseClock clock(res.stream());
     // Stages: candidates, first prune, then a search and a prune per pass.
@@ -359,15 +372,29 @@ BangBuildTimes buildBangGraph(
         clock.lap(t.pruneSeconds);
         progress.step("graph: first prune, stage", 2, stages);
     }
+    // Each pass searches and prunes its nodes in ranges whose lists fit the temporary
+    // memory (bangPassNodes): every search reads the pass's starting graph and every
+    // prune writes the new one, so the ranges change the peak, not the graph.
+    const int64_t range =
+            passNodes > 0 ? std::min(passNodes, n) : bangPassNodes(n, p, res.tempMemoryBytes());
     for (int pass = 0; pass < p.passes; ++pass) {
         work.setGraph(std::move(graph), medoid);
-        const BangDeviceCandidates c = searchCandidates(res, work, p, stage(3 + 2 * pass));
-        clock.lap(t.searchSeconds);
+        DeviceBuffer<int32_t> next = res.alloc<int32_t>(size_t(n) * p.graphDegree);
+        for (int64_t v0 = 0; v0 < n; v0 += range) {
+            const int64_t m = std::min(range, n - v0);
+            const BangDeviceCandidates c = searchCandidates(res, work, p, v0, m);
+            clock.lap(t.searchSeconds);
+            pruneCandidatesInto(res, storage, c, p.graphDegree, p.alpha, v0, &order, next.data());
+            clock.lap(t.pruneSeconds);
+        }
+        stage(3 + 2 * pass).report("searches: vectors searched", 0.8);
         progress.step(
                 "graph: pass " + std::to_string(pass + 1) + " searches, stage", 3 + 2 * pass,
                 stages);
-        graph = pruneCandidateGraphOnDevice(
-                res, storage, c, p.graphDegree, p.alpha, stage(4 + 2 * pass), nullptr, 0, &order);
+        stage(4 + 2 * pass).report("prune: candidates pruned", 0.4);
+        pruneWithReverseEdges(
+                res, storage, p.graphDegree, p.alpha, 0, &order, next.data(), stage(4 + 2 * pass));
+        graph = std::move(next);
         clock.lap(t.pruneSeconds);
         progress.step(
                 "graph: pass " + std::to_string(pass + 1) + " prune, stage", 4 + 2 * pass, stages);

@@ -47,6 +47,12 @@ std::vector<int32_t> bangLocalityOrder(const std::vector<int64_t>& cell, int64_t
 /// below this the exact one is about as fast and exact.
 constexpr int64_t kBangIvfCandidatesFrom = 200000;
 
+/// Device bytes one node takes in a refinement pass's search and lists (its parents,
+/// their lists and bookkeeping): the pass handles its nodes in ranges of
+/// bangPassNodes(n, config, tempMemoryBytes) = tempMemoryBytes / these bytes (1 .. n).
+size_t bangPassBytesPerNode(const BangBuildConfig& config);
+int64_t bangPassNodes(int64_t n, const BangBuildConfig& config, size_t tempMemoryBytes);
+
 /// The IVF list count a build of n vectors uses for its first candidates
 /// (BangBuildConfig::candidateLists `requested`): 0 for the exact k-NN.
 int64_t bangCandidateLists(int64_t n, int64_t requested);
@@ -55,7 +61,8 @@ int64_t bangCandidateLists(int64_t n, int64_t requested);
 /// and sets it, with the medoid (the vector nearest the centroid) as the entry point,
 /// in `work`. Everything per node stays on the device (kernels/BangCandidates.h): the
 /// k-NN ids, each stage's candidate lists (about n x (candidates + 9) ids for the first
-/// graph, n x (2 searchL + R) for a pass), the visited parents and the graph; the host
+/// graph; a pass's, n x (2 searchL + R), a range of passNodes nodes at a time, by
+/// default bangPassNodes of the temporary memory), the visited parents and the graph; the host
 /// reads the vectors for the hubs and plans the prune's pages from the
 /// lists' offsets. k-NN searches run in pages of pageBytes of distances. Two stages:
 /// 1. A first graph from candidates found by k-NN searches on the GPU: each vector's
@@ -66,7 +73,8 @@ int64_t bangCandidateLists(int64_t n, int64_t requested);
 /// 2. config.passes Vamana passes (DiskANN's construction, one batch per pass): every
 ///    vector is searched on the GPU in the current graph from the medoid with worklist
 ///    config.searchL; the parents the search expanded plus the vector's current neighbours
-///    are its candidates; then prune, reverse edges, re-prune. The expanded parents
+///    are its candidates; then prune (node ranges in turn: the same graph for any
+///    range), reverse edges, re-prune. The expanded parents
 ///    lie along the routes searches take, which is what makes the graph navigable
 ///    (on clustered data, recall@10 at L = 10 goes from ~0.3 without these passes to
 ///    ~0.97 with two).
@@ -78,7 +86,8 @@ BangBuildTimes buildBangGraph(
         const float* xHost,
         const BangBuildConfig& config,
         size_t pageBytes,
-        const Progress& progress);
+        const Progress& progress,
+        int64_t passNodes = 0);
 
 /// Extends the graph `old` holds (its vectors are the first old.size() rows of work's)
 /// to every vector `work` holds, and sets the result, with old's entry point, in work

@@ -66,18 +66,17 @@ BangMemoryEstimate estimateBangMemory(
     auto prune = [&](size_t candidates, size_t kept) {
         return base + kept + candidates + graph + N * 4 + offsets + N * R * 4 + temp;
     };
-    // A refinement pass: every vector searched (2 searchL visited parents each), the lists
-    // of parents plus current neighbours, then their prune beside the current graph.
-    const size_t visitedMax = 2 * size_t(b.searchL);
-    const size_t passLists = N * (visitedMax + R) * 4 + offsets;
-    const size_t passSearch =
-            base + graph + N * visitedMax * 4 + N * (4 + 4 + 8 + 8) + passLists + offsets + temp;
+    // A refinement pass, beside the graph it starts from and the one it writes: its
+    // nodes searched and their lists made and pruned a range at a time (bangPassNodes),
+    // then the reverse edges and the second prune over the whole new graph.
+    const size_t range = size_t(bangPassNodes(n, b, temp));
+    const size_t passRanges = base + 2 * graph + range * bangPassBytesPerNode(b) + temp;
+    const size_t passReverse = base + 2 * graph + N * 4 + offsets + N * R * 4 + temp;
     // PQ mode trains on the built graph's state (k-means pages) and uploads the codes.
     const size_t pqTrain = M > 0 ? base + graph + pq + pageBytes + temp : 0;
     e.buildDeviceBytes = std::max(
             {knn, hubs, prune(firstLists, 0),
-             b.passes > 0 ? std::max(passSearch, prune(passLists, graph)) : size_t(0), pqTrain,
-             e.deviceBytes});
+             b.passes > 0 ? std::max(passRanges, passReverse) : size_t(0), pqTrain, e.deviceBytes});
 
     // Host: the rows as stored (and the caller's rows made into them for inner
     // product), each node's nearest hub, the prune order and the lists' offsets, the PQ

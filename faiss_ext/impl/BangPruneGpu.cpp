@@ -47,20 +47,22 @@ struct PageBuffers {
         copyToDevice(segments.data(), seg.data(), seg.size(), stream);
     }
 
-    /// The page's nodes (firstNode + r.begin ..) with their candidates at pageIds.
-    /// The page's nodes in the order of `all` (every node once; null: id order).
+    /// The page's nodes (firstNode + page.begin .. firstNode + page.end) in the order of
+    /// `all` (every node of the graph once; null: id order).
     void setOrder(
             const std::vector<int32_t>* all,
             const BangPrunePageRange& page,
+            int64_t firstNode,
             const GpuResources& res) {
         if (!all) {
             return;
         }
+        const int64_t begin = firstNode + page.begin, end = firstNode + page.end;
         std::vector<int32_t> mine;
-        mine.reserve(size_t(page.end - page.begin));
+        mine.reserve(size_t(end - begin));
         for (const int32_t v : *all) {
-            if (v >= page.begin && v < page.end) {
-                mine.push_back(int32_t(v - page.begin));
+            if (v >= begin && v < end) {
+                mine.push_back(int32_t(v - begin));
             }
         }
         FAISS_ASSERT(int64_t(mine.size()) == page.end - page.begin);
@@ -157,56 +159,67 @@ std::vector<BangPrunePageRange> planBangPrunePages(
     return pages;
 }
 
-DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
-        const GpuResources& res,
-        const FlatStorage& vectors,
-        const BangDeviceCandidates& candidates,
-        int R,
-        float alpha,
-        const Progress& progress,
-        const int32_t* keptGraph,
-        int64_t firstNode,
-        const std::vector<int32_t>* order) {
-    const int64_t n = vectors.size();
-    const int d = vectors.dim();
-    FAISS_ASSERT(
-            n >= 1 && n < INT_MAX && R >= 1 && firstNode >= 0 && firstNode < n &&
-            candidates.size() == n - firstNode && (firstNode == 0 || keptGraph != nullptr));
-    FAISS_ASSERT(!order || (firstNode == 0 && int64_t(order->size()) == n));
-    FAISS_ASSERT(candidates.offsets.front() == 0);
-    FAISS_ASSERT(size_t(candidates.offsets.back()) == candidates.ids.size());
+namespace {
+
+void checkPruneSmem(const GpuResources& res, int d) {
     const size_t smem = kernels::bangPruneSmemBytes(d);
     FAISS_THROW_IF_NOT_FMT(
             smem <= res.maxSharedMemoryPerBlock(),
             "GpuIndexBang build: d=%d needs %zu bytes of shared memory per block for the "
             "prune, the device allows %zu",
             d, smem, res.maxSharedMemoryPerBlock());
-    const cudaStream_t stream = res.stream();
-    DeviceBuffer<int32_t> graph = res.alloc<int32_t>(size_t(n) * R);
+}
 
-    // The kept rows as they are; the first prune: RobustPrune of every other node's
-    // candidates into graph.
-    if (firstNode > 0) {
-        FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                graph.data(), keptGraph, size_t(firstNode) * R * sizeof(int32_t),
-                cudaMemcpyDeviceToDevice, stream));
-    }
+} // namespace
+
+void pruneCandidatesInto(
+        const GpuResources& res,
+        const FlatStorage& vectors,
+        const BangDeviceCandidates& candidates,
+        int R,
+        float alpha,
+        int64_t firstNode,
+        const std::vector<int32_t>* order,
+        int32_t* graph) {
+    const int64_t n = vectors.size();
+    FAISS_ASSERT(
+            n >= 1 && n < INT_MAX && R >= 1 && firstNode >= 0 &&
+            firstNode + candidates.size() <= n);
+    FAISS_ASSERT(!order || int64_t(order->size()) == n);
+    FAISS_ASSERT(candidates.offsets.front() == 0);
+    FAISS_ASSERT(size_t(candidates.offsets.back()) == candidates.ids.size());
+    checkPruneSmem(res, vectors.dim());
+    const cudaStream_t stream = res.stream();
     for (const BangPrunePageRange& r :
          planBangPrunePages(candidates.offsets, res.tempMemoryBytes(), sortTempBytes)) {
         PageBuffers b(res, r, false);
         b.setSegments(candidates.offsets, r, stream);
-        b.setOrder(order, r, res);
+        b.setOrder(order, r, firstNode, res);
         const int32_t* pageIds = candidates.ids.data() + candidates.offsets[size_t(r.begin)];
         kernels::bangPrunePage(
-                b.page(vectors, r, firstNode, pageIds), b.work(), R, alpha, false, graph.data(),
-                stream);
+                b.page(vectors, r, firstNode, pageIds), b.work(), R, alpha, false, graph, stream);
     }
-    progress.reportAfter(stream, "prune: candidates pruned", 0.4);
+}
+
+void pruneWithReverseEdges(
+        const GpuResources& res,
+        const FlatStorage& vectors,
+        int R,
+        float alpha,
+        int64_t firstNode,
+        const std::vector<int32_t>* order,
+        int32_t* graph,
+        const Progress& progress) {
+    const int64_t n = vectors.size();
+    FAISS_ASSERT(n >= 1 && n < INT_MAX && R >= 1 && firstNode >= 0 && firstNode < n);
+    FAISS_ASSERT(!order || int64_t(order->size()) == n);
+    checkPruneSmem(res, vectors.dim());
+    const cudaStream_t stream = res.stream();
 
     // Reverse edges: node u's list is inIds[inOffsets[u] .. inOffsets[u + 1]).
     DeviceBuffer<int32_t> degree = res.alloc<int32_t>(size_t(n));
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(degree.data(), 0, degree.bytes(), stream));
-    kernels::bangCountInEdges(graph.data(), n, R, firstNode, degree.data(), stream);
+    kernels::bangCountInEdges(graph, n, R, firstNode, degree.data(), stream);
     const std::vector<int32_t> inDegree = copyToHostVector(degree.data(), size_t(n), stream);
     // The second prune's entries: each node's row (R) and its reverse edges.
     std::vector<int64_t> inOffsets(size_t(n) + 1, 0), offsets(size_t(n) + 1, 0);
@@ -221,8 +234,7 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
     DeviceBuffer<int32_t> inIds = res.alloc<int32_t>(size_t(inOffsets.back()));
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(degree.data(), 0, degree.bytes(), stream));
     kernels::bangFillInEdges(
-            graph.data(), n, R, firstNode, inOffsetsDev.data(), degree.data(), inIds.data(),
-            stream);
+            graph, n, R, firstNode, inOffsetsDev.data(), degree.data(), inIds.data(), stream);
     progress.reportAfter(stream, "prune: reverse edges listed", 0.5);
 
     // Second prune: out-edges plus reverse edges, copied when at most R, else pruned.
@@ -232,15 +244,42 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
          planBangPrunePages(offsets, res.tempMemoryBytes(), sortTempBytes)) {
         PageBuffers b(res, r, true);
         b.setSegments(offsets, r, stream);
-        b.setOrder(order, r, res);
+        b.setOrder(order, r, 0, res);
         kernels::bangGatherOutAndInEdges(
-                graph.data(), R, inOffsetsDev.data(), inIds.data(), r.begin, int(r.end - r.begin),
+                graph, R, inOffsetsDev.data(), inIds.data(), r.begin, int(r.end - r.begin),
                 b.segments.data(), b.ids.data(), stream);
         kernels::bangPrunePage(
-                b.page(vectors, r, 0, b.ids.data()), b.work(), R, alpha, true, graph.data(),
-                stream);
+                b.page(vectors, r, 0, b.ids.data()), b.work(), R, alpha, true, graph, stream);
     }
     progress.reportAfter(stream, "prune: out and reverse edges pruned", 1.0);
+}
+
+DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
+        const GpuResources& res,
+        const FlatStorage& vectors,
+        const BangDeviceCandidates& candidates,
+        int R,
+        float alpha,
+        const Progress& progress,
+        const int32_t* keptGraph,
+        int64_t firstNode,
+        const std::vector<int32_t>* order) {
+    const int64_t n = vectors.size();
+    FAISS_ASSERT(
+            n >= 1 && firstNode >= 0 && firstNode < n && candidates.size() == n - firstNode &&
+            (firstNode == 0 || keptGraph != nullptr));
+    FAISS_ASSERT(!order || firstNode == 0);
+    DeviceBuffer<int32_t> graph = res.alloc<int32_t>(size_t(n) * R);
+    // The kept rows as they are; the first prune: RobustPrune of every other node's
+    // candidates into graph.
+    if (firstNode > 0) {
+        FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                graph.data(), keptGraph, size_t(firstNode) * R * sizeof(int32_t),
+                cudaMemcpyDeviceToDevice, res.stream()));
+    }
+    pruneCandidatesInto(res, vectors, candidates, R, alpha, firstNode, order, graph.data());
+    progress.reportAfter(res.stream(), "prune: candidates pruned", 0.4);
+    pruneWithReverseEdges(res, vectors, R, alpha, firstNode, order, graph.data(), progress);
     return graph;
 }
 

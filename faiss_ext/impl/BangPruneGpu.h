@@ -85,6 +85,35 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         int64_t firstNode,
         const std::vector<int32_t>* order = nullptr);
 
+/// pruneCandidateGraphOnDevice's first half: RobustPrune of nodes firstNode ..
+/// firstNode + candidates.size() - 1 (candidates: their lists) into those rows of
+/// graph (device, vectors.size() x R); the other rows are not touched. Pages of at most
+/// res.tempMemoryBytes(); order: as pruneCandidateGraphOnDevice's (every node of the
+/// graph once: the range's nodes are pruned in its order). A refinement pass calls it
+/// for node ranges in turn, each range's lists made and dropped in its turn.
+void pruneCandidatesInto(
+        const GpuResources& res,
+        const FlatStorage& vectors,
+        const BangDeviceCandidates& candidates,
+        int R,
+        float alpha,
+        int64_t firstNode,
+        const std::vector<int32_t>* order,
+        int32_t* graph);
+
+/// Its second half, over the whole graph (device, vectors.size() x R): the reverse
+/// edges of rows firstNode .. (the pruned ones; earlier rows are kept rows of an
+/// extension) added to every row, and the rows longer than R pruned again, in place.
+void pruneWithReverseEdges(
+        const GpuResources& res,
+        const FlatStorage& vectors,
+        int R,
+        float alpha,
+        int64_t firstNode,
+        const std::vector<int32_t>* order,
+        int32_t* graph,
+        const Progress& progress);
+
 /// pruneCandidateGraphOnDevice of host candidate lists (uploaded through the resources'
 /// pinned staging), the graph copied back to the host.
 std::vector<int32_t> pruneCandidateGraphGpu(
