@@ -1,5 +1,5 @@
 // GpuIndexFlat throughput beside its floors: n_base = 1M, d = 128.
-// Usage: bench_flat [n_base]
+// Usage: bench_flat [n_base] [uniform|clustered] [auto|fp32|tf32x3] [d] [k ...]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -22,9 +22,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_flat: no CUDA device found; this benchmark needs a GPU\n");
         return 2;
     }
-    // bench_flat [n_base] [uniform|clustered] [auto|fp32|tf32x3] [d]: clustered is
-    // bench_ivf's set (2000 blobs, spread 0.15); the third argument forces
-    // GpuIndexFlatConfig's precision.
+    // bench_flat [n_base] [uniform|clustered] [auto|fp32|tf32x3] [d] [k ...]: clustered
+    // is bench_ivf's set (2000 blobs, spread 0.15); the third argument forces
+    // GpuIndexFlatConfig's precision; the ks default to 1, 10, 100 and 1024.
     const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
     const bool clustered = argc > 2 && std::string(argv[2]) == "clustered";
     const std::string precision = argc > 3 ? argv[3] : "auto";
@@ -33,6 +33,13 @@ int main(int argc, char** argv) {
             : precision == "tf32x3"     ? GpuFlatPrecision::kTF32x3
                                         : GpuFlatPrecision::kAuto;
     const int d = argc > 4 ? std::atoi(argv[4]) : 128;
+    std::vector<int> ks;
+    for (int i = 5; i < argc; ++i) {
+        ks.push_back(std::atoi(argv[i]));
+    }
+    if (ks.empty()) {
+        ks = {1, 10, 100, 1024};
+    }
     datasets::ClusteredSpec spec{nb, d, 2000, 0.15f, 1};
     auto makeQueries = [&](int64_t nq) {
         if (!clustered) {
@@ -61,17 +68,18 @@ int main(int argc, char** argv) {
 
     std::printf(
             "| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) | path |"
-            " tiles path ms | threshold path ms | radix path ms | FP32 GEMM tiles alone ms |"
+            " tiles path ms | threshold path ms | rerank path ms | radix path ms |"
+            " FP32 GEMM tiles alone ms |"
             " floor ms (bytes) | floor ms (FP32 flops) | floor ms (3xTF32 flops) |"
             " floor ms (bf16x3 flops) | floor / device |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const FlatStorage& stored = base;
     for (int64_t nq :
          {int64_t(1), int64_t(8), int64_t(16), int64_t(256), int64_t(1024), int64_t(10000)}) {
         auto xq = makeQueries(nq);
         auto qDev = res.alloc<float>(size_t(nq) * d);
         copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());
-        for (int k : {1, 10, 100, 1024}) {
+        for (int k : ks) {
             auto dDev = res.alloc<float>(size_t(nq) * k);
             auto iDev = res.alloc<int64_t>(size_t(nq) * k);
             const int reps = nq >= 10000 ? 5 : 30;
@@ -94,6 +102,7 @@ int main(int argc, char** argv) {
             };
             const double tilesMs = timePath(FlatSearchPath::kTiles);
             const double thresholdMs = timePath(FlatSearchPath::kThreshold);
+            const double rerankMs = timePath(FlatSearchPath::kRerank);
             // The radix path where it can run (FP32 rows within the budget): -1 else.
             const bool radixRuns = nq <= 65535 &&
                     flatGemmProduct(
@@ -103,7 +112,6 @@ int main(int argc, char** argv) {
             const double radixMs = radixRuns ? timePath(FlatSearchPath::kRadix) : -1.0;
             in.path = FlatSearchPath::kAuto;
             const FlatSearchPath taken = flatSearchPathFor(res, in, k);
-            const bool threshold = taken == FlatSearchPath::kThreshold;
             // The tiles path's FP32 GEMMs alone: what it costs beyond them is the selection.
             FlatSearchInput shape = in;
             shape.precision = GpuFlatPrecision::kFloat32;
@@ -145,13 +153,10 @@ int main(int argc, char** argv) {
             const double floorMs = std::max(floorBytesMs, floorProductMs);
             std::printf(
                     "| %lld | %d | %.3f | %.0f | %.3f | %.0f | %s%s | %.3f | %.3f | %.3f | %.3f |"
-                    " %.3f | %.3f | %.3f | %.3f | %.2f |\n",
+                    " %.3f | %.3f | %.3f | %.3f | %.3f | %.2f |\n",
                     (long long)nq, k, devMs, nq / (devMs * 1e-3), apiMs, nq / (apiMs * 1e-3),
-                    threshold                                 ? "threshold"
-                            : taken == FlatSearchPath::kRadix ? "radix"
-                                                              : "tiles",
-                    productName, tilesMs, thresholdMs, radixMs, gemmMs, floorBytesMs, floorFlopsMs,
-                    floorTf32Ms, floorBf16Ms, floorMs / devMs);
+                    flatSearchPathName(taken), productName, tilesMs, thresholdMs, rerankMs, radixMs,
+                    gemmMs, floorBytesMs, floorFlopsMs, floorTf32Ms, floorBf16Ms, floorMs / devMs);
         }
     }
     return 0;

@@ -119,6 +119,24 @@ void rerankListed(
         int64_t* outI,
         cudaStream_t stream);
 
+/// rerankListed for the rerank path (impl/FlatRerankSearch.h): row r's `kept` candidates
+/// are ids[r * ld + j] (-1: missing) with their keys keys[r * ld + j], every slot listed,
+/// and the results go to outD / outI at r * ld + j (not aliasing the input).
+void rerankKept(
+        const float* queries,
+        const float* base,
+        int d,
+        bool l2,
+        const int64_t* ids,
+        const float* keys,
+        int64_t ld,
+        const float* limits,
+        int64_t nrows,
+        int64_t kept,
+        float* outD,
+        int64_t* outI,
+        cudaStream_t stream);
+
 /// out (idFilterWords(rows) words): bit i = bit i * stride of allow, for i < rows.
 void strideBitmap(
         const uint32_t* allow,

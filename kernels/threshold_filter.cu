@@ -206,46 +206,51 @@ __global__ void rerankBandLimitsKernel(
 }
 
 /// 8 warps, each reads 32 listed slots (an id and key a lane) and re-ranks, one after
-/// the other, those inside the band.
+/// the other, those inside the band. Row r's slots: ids at r * ldIds, keys at r * ldKeys,
+/// results at r * ldOut; counts (null: every slot) says how many slots are listed.
 constexpr int kRerankThreads = 256;
 
+template <typename Id>
 __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
         const float* queries,
         const float* base,
         int d,
         bool l2,
-        const int32_t* ids,
+        const Id* ids,
+        int64_t ldIds,
         const float* keys,
+        int64_t ldKeys,
         const float* limits,
         const uint32_t* counts,
         int64_t capacity,
         float* outD,
-        int64_t* outI) {
+        int64_t* outI,
+        int64_t ldOut) {
     const int64_t r = blockIdx.y;
-    const int64_t listed = counts[r];
+    const int64_t listed = counts != nullptr ? int64_t(counts[r]) : capacity;
     const int64_t count = listed < capacity ? listed : capacity;
     const int warp = threadIdx.x / 32;
     const int lane = threadIdx.x & 31;
     const int64_t first = int64_t(blockIdx.x) * kRerankThreads + warp * 32;
     const int64_t slot = first + lane;
-    // Slots past the count, and listed ids outside the band (they cannot be among the
-    // k nearest), get +inf.
+    // Slots past the count, missing ids (-1, key +inf) and listed ids outside the band
+    // (they cannot be among the k nearest) get +inf.
     bool inBand = false;
-    int32_t myId = -1;
+    int64_t myId = -1;
     if (slot < count) {
-        inBand = keys[r * capacity + slot] <= limits[r];
-        myId = ids[r * capacity + slot];
+        myId = int64_t(ids[r * ldIds + slot]);
+        inBand = myId >= 0 && keys[r * ldKeys + slot] <= limits[r];
     }
     if (slot < capacity && !inBand) {
-        outD[r * capacity + slot] = CUDART_INF_F;
-        outI[r * capacity + slot] = -1;
+        outD[r * ldOut + slot] = CUDART_INF_F;
+        outI[r * ldOut + slot] = -1;
     }
     const float* q = queries + r * d;
     for (unsigned pending = __ballot_sync(kFullMask, inBand); pending != 0;
          pending &= pending - 1) {
         const int src = __ffs(pending) - 1;
-        const int32_t id = __shfl_sync(kFullMask, myId, src);
-        const float* b = base + int64_t(id) * d;
+        const int64_t id = __shfl_sync(kFullMask, myId, src);
+        const float* b = base + id * d;
         float acc = 0.f;
         for (int i = lane; i < d; i += 32) {
             if (l2) {
@@ -259,8 +264,8 @@ __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
             acc += __shfl_xor_sync(kFullMask, acc, off);
         }
         if (lane == 0) {
-            outD[r * capacity + first + src] = l2 ? acc : -acc;
-            outI[r * capacity + first + src] = id;
+            outD[r * ldOut + first + src] = l2 ? acc : -acc;
+            outI[r * ldOut + first + src] = id;
         }
     }
 }
@@ -472,7 +477,32 @@ void rerankListed(
     FAISS_THROW_IF_NOT_FMT(nrows <= 65535, "rerankListed: %lld rows", (long long)nrows);
     const dim3 grid(unsigned(divUp<int64_t>(capacity, kRerankThreads)), unsigned(nrows));
     rerankListedKernel<<<grid, kRerankThreads, 0, stream>>>(
-            queries, base, d, l2, ids, keys, limits, counts, capacity, outD, outI);
+            queries, base, d, l2, ids, capacity, keys, capacity, limits, counts, capacity, outD,
+            outI, capacity);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+void rerankKept(
+        const float* queries,
+        const float* base,
+        int d,
+        bool l2,
+        const int64_t* ids,
+        const float* keys,
+        int64_t ld,
+        const float* limits,
+        int64_t nrows,
+        int64_t kept,
+        float* outD,
+        int64_t* outI,
+        cudaStream_t stream) {
+    if (nrows == 0) {
+        return;
+    }
+    FAISS_THROW_IF_NOT_FMT(nrows <= 65535, "rerankKept: %lld rows", (long long)nrows);
+    const dim3 grid(unsigned(divUp<int64_t>(kept, kRerankThreads)), unsigned(nrows));
+    rerankListedKernel<<<grid, kRerankThreads, 0, stream>>>(
+            queries, base, d, l2, ids, ld, keys, ld, limits, nullptr, kept, outD, outI, ld);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -9,6 +9,7 @@
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/impl/ArgChecks.h>
 #include <faiss_ext/impl/FlatRadixSearch.h>
+#include <faiss_ext/impl/FlatRerankSearch.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatThresholdSearch.h>
 #include <faiss_ext/utils/MathUtils.h>
@@ -217,23 +218,21 @@ TEST(FlatRadixPath, AutomaticChoiceNeedsFewQueriesALargeBaseAndFp32) {
     EXPECT_TRUE(flatRadixPathFits(in, 10, budget, 9));
 }
 
-TEST(FlatSearchPrecision, ThresholdPathRunsBf16x3UnlessAProductIsForced) {
+TEST(FlatSearchPrecision, ThresholdAndRerankPathsRunBf16x3UnlessAProductIsForced) {
     using kernels::GemmProduct;
     for (int cc : {7, 8, 9}) {
         SCOPED_TRACE(cc);
         // bf16 tensor cores from compute capability 8.0; 3xTF32 before.
-        EXPECT_EQ(
-                flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kThreshold, cc),
-                cc >= 8 ? GemmProduct::kBF16x3 : GemmProduct::kTF32x3);
+        for (FlatSearchPath path : {FlatSearchPath::kThreshold, FlatSearchPath::kRerank}) {
+            EXPECT_EQ(
+                    flatGemmProduct(GpuFlatPrecision::kAuto, path, cc),
+                    cc >= 8 ? GemmProduct::kBF16x3 : GemmProduct::kTF32x3);
+            EXPECT_EQ(flatGemmProduct(GpuFlatPrecision::kFloat32, path, cc), GemmProduct::kFloat32);
+            EXPECT_EQ(flatGemmProduct(GpuFlatPrecision::kTF32x3, path, cc), GemmProduct::kTF32x3);
+        }
         EXPECT_EQ(
                 flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kTiles, cc),
                 GemmProduct::kFloat32);
-        EXPECT_EQ(
-                flatGemmProduct(GpuFlatPrecision::kFloat32, FlatSearchPath::kThreshold, cc),
-                GemmProduct::kFloat32);
-        EXPECT_EQ(
-                flatGemmProduct(GpuFlatPrecision::kTF32x3, FlatSearchPath::kThreshold, cc),
-                GemmProduct::kTF32x3);
         EXPECT_EQ(
                 flatGemmProduct(GpuFlatPrecision::kTF32x3, FlatSearchPath::kTiles, cc),
                 GemmProduct::kTF32x3);
@@ -247,6 +246,31 @@ TEST(FlatSearchPrecision, ThresholdPathRunsBf16x3UnlessAProductIsForced) {
                 flatGemmProduct(GpuFlatPrecision::kAuto, FlatSearchPath::kAuto, cc),
                 faiss::FaissException);
     }
+}
+
+TEST(FlatSearchPath, RerankPathTakesLargeBatchesAtLargeDAndKOnTensorCores) {
+    FlatSearchInput in;
+    in.nq = 10000;
+    in.nb = 500000;
+    in.d = 768;
+    EXPECT_TRUE(flatRerankPathFits(in, 1024, 9));
+    EXPECT_FALSE(flatRerankPathFits(in, 1024, 7)); // no bf16 tensor cores
+    EXPECT_FALSE(flatRerankPathFits(in, 10, 9));   // small k: the other paths
+    EXPECT_FALSE(flatRerankPathFits(in, 2048, 9)); // no room for a margin
+    in.precision = GpuFlatPrecision::kTF32x3;      // an explicit product stays the result
+    EXPECT_FALSE(flatRerankPathFits(in, 1024, 9));
+    in.precision = GpuFlatPrecision::kAuto;
+    in.d = 128;
+    EXPECT_FALSE(flatRerankPathFits(in, 1024, 9));
+    in.d = 768;
+    in.nq = 16;
+    EXPECT_FALSE(flatRerankPathFits(in, 1024, 9));
+    in.nq = 10000;
+    in.nb = flatRerankKeep(1024);
+    EXPECT_FALSE(flatRerankPathFits(in, 1024, 9));
+    EXPECT_EQ(flatRerankKeep(1024), 1280);
+    EXPECT_EQ(flatRerankKeep(10), 74);
+    EXPECT_EQ(flatRerankKeep(2000), 2048);
 }
 
 TEST(FlatSearchPrecision, SplitRowsHalveTheirBytesInBf16) {

@@ -42,22 +42,12 @@ const char* precisionName(GpuFlatPrecision p) {
     return "?";
 }
 
-const char* pathName(FlatSearchPath p) {
-    switch (p) {
-        case FlatSearchPath::kAuto:
-            return "auto (through GpuIndexFlat)";
-        case FlatSearchPath::kTiles:
-            return "tiles";
-        case FlatSearchPath::kThreshold:
-            return "threshold";
-        case FlatSearchPath::kRadix:
-            return "radix";
-    }
-    return "?";
+std::string pathName(FlatSearchPath p) {
+    return p == FlatSearchPath::kAuto ? "auto (through GpuIndexFlat)" : flatSearchPathName(p);
 }
 
 /// The precisions checked on a path at dimension d against FAISS CPU to 1e-4. The
-/// threshold path re-ranks in FP32, so every precision is exact there; the radix path
+/// threshold and rerank paths re-rank in FP32, so every precision is exact there; the radix path
 /// runs FP32 only (it refuses 3xTF32: RadixPathRefusesSplitProducts); elsewhere 3xTF32
 /// only up to d = 256: its one-sided accumulation error grows with d (IndexConfig.h)
 /// and passes 1e-4 of these uniform sets' distances near d = 2048.
@@ -66,7 +56,7 @@ std::vector<GpuFlatPrecision> precisionsFor(int d, FlatSearchPath path) {
     if (path == FlatSearchPath::kRadix) {
         return out;
     }
-    if (d <= 256 || path == FlatSearchPath::kThreshold) {
+    if (d <= 256 || path == FlatSearchPath::kThreshold || path == FlatSearchPath::kRerank) {
         out.push_back(GpuFlatPrecision::kTF32x3);
     }
     return out;
@@ -92,9 +82,9 @@ void runCase(GpuResources& res, const FlatCase& c) {
     cpu.search(c.nq, xq.data(), c.k, refD.data(), refI.data());
     for (FlatSearchPath path :
          {FlatSearchPath::kAuto, FlatSearchPath::kTiles, FlatSearchPath::kThreshold,
-          FlatSearchPath::kRadix}) {
+          FlatSearchPath::kRadix, FlatSearchPath::kRerank}) {
         for (GpuFlatPrecision p : precisionsFor(c.d, path)) {
-            SCOPED_TRACE(std::string(pathName(path)) + ", " + precisionName(p));
+            SCOPED_TRACE(pathName(path) + ", " + precisionName(p));
             std::vector<float> D(c.nq * c.k, 12345.f);
             std::vector<int64_t> I(c.nq * c.k, 777);
             if (path == FlatSearchPath::kAuto) {
@@ -323,9 +313,6 @@ TEST(GpuIndexFlat, PrecisionsOnTightlyPackedAndSpreadVectors) {
     }
 }
 
-// A quarter of the base is one vector repeated: the queries next to it see thousands of
-// ties at their k-th distance, more than the threshold path lists, and are re-searched
-// by the tiles path; the others are not. Both must match FAISS CPU.
 TEST(GpuFlatSearch, RadixPathRefusesSplitProductsAndSmallBudgets) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
@@ -354,7 +341,11 @@ TEST(GpuFlatSearch, RadixPathRefusesSplitProductsAndSmallBudgets) {
             faiss::FaissException);
 }
 
-TEST(GpuFlatSearch, ThresholdPathReSearchesQueriesWithTooManyTies) {
+// A quarter of the base is one vector repeated: the queries next to it see thousands of
+// ties at their k-th distance, more than the threshold path lists or the rerank path's
+// margin holds, and are re-searched by the tiles path; the others are not. Both must
+// match FAISS CPU.
+TEST(GpuFlatSearch, ThresholdAndRerankPathsReSearchQueriesWithTooManyTies) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 32, k = 10;
@@ -377,11 +368,15 @@ TEST(GpuFlatSearch, ThresholdPathReSearchesQueriesWithTooManyTies) {
         cpu.search(nq, xq.data(), k, refD.data(), refI.data());
         for (GpuFlatPrecision p :
              {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
-            SCOPED_TRACE(std::string(m == faiss::METRIC_L2 ? "L2 " : "IP ") + precisionName(p));
-            std::vector<float> D;
-            std::vector<int64_t> I;
-            searchPath(res, xb, xq, d, k, m, FlatSearchPath::kThreshold, p, D, I);
-            EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-5f), 0);
+            for (FlatSearchPath path : {FlatSearchPath::kThreshold, FlatSearchPath::kRerank}) {
+                SCOPED_TRACE(
+                        std::string(m == faiss::METRIC_L2 ? "L2 " : "IP ") + precisionName(p) +
+                        " " + flatSearchPathName(path));
+                std::vector<float> D;
+                std::vector<int64_t> I;
+                searchPath(res, xb, xq, d, k, m, path, p, D, I);
+                EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-5f), 0);
+            }
         }
     }
 }

@@ -3,9 +3,14 @@
 #include <algorithm>
 
 #include <faiss_ext/impl/FlatRadixSearch.h>
+#include <faiss_ext/impl/FlatRerankSearch.h>
 #include <faiss_ext/impl/FlatThresholdSearch.h>
+#include <faiss_ext/utils/DeviceBuffer.h>
 #include <kernels/Distances.h>
+#include <kernels/GatherRows.h>
+#include <kernels/RerankCertificate.h>
 #include <kernels/Select.h>
+#include <kernels/ThresholdFilter.h>
 
 namespace faiss_ext {
 
@@ -72,13 +77,31 @@ FlatTiling planFlatTiling(
     return t;
 }
 
+const char* flatSearchPathName(FlatSearchPath path) {
+    switch (path) {
+        case FlatSearchPath::kAuto:
+            return "auto";
+        case FlatSearchPath::kTiles:
+            return "tiles";
+        case FlatSearchPath::kThreshold:
+            return "threshold";
+        case FlatSearchPath::kRadix:
+            return "radix";
+        case FlatSearchPath::kRerank:
+            return "rerank";
+    }
+    return "?";
+}
+
 kernels::GemmProduct flatGemmProduct(
         GpuFlatPrecision p,
         FlatSearchPath path,
         int computeCapabilityMajor) {
     FAISS_THROW_IF_NOT_MSG(
             path != FlatSearchPath::kAuto, "flatGemmProduct: resolve the path first");
-    const bool threshold = path == FlatSearchPath::kThreshold;
+    // The threshold and rerank paths re-rank in FP32: their GEMMs may run any product
+    // whose error they bound.
+    const bool threshold = path == FlatSearchPath::kThreshold || path == FlatSearchPath::kRerank;
     switch (p) {
         case GpuFlatPrecision::kAuto:
             if (!threshold) {
@@ -138,25 +161,21 @@ void flatDistanceTile(
     flatProductTile(res, in.metric, q, nq, base, nb, in.d, product, dist);
 }
 
-namespace {
-
-/// Leaves each of nq queries' best k keys over the whole base, ascending, in columns
-/// [0, k) of candD / candI (L2 keys are |b|^2 - 2 q.b: |q|^2 is added later).
-/// A split product: q holds the queries' split rows and each base tile is split into
-/// baseSplit before its GEMM.
-void selectOverBase(
+void flatSelectOverBase(
         const GpuResources& res,
         const FlatSearchInput& in,
         const FlatTiling& t,
         const void* q,
         int64_t nq,
         int k,
+        int keepK,
         kernels::GemmProduct product,
         void* baseSplit,
         float* dist,
         float* candD,
         int64_t* candI,
-        int64_t candLd) {
+        int64_t candLd,
+        float* segKthMin) {
     cudaStream_t stream = res.stream();
     const bool l2 = in.metric == faiss::METRIC_L2;
     for (int64_t b0 = 0; b0 < in.nb; b0 += t.baseTile) {
@@ -164,9 +183,14 @@ void selectOverBase(
         flatDistanceTile(res, in, q, nq, b0, nb, product, baseSplit, dist);
         const bool first = b0 == 0;
         const int64_t nseg = (nb + t.segLen - 1) / t.segLen;
-        // The whole base in one segment: its best k are the answer (slot 0), no merge.
+        // The whole base in one segment: its best keepK are the answer (slot 0), no merge,
+        // and no id goes unoffered.
         const bool only = first && nb == in.nb && nseg == 1;
-        // Per-segment best k into candidate slots 1.., then merge with slot 0.
+        if (segKthMin != nullptr && only) {
+            kernels::segmentKthMin(candD, candLd, nq, 0, k, true, segKthMin, stream);
+        }
+        // Per-segment best k into the candidate slots after the first keepK, then merge
+        // with those.
         kernels::SelectRowsArgs seg;
         seg.dist = dist;
         seg.ldDist = nb;
@@ -176,31 +200,32 @@ void selectOverBase(
         seg.colBias = l2 ? in.baseNorms + b0 : nullptr;
         seg.idBase = b0;
         seg.allow = in.allow;
-        seg.k = k;
-        seg.outD = candD + (only ? 0 : k);
-        seg.outI = candI + (only ? 0 : k);
+        seg.k = only ? keepK : k;
+        seg.outD = candD + (only ? 0 : keepK);
+        seg.outI = candI + (only ? 0 : keepK);
         seg.ldOut = candLd;
         kernels::selectRowsMin(seg, stream);
         if (only) {
             return;
         }
+        if (segKthMin != nullptr) {
+            kernels::segmentKthMin(candD + keepK, candLd, nq, nseg, k, first, segKthMin, stream);
+        }
 
         kernels::SelectRowsArgs merge;
-        merge.dist = candD + (first ? k : 0);
+        merge.dist = candD + (first ? keepK : 0);
         merge.ldDist = candLd;
         merge.nrows = nq;
-        merge.ncols = (first ? 0 : k) + nseg * k;
-        merge.inIds = candI + (first ? k : 0);
+        merge.ncols = (first ? 0 : keepK) + nseg * k;
+        merge.inIds = candI + (first ? keepK : 0);
         merge.ldIds = candLd;
-        merge.k = k;
+        merge.k = keepK;
         merge.outD = candD;
         merge.outI = candI;
         merge.ldOut = candLd;
         kernels::selectRowsMin(merge, stream);
     }
 }
-
-} // namespace
 
 // Selection geometry: the warp path (small k) owns short segments cheaply, so it plans
 // in warps and starts from 1024-column segments; the block path from 4096. 3xTF32 first
@@ -210,9 +235,18 @@ FlatTiling planFlatSearch(
         const FlatSearchInput& in,
         int k,
         size_t budget) {
-    const size_t splitRow = kernels::splitRowBytes(
-            flatGemmProduct(in.precision, FlatSearchPath::kTiles, res.computeCapabilityMajor()),
-            in.d);
+    return planFlatSearch(
+            res, in, k, budget,
+            flatGemmProduct(in.precision, FlatSearchPath::kTiles, res.computeCapabilityMajor()));
+}
+
+FlatTiling planFlatSearch(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budget,
+        kernels::GemmProduct product) {
+    const size_t splitRow = kernels::splitRowBytes(product, in.d);
     if (splitRow > 0) {
         const size_t querySplit = size_t(std::min(in.nq, kMaxFlatQueryTile)) * splitRow;
         FAISS_THROW_IF_NOT_FMT(
@@ -270,13 +304,45 @@ void flatSearchTiles(
                     stream);
             q = querySplit.data();
         }
-        selectOverBase(
-                res, in, t, q, nq, k, product, baseSplit.data(), dist.data(), candD.data(),
-                candI.data(), candLd);
+        flatSelectOverBase(
+                res, in, t, q, nq, k, k, product, baseSplit.data(), dist.data(), candD.data(),
+                candI.data(), candLd, nullptr);
         kernels::finishKnn(
                 candD.data(), candI.data(), candLd, nq, k, kernels::distanceFinishFor(in.metric),
                 qNorms.data(), outD + q0 * k, outI + q0 * k, stream);
     }
+}
+
+void flatResearchRows(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        const float* queries,
+        const int64_t* rows,
+        const int* nRows,
+        int k,
+        size_t budgetBytes,
+        float* outD,
+        int64_t* outI) {
+    cudaStream_t stream = res.stream();
+    int n = 0;
+    copyToHost(&n, nRows, 1, stream);
+    if (n == 0) {
+        return;
+    }
+    const int d = in.d;
+    auto rq = res.alloc<float>(size_t(n) * d);
+    auto rD = res.alloc<float>(size_t(n) * k);
+    auto rI = res.alloc<int64_t>(size_t(n) * k);
+    kernels::gatherRows(queries, rows, n, d, rq.data(), stream);
+    FlatSearchInput rin = in;
+    rin.queries = rq.data();
+    rin.nq = n;
+    rin.path = FlatSearchPath::kTiles;
+    rin.precision = GpuFlatPrecision::kFloat32;
+    const size_t taken = size_t(n) * (size_t(d) * sizeof(float) + size_t(k) * 12);
+    flatSearchTiles(
+            res, rin, k, budgetBytes > taken ? budgetBytes - taken : 0, rD.data(), rI.data());
+    kernels::scatterResultRows(rD.data(), rI.data(), rows, n, k, outD, outI, stream);
 }
 
 FlatSearchPath flatSearchPathFor(const GpuResources& res, const FlatSearchInput& in, int k) {
@@ -290,6 +356,9 @@ FlatSearchPath flatSearchPathFor(const GpuResources& res, const FlatSearchInput&
     }
     if (flatThresholdPathFits(in, k, budget, cc)) {
         return FlatSearchPath::kThreshold;
+    }
+    if (flatRerankPathFits(in, k, cc)) {
+        return FlatSearchPath::kRerank;
     }
     return FlatSearchPath::kTiles;
 }
@@ -315,6 +384,9 @@ void flatSearch(
             break;
         case FlatSearchPath::kThreshold:
             flatSearchThreshold(res, in, k, budget, outD, outI);
+            break;
+        case FlatSearchPath::kRerank:
+            flatSearchRerank(res, in, k, budget, outD, outI);
             break;
         case FlatSearchPath::kTiles:
         case FlatSearchPath::kAuto: // resolved by flatSearchPathFor

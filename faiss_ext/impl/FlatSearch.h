@@ -45,7 +45,8 @@ FlatTiling planFlatTiling(
 enum class FlatSearchPath {
     /// the radix path for a few queries against a large base (flatRadixPathFits), the
     /// threshold path for batches and bases large enough to pay for its sample
-    /// (flatThresholdPathFits), the tiles path else
+    /// (flatThresholdPathFits), the rerank path for batches at large d and k
+    /// (flatRerankPathFits), the tiles path else
     kAuto,
     /// GEMM tiles + streaming k-selection per (query, segment), then a merge
     kTiles,
@@ -55,11 +56,18 @@ enum class FlatSearchPath {
     /// each query's whole row of FP32 distances, then a radix select spread over the
     /// GPU (impl/FlatRadixSearch.h)
     kRadix,
+    /// the tiles path on tensor cores keeping k plus a margin of candidates, those that
+    /// can be among the k nearest re-ranked exactly; a query whose margin is not proven
+    /// is searched again in FP32 (impl/FlatRerankSearch.h)
+    kRerank,
 };
 
-/// The GEMMs' arithmetic of a search in precision p on the given path (kTiles, kRadix or
-/// kThreshold) on a device of compute capability computeCapabilityMajor. The threshold
-/// path re-ranks in FP32, so its filter may run any product whose error it bounds: kAuto
+/// "auto", "tiles", "threshold", "radix" or "rerank".
+const char* flatSearchPathName(FlatSearchPath path);
+
+/// The GEMMs' arithmetic of a search in precision p on the given path (not kAuto) on a
+/// device of compute capability computeCapabilityMajor. The threshold and rerank paths
+/// re-rank in FP32, so their GEMMs may run any product whose error they bound: kAuto
 /// takes bf16x3 there (the fastest) where the device has bf16 tensor cores (8.0 and
 /// newer) and 3xTF32 before them, kTF32x3 3xTF32 and kFloat32 FP32. On the tiles and
 /// radix paths the products are the results: kTF32x3 3xTF32, everything else FP32.
@@ -97,6 +105,14 @@ FlatTiling planFlatSearch(
         int k,
         size_t budgetBytes);
 
+/// planFlatSearch for a given product (the rerank path's, say).
+FlatTiling planFlatSearch(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        kernels::GemmProduct product);
+
 /// dist (nq x nb, row-major) = -2 Q B^T (L2) or -Q B^T (inner product): the keys
 /// before the norms. kFloat32: q (nq x d) and b (nb x d) are FP32 rows as they are;
 /// otherwise they are split rows (nq x 3d and nb x 3d, kernels::splitRows) of that
@@ -125,6 +141,45 @@ void flatDistanceTile(
         kernels::GemmProduct product,
         void* baseSplit,
         float* dist);
+
+/// The tiles path's pass over the whole base for nq queries (t planned for keepK):
+/// each segment of each base tile selects its best k keys, and the merges leave each
+/// query's best keepK (>= k), ascending, in columns [0, keepK) of candD / candI (row
+/// stride candLd >= keepK + k * segments of a tile). L2 keys are |b|^2 - 2 q.b (|q|^2
+/// comes later). A split product: q holds the queries' split rows and each base tile is
+/// split into baseSplit before its GEMM. segKthMin (null: not wanted): each query's
+/// smallest segment k-th key, a lower bound on the key of any id never offered to a
+/// merge (+inf when every id was).
+void flatSelectOverBase(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        const FlatTiling& t,
+        const void* q,
+        int64_t nq,
+        int k,
+        int keepK,
+        kernels::GemmProduct product,
+        void* baseSplit,
+        float* dist,
+        float* candD,
+        int64_t* candI,
+        int64_t candLd,
+        float* segKthMin);
+
+/// Searches again the queries rows[0 .. *nRows) of `queries` (device rows of in.d, in
+/// the caller's numbering; *nRows is on the device and read after a sync) on the tiles
+/// path in FP32, writing their k results over the same rows of outD / outI (nq x k):
+/// the threshold and rerank paths' fallback for the queries their proofs do not cover.
+void flatResearchRows(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        const float* queries,
+        const int64_t* rows,
+        const int* nRows,
+        int k,
+        size_t budgetBytes,
+        float* outD,
+        int64_t* outI);
 
 /// The tiles path for all of `in` within budgetBytes of temporaries (flatSearch's
 /// contract).

@@ -8,7 +8,6 @@
 #include <faiss_ext/utils/DeviceBuffer.h>
 #include <faiss_ext/utils/MathUtils.h>
 #include <kernels/Distances.h>
-#include <kernels/GatherRows.h>
 #include <kernels/Select.h>
 #include <kernels/ThresholdFilter.h>
 
@@ -275,24 +274,7 @@ void flatSearchThreshold(
         // 4. Queries whose lists overflowed (many vectors tied with the k-th, say): the
         // tiles path in FP32 for them alone.
         kernels::overflowRows(counts.data(), ng, C, overRows.data(), nOver.data(), stream);
-        int over = 0;
-        copyToHost(&over, nOver.data(), 1, stream);
-        if (over > 0) {
-            auto oq = res.alloc<float>(size_t(over) * d);
-            auto oD = res.alloc<float>(size_t(over) * k);
-            auto oI = res.alloc<int64_t>(size_t(over) * k);
-            kernels::gatherRows(q, overRows.data(), over, d, oq.data(), stream);
-            FlatSearchInput oin = in;
-            oin.queries = oq.data();
-            oin.nq = over;
-            oin.path = FlatSearchPath::kTiles;
-            oin.precision = GpuFlatPrecision::kFloat32;
-            const size_t taken = size_t(over) * (size_t(d) * sizeof(float) + size_t(k) * 12);
-            flatSearchTiles(
-                    res, oin, k, restBudget > taken ? restBudget - taken : 0, oD.data(), oI.data());
-            kernels::scatterResultRows(
-                    oD.data(), oI.data(), overRows.data(), over, k, gD, gI, stream);
-        }
+        flatResearchRows(res, in, q, overRows.data(), nOver.data(), k, restBudget, gD, gI);
     }
 }
 

@@ -59,14 +59,16 @@ GpuFlatPrecision ivfCoarsePrecision(
     if (coarse.precision != GpuFlatPrecision::kAuto) {
         return coarse.precision;
     }
-    // Only where the tiles path runs (the threshold path's kAuto is already on tensor
-    // cores, with a re-rank) and the splits of a query tile (as planFlatSearch sets it
+    // Only where the tiles path runs, or the rerank path would (which an explicit
+    // precision turns back into the tiles path; the threshold path's kAuto is already on
+    // tensor cores, with a re-rank), and the splits of a query tile (as planFlatSearch sets it
     // aside) and of the centroids take at most a quarter of the budget.
     const size_t splitRow = kernels::splitRowBytes(kernels::GemmProduct::kTF32x3, coarse.d);
     const size_t splitBytes = size_t(std::min(coarse.nq, kMaxFlatQueryTile) + coarse.nb) * splitRow;
+    const FlatSearchPath path = flatSearchPathFor(res, coarse, nprobe);
     const bool tf32x3 = res.computeCapabilityMajor() >= 8 && coarse.nq >= kCoarseTF32x3MinQueries &&
             splitBytes <= res.tempMemoryBytes() / 4 &&
-            flatSearchPathFor(res, coarse, nprobe) == FlatSearchPath::kTiles;
+            (path == FlatSearchPath::kTiles || path == FlatSearchPath::kRerank);
     return tf32x3 ? GpuFlatPrecision::kTF32x3 : GpuFlatPrecision::kFloat32;
 }
 

@@ -1,0 +1,129 @@
+#include <faiss_ext/impl/FlatRerankSearch.h>
+
+#include <algorithm>
+
+#include <faiss/impl/FaissAssert.h>
+
+#include <faiss_ext/utils/DeviceBuffer.h>
+#include <faiss_ext/utils/MathUtils.h>
+#include <kernels/Distances.h>
+#include <kernels/RerankCertificate.h>
+#include <kernels/Select.h>
+#include <kernels/ThresholdFilter.h>
+
+namespace faiss_ext {
+
+namespace {
+
+/// Below this many queries the base's split per call costs more than the GEMM saves.
+constexpr int64_t kRerankMinQueries = 256;
+/// Below this dimension the FP32 GEMM is too small a share of the tiles path for the
+/// splits and the re-rank to pay (bench_flat, both paths forced; benchs/NOTES.md).
+constexpr int kRerankMinDim = 256;
+/// Below this k the threshold path (or the tiles path's warp selection) serves.
+constexpr int kRerankMinK = 256;
+
+} // namespace
+
+int flatRerankKeep(int k) {
+    return std::min(kernels::kMaxSelectK, k + std::max(64, k / 4));
+}
+
+bool flatRerankPathFits(const FlatSearchInput& in, int k, int computeCapabilityMajor) {
+    return in.precision == GpuFlatPrecision::kAuto && computeCapabilityMajor >= 8 &&
+            in.nq >= kRerankMinQueries && in.d >= kRerankMinDim && k >= kRerankMinK &&
+            flatRerankKeep(k) > k && in.nb > flatRerankKeep(k);
+}
+
+void flatSearchRerank(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        float* outD,
+        int64_t* outI) {
+    cudaStream_t stream = res.stream();
+    const bool l2 = in.metric == faiss::METRIC_L2;
+    const int d = in.d;
+    const kernels::GemmProduct product =
+            flatGemmProduct(in.precision, FlatSearchPath::kRerank, res.computeCapabilityMajor());
+    const int keepK = flatRerankKeep(k);
+    // Per query of a tile: |q|^2, the band's limit, the smallest segment k-th and a row
+    // to search again.
+    const int64_t maxTile = std::min(in.nq, kMaxFlatQueryTile);
+    const size_t own = size_t(maxTile) * (3 * sizeof(float) + sizeof(int64_t)) + 64;
+    FAISS_THROW_IF_NOT_FMT(
+            own < budgetBytes,
+            "temporary memory budget of %zu bytes is too small for the flat rerank path",
+            budgetBytes);
+    // Planned for keepK: the candidate slots hold the kept keepK, each segment's k, and
+    // after the pass the re-ranked keepK (the plan's (1 + segments) keepK covers both).
+    const FlatTiling t = planFlatSearch(res, in, keepK, budgetBytes - own, product);
+    const size_t splitRow = kernels::splitRowBytes(product, d);
+    const int64_t segsPerTile = divUp(t.baseTile, t.segLen);
+    const int64_t candLd = (1 + segsPerTile) * keepK;
+    const size_t restBudget = budgetBytes - own - std::min(t.bytes, budgetBytes - own);
+    const kernels::KeyErrorBound keyBound = kernels::keyErrorBound(d, product);
+
+    auto dist = res.alloc<float>(size_t(t.queryTile) * t.baseTile);
+    auto candD = res.alloc<float>(size_t(t.queryTile) * candLd);
+    auto candI = res.alloc<int64_t>(size_t(t.queryTile) * candLd);
+    auto qNorms = res.alloc<float>(size_t(t.queryTile));
+    auto limits = res.alloc<float>(size_t(t.queryTile));
+    auto segKthMin = res.alloc<float>(size_t(t.queryTile));
+    auto againRows = res.alloc<int64_t>(size_t(t.queryTile));
+    auto nAgain = res.alloc<int>(1);
+    auto maxNorm = res.alloc<float>(1);
+    auto querySplit = res.alloc<char>(size_t(t.queryTile) * splitRow);
+    auto baseSplit = res.alloc<char>(size_t(t.baseTile) * splitRow);
+    kernels::maxSquaredNorm(in.base, l2 ? in.baseNorms : nullptr, in.nb, d, maxNorm.data(), stream);
+
+    for (int64_t q0 = 0; q0 < in.nq; q0 += t.queryTile) {
+        const int64_t nq = std::min(t.queryTile, in.nq - q0);
+        const float* queries = in.queries + q0 * d;
+        float* tileD = outD + q0 * k;
+        int64_t* tileI = outI + q0 * k;
+        kernels::rowSquaredNorms(queries, nq, d, qNorms.data(), stream);
+        const void* q = queries;
+        if (splitRow > 0) {
+            kernels::splitRows(
+                    product, queries, nq, d, kernels::SplitRole::kQuery, querySplit.data(), stream);
+            q = querySplit.data();
+        }
+        // 1. The approximate keys' best keepK of each query, and the proof's bounds.
+        flatSelectOverBase(
+                res, in, t, q, nq, k, keepK, product, baseSplit.data(), dist.data(), candD.data(),
+                candI.data(), candLd, segKthMin.data());
+        kernels::rerankBandLimits(
+                candD.data() + (k - 1), candLd, nq, qNorms.data(), maxNorm.data(), keyBound, d, l2,
+                limits.data(), stream);
+        kernels::uncertifiedRows(
+                candD.data() + (keepK - 1), candLd, segKthMin.data(), limits.data(), nq,
+                againRows.data(), nAgain.data(), stream);
+        // 2. The kept ids inside the band re-ranked in FP32 into the slots after the kept
+        // ones, then the best k of them.
+        kernels::rerankKept(
+                queries, in.base, d, l2, candI.data(), candD.data(), candLd, limits.data(), nq,
+                keepK, candD.data() + keepK, candI.data() + keepK, stream);
+        kernels::SelectRowsArgs sel;
+        sel.dist = candD.data() + keepK;
+        sel.ldDist = candLd;
+        sel.nrows = nq;
+        sel.ncols = keepK;
+        sel.inIds = candI.data() + keepK;
+        sel.ldIds = candLd;
+        sel.k = k;
+        sel.outD = tileD;
+        sel.outI = tileI;
+        sel.ldOut = k;
+        kernels::selectRowsMin(sel, stream);
+        kernels::finishKnn(
+                tileD, tileI, k, nq, k, kernels::distanceFinishFor(in.metric), nullptr, tileD,
+                tileI, stream);
+        // 3. The queries whose margin is not proven: the tiles path in FP32.
+        flatResearchRows(
+                res, in, queries, againRows.data(), nAgain.data(), k, restBudget, tileD, tileI);
+    }
+}
+
+} // namespace faiss_ext
