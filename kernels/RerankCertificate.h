@@ -22,15 +22,17 @@ void segmentKthMin(
         float* minKth,
         cudaStream_t stream);
 
-/// rows[0 .. *nRows) = the rows r < nrows (any order) whose candidates are not proven
-/// to hold every id with a key at most limits[r]: min(keptLast[r * ld], minKth[r]) <=
-/// limits[r] (or NaN). keptLast is the largest key a row kept; minKth segmentKthMin's.
+/// Appends rowBase + r to rows[*nRows ...] (any order; *nRows counts them, the caller
+/// zeroes it first) for each row r < nrows whose candidates are not proven to hold
+/// every id with a key at most limits[r]: min(keptLast[r * ld], minKth[r]) <= limits[r]
+/// (or NaN). keptLast is the largest key a row kept; minKth segmentKthMin's.
 void uncertifiedRows(
         const float* keptLast,
         int64_t ld,
         const float* minKth,
         const float* limits,
         int64_t nrows,
+        int64_t rowBase,
         int64_t* rows,
         int* nRows,
         cudaStream_t stream);

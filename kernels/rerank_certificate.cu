@@ -38,6 +38,7 @@ __global__ void uncertifiedRowsKernel(
         const float* minKth,
         const float* limits,
         int64_t nrows,
+        int64_t rowBase,
         int64_t* rows,
         int* nRows) {
     const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -47,7 +48,7 @@ __global__ void uncertifiedRowsKernel(
     const float limit = limits[r];
     const bool proven = keptLast[r * ld] > limit && minKth[r] > limit;
     if (!proven) {
-        rows[atomicAdd(nRows, 1)] = r;
+        rows[atomicAdd(nRows, 1)] = rowBase + r;
     }
 }
 
@@ -80,15 +81,15 @@ void uncertifiedRows(
         const float* minKth,
         const float* limits,
         int64_t nrows,
+        int64_t rowBase,
         int64_t* rows,
         int* nRows,
         cudaStream_t stream) {
-    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(nRows, 0, sizeof(int), stream));
     if (nrows == 0) {
         return;
     }
     uncertifiedRowsKernel<<<blocksFor(nrows), kThreads, 0, stream>>>(
-            keptLast, ld, minKth, limits, nrows, rows, nRows);
+            keptLast, ld, minKth, limits, nrows, rowBase, rows, nRows);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 

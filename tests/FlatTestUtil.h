@@ -7,6 +7,7 @@
 #include <faiss/MetricType.h>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/FlatRerankSearch.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/utils/DeviceBuffer.h>
@@ -14,18 +15,20 @@
 namespace faiss_ext {
 namespace test {
 
-/// flatSearch on `path` in precision p over base rows xb (host), results to the host.
-inline void searchPath(
+/// search(in, outD, outI) for the queries xq over base rows xb (host) in metric and
+/// precision p, results to the host; returns what search returns.
+template <typename Search>
+auto searchOnDevice(
         GpuResources& res,
         const std::vector<float>& xb,
         const std::vector<float>& xq,
         int d,
         int k,
         faiss::MetricType metric,
-        FlatSearchPath path,
         GpuFlatPrecision p,
         std::vector<float>& D,
-        std::vector<int64_t>& I) {
+        std::vector<int64_t>& I,
+        Search search) {
     const int64_t nb = int64_t(xb.size()) / d, nq = int64_t(xq.size()) / d;
     FlatStorage base(res, d);
     base.append(nb, xb.data());
@@ -42,10 +45,47 @@ inline void searchPath(
     in.d = d;
     in.metric = metric;
     in.precision = p;
-    in.path = path;
-    flatSearch(res, in, k, dDev.data(), iDev.data());
+    auto out = search(in, dDev.data(), iDev.data());
     D = copyToHostVector(dDev.data(), size_t(nq) * k, res.stream());
     I = copyToHostVector(iDev.data(), size_t(nq) * k, res.stream());
+    return out;
+}
+
+/// flatSearch on `path` in precision p over base rows xb (host), results to the host.
+inline void searchPath(
+        GpuResources& res,
+        const std::vector<float>& xb,
+        const std::vector<float>& xq,
+        int d,
+        int k,
+        faiss::MetricType metric,
+        FlatSearchPath path,
+        GpuFlatPrecision p,
+        std::vector<float>& D,
+        std::vector<int64_t>& I) {
+    searchOnDevice(
+            res, xb, xq, d, k, metric, p, D, I, [&](FlatSearchInput& in, float* oD, int64_t* oI) {
+                in.path = path;
+                flatSearch(res, in, k, oD, oI);
+                return 0;
+            });
+}
+
+/// The rerank path in precision p; returns how many queries it searched again in FP32.
+inline int64_t searchRerank(
+        GpuResources& res,
+        const std::vector<float>& xb,
+        const std::vector<float>& xq,
+        int d,
+        int k,
+        faiss::MetricType metric,
+        GpuFlatPrecision p,
+        std::vector<float>& D,
+        std::vector<int64_t>& I) {
+    return searchOnDevice(
+            res, xb, xq, d, k, metric, p, D, I, [&](FlatSearchInput& in, float* oD, int64_t* oI) {
+                return flatSearchRerank(res, in, k, res.tempMemoryBytes(), oD, oI);
+            });
 }
 
 } // namespace test

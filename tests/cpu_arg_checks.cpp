@@ -257,6 +257,7 @@ TEST(FlatSearchPath, RerankPathTakesLargeBatchesAtLargeDAndKOnTensorCores) {
     EXPECT_FALSE(flatRerankPathFits(in, 1024, 7)); // no bf16 tensor cores
     EXPECT_FALSE(flatRerankPathFits(in, 10, 9));   // small k: the other paths
     EXPECT_FALSE(flatRerankPathFits(in, 2048, 9)); // no room for a margin
+    EXPECT_FALSE(flatRerankPathFits(in, 1700, 9)); // not for the whole margin
     in.precision = GpuFlatPrecision::kTF32x3;      // an explicit product stays the result
     EXPECT_FALSE(flatRerankPathFits(in, 1024, 9));
     in.precision = GpuFlatPrecision::kAuto;
@@ -268,8 +269,9 @@ TEST(FlatSearchPath, RerankPathTakesLargeBatchesAtLargeDAndKOnTensorCores) {
     in.nq = 10000;
     in.nb = flatRerankKeep(1024);
     EXPECT_FALSE(flatRerankPathFits(in, 1024, 9));
-    EXPECT_EQ(flatRerankKeep(1024), 1280);
-    EXPECT_EQ(flatRerankKeep(10), 74);
+    EXPECT_EQ(flatRerankKeep(1024), 2048);
+    EXPECT_EQ(flatRerankKeep(256), 512);
+    EXPECT_EQ(flatRerankKeep(10), 128);
     EXPECT_EQ(flatRerankKeep(2000), 2048);
 }
 

@@ -313,6 +313,31 @@ TEST(GpuIndexFlat, PrecisionsOnTightlyPackedAndSpreadVectors) {
     }
 }
 
+// Spread data at large d and k: the rerank path's margin holds for every query, so each
+// answer is the band re-ranked in FP32 (not the fallback), and equals FAISS CPU's.
+TEST(GpuFlatSearch, RerankPathProvesEveryQueryOnSpreadData) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 768;
+    const int64_t nb = 30000, nq = 300;
+    auto xb = datasets::uniform(nb, d, test::testSeed());
+    auto xq = datasets::uniform(nq, d, test::testSeed() + 1);
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        faiss::IndexFlat cpu(d, m);
+        cpu.add(nb, xb.data());
+        for (int k : {256, 1024}) {
+            SCOPED_TRACE(testing::Message() << (m == faiss::METRIC_L2 ? "L2" : "IP") << " k=" << k);
+            std::vector<float> refD(nq * k);
+            std::vector<int64_t> refI(nq * k);
+            cpu.search(nq, xq.data(), k, refD.data(), refI.data());
+            std::vector<float> D;
+            std::vector<int64_t> I;
+            EXPECT_EQ(test::searchRerank(res, xb, xq, d, k, m, GpuFlatPrecision::kAuto, D, I), 0);
+            EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-5f), 0);
+        }
+    }
+}
+
 TEST(GpuFlatSearch, RadixPathRefusesSplitProductsAndSmallBudgets) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
@@ -368,15 +393,17 @@ TEST(GpuFlatSearch, ThresholdAndRerankPathsReSearchQueriesWithTooManyTies) {
         cpu.search(nq, xq.data(), k, refD.data(), refI.data());
         for (GpuFlatPrecision p :
              {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
-            for (FlatSearchPath path : {FlatSearchPath::kThreshold, FlatSearchPath::kRerank}) {
-                SCOPED_TRACE(
-                        std::string(m == faiss::METRIC_L2 ? "L2 " : "IP ") + precisionName(p) +
-                        " " + flatSearchPathName(path));
-                std::vector<float> D;
-                std::vector<int64_t> I;
-                searchPath(res, xb, xq, d, k, m, path, p, D, I);
-                EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-5f), 0);
-            }
+            SCOPED_TRACE(std::string(m == faiss::METRIC_L2 ? "L2 " : "IP ") + precisionName(p));
+            std::vector<float> D;
+            std::vector<int64_t> I;
+            searchPath(res, xb, xq, d, k, m, FlatSearchPath::kThreshold, p, D, I);
+            EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-5f), 0);
+            // The rerank path proves the spread half (odd rows) and searches the tied
+            // half again.
+            const int64_t again = test::searchRerank(res, xb, xq, d, k, m, p, D, I);
+            EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-5f), 0);
+            EXPECT_GE(again, 1);
+            EXPECT_LE(again, nq / 2);
         }
     }
 }

@@ -1,4 +1,4 @@
-// The threshold and rerank paths' banded re-rank (kernels/RerankBand.h) at large k against
+// The threshold path's banded re-rank (kernels/RerankBand.h) at large k against
 // faiss::IndexFlat. Vectors on a grid far from the origin, each stored four times: the
 // bf16x3 keys are off by a few grid steps (their bound: ~40), FP32 orders the steps
 // exactly, and the k-th distance falls among exact ties. A band that dropped a true
@@ -93,7 +93,7 @@ int64_t mostListed(
 
 } // namespace
 
-TEST(GpuFlatSearch, ThresholdAndRerankBandsKeepNearTiesAtLargeK) {
+TEST(GpuFlatSearch, ThresholdPathBandKeepsNearTiesAtLargeK) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     std::mt19937_64 rng(test::testSeed());
@@ -125,18 +125,12 @@ TEST(GpuFlatSearch, ThresholdAndRerankBandsKeepNearTiesAtLargeK) {
                 SCOPED_TRACE(
                         testing::Message()
                         << (l2 ? "L2" : "IP") << " k=" << k << " precision " << int(p));
-                for (FlatSearchPath path : {FlatSearchPath::kThreshold, FlatSearchPath::kRerank}) {
-                    SCOPED_TRACE(flatSearchPathName(path));
-                    std::vector<float> D;
-                    std::vector<int64_t> I;
-                    test::searchPath(res, xb, xq, kDim, k, m, path, p, D, I);
-                    // A grid step is 1/9 of a squared distance (L2, ~100 at the k-th) and
-                    // of a product (inner product, ~24000): the tolerances are well under
-                    // one step.
-                    EXPECT_EQ(
-                            compareKnn(refD, refI, D, I, kQueries, k, l2 ? 1e-5f : 1e-6f, 1e-3f),
-                            0);
-                }
+                std::vector<float> D;
+                std::vector<int64_t> I;
+                test::searchPath(res, xb, xq, kDim, k, m, FlatSearchPath::kThreshold, p, D, I);
+                // A grid step is 1/9 of a squared distance (L2, ~100 at the k-th) and of a
+                // product (inner product, ~24000): the tolerances are well under one step.
+                EXPECT_EQ(compareKnn(refD, refI, D, I, kQueries, k, l2 ? 1e-5f : 1e-6f, 1e-3f), 0);
             }
         }
     }

@@ -16,7 +16,11 @@
 
 namespace faiss_ext {
 
-/// The candidates a query keeps for k: k plus a quarter of k (at least 64), at most
+/// The margin of candidates a query keeps beyond k: a quarter of k, at least 64.
+int flatRerankMargin(int k);
+
+/// The candidates a query keeps for k: k plus the margin, rounded up to a power of two
+/// (the selection's own size, so the rounding costs nothing), at most
 /// kernels::kMaxSelectK.
 int flatRerankKeep(int k);
 
@@ -24,12 +28,12 @@ int flatRerankKeep(int k);
 /// computeCapabilityMajor: precision kAuto on a device with tensor cores (an explicit
 /// precision keeps the tiles path's products as the results), a batch of at least
 /// kRerankMinQueries, d and k at least kRerankMinDim and kRerankMinK, room for the
-/// margin (flatRerankKeep(k) > k) and a base longer than it.
+/// whole margin and a base longer than the candidates kept.
 bool flatRerankPathFits(const FlatSearchInput& in, int k, int computeCapabilityMajor);
 
 /// The rerank path for all of `in` within budgetBytes of temporaries (flatSearch's
-/// contract).
-void flatSearchRerank(
+/// contract). Returns how many queries were searched again in FP32.
+int64_t flatSearchRerank(
         const GpuResources& res,
         const FlatSearchInput& in,
         int k,

@@ -313,7 +313,7 @@ void flatSearchTiles(
     }
 }
 
-void flatResearchRows(
+int64_t flatResearchRows(
         const GpuResources& res,
         const FlatSearchInput& in,
         const float* queries,
@@ -327,7 +327,7 @@ void flatResearchRows(
     int n = 0;
     copyToHost(&n, nRows, 1, stream);
     if (n == 0) {
-        return;
+        return 0;
     }
     const int d = in.d;
     auto rq = res.alloc<float>(size_t(n) * d);
@@ -343,6 +343,7 @@ void flatResearchRows(
     flatSearchTiles(
             res, rin, k, budgetBytes > taken ? budgetBytes - taken : 0, rD.data(), rI.data());
     kernels::scatterResultRows(rD.data(), rI.data(), rows, n, k, outD, outI, stream);
+    return n;
 }
 
 FlatSearchPath flatSearchPathFor(const GpuResources& res, const FlatSearchInput& in, int k) {

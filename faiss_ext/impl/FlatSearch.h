@@ -170,7 +170,8 @@ void flatSelectOverBase(
 /// the caller's numbering; *nRows is on the device and read after a sync) on the tiles
 /// path in FP32, writing their k results over the same rows of outD / outI (nq x k):
 /// the threshold and rerank paths' fallback for the queries their proofs do not cover.
-void flatResearchRows(
+/// Returns how many queries it searched.
+int64_t flatResearchRows(
         const GpuResources& res,
         const FlatSearchInput& in,
         const float* queries,
