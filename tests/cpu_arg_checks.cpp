@@ -83,6 +83,25 @@ TEST(FlatTiling, FitsBudgetForHugeSearches) {
     }
 }
 
+TEST(FlatTiling, HoldsTheKeptCandidatesOfTheRerankPath) {
+    const size_t budget = size_t(1) << 30;
+    for (int k : {256, 1024}) {
+        const int keepK = 2 * k;
+        // 500K x 768 in bf16x3: 4608 split bytes a base column.
+        FlatTiling t = planFlatTiling(10000, 500000, k, budget, 528, 4096, 4608, keepK);
+        SCOPED_TRACE(k);
+        const int64_t segs = (t.baseTile + t.segLen - 1) / t.segLen;
+        EXPECT_GE(t.candLd, keepK + segs * k);
+        EXPECT_GE(t.candLd, 2 * keepK);
+        EXPECT_LE(t.bytes, budget);
+        // Segments reduce to k, not keepK: the same segment length as the tiles path's.
+        EXPECT_EQ(t.segLen, planFlatTiling(10000, 500000, k, budget, 528, 4096, 4608).segLen);
+    }
+    // Without keepK, the slots are the running k and k a segment.
+    FlatTiling t = planFlatTiling(10000, 1000000, 100, budget, 528);
+    EXPECT_EQ(t.candLd, 100 * (1 + (t.baseTile + t.segLen - 1) / t.segLen));
+}
+
 TEST(FlatTiling, PrefersWideBaseTilesOverTallQueryTiles) {
     // 1 GiB: 4096 queries would leave 32768 columns; 1024 queries get 131072.
     FlatTiling t = planFlatTiling(10000, 1000000, 100, size_t(1) << 30, 528);

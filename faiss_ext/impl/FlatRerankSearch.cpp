@@ -64,12 +64,11 @@ int64_t flatSearchRerank(
     auto nAgain = res.alloc<int>(1);
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(nAgain.data(), 0, sizeof(int), stream));
     {
-        // Planned for keepK: the candidate slots hold the kept keepK, each segment's k,
-        // and after the pass the re-ranked keepK (the plan's (1 + segments) keepK covers
-        // both).
-        const FlatTiling t = planFlatSearch(res, in, keepK, budgetBytes - own, product);
+        // The candidate slots hold the kept keepK and each segment's k, and after the
+        // pass the re-ranked keepK (FlatTiling::candLd).
+        const FlatTiling t = planFlatSearch(res, in, k, budgetBytes - own, product, keepK);
         const size_t splitRow = kernels::splitRowBytes(product, d);
-        const int64_t candLd = (1 + divUp(t.baseTile, t.segLen)) * keepK;
+        const int64_t candLd = t.candLd;
         const kernels::KeyErrorBound keyBound = kernels::keyErrorBound(d, product);
         auto dist = res.alloc<float>(size_t(t.queryTile) * t.baseTile);
         auto candD = res.alloc<float>(size_t(t.queryTile) * candLd);
@@ -96,7 +95,7 @@ int64_t flatSearchRerank(
             // 1. The approximate keys' best keepK of each query, and the proof's bounds.
             flatSelectOverBase(
                     res, in, t, q, nq, k, keepK, product, baseSplit.data(), dist.data(),
-                    candD.data(), candI.data(), candLd, segKthMin.data());
+                    candD.data(), candI.data(), segKthMin.data());
             kernels::rerankBandLimits(
                     candD.data() + (k - 1), candLd, nq, qNorms.data(), maxNorm.data(), keyBound, d,
                     l2, limits.data(), stream);

@@ -25,10 +25,12 @@ FlatTiling planFlatTiling(
         size_t budgetBytes,
         int64_t minBlocks,
         int64_t minSegLen,
-        size_t bytesPerBaseColumn) {
+        size_t bytesPerBaseColumn,
+        int keepK) {
     FAISS_THROW_IF_NOT_FMT(
             nq > 0 && nb > 0 && k >= 1, "bad flat search shape nq=%lld nb=%lld k=%d", (long long)nq,
             (long long)nb, k);
+    keepK = std::max(keepK, k);
     FlatTiling t;
     // Each selection block keeps at most a quarter of its columns, so the merge
     // reads far less than the distance tile.
@@ -46,8 +48,10 @@ FlatTiling planFlatTiling(
     constexpr int64_t kHalvingStart = 4096;
     for (int64_t qt = std::min(nq, kMaxFlatQueryTile);;
          qt = qt > kHalvingStart ? std::min(nq, kHalvingStart) : (qt + 1) / 2) {
-        // Candidate rows hold the running best k plus k per segment of one base tile.
-        const int64_t maxSegs = int64_t(candBudget / (size_t(qt) * k * kCandBytes)) - 1;
+        // Candidate rows hold the kept keepK plus k per segment of one base tile (at
+        // least 2 keepK).
+        const int64_t slots = int64_t(candBudget / (size_t(qt) * kCandBytes));
+        const int64_t maxSegs = slots >= 2 * int64_t(keepK) ? (slots - keepK) / k : 0;
         // cuBLAS takes int dimensions.
         const int64_t distCols = std::min<int64_t>(
                 int64_t(distBudget / (size_t(qt) * sizeof(float) + bytesPerBaseColumn)),
@@ -70,8 +74,9 @@ FlatTiling planFlatTiling(
         t.segLen *= 2;
     }
     const int64_t segs = (t.baseTile + t.segLen - 1) / t.segLen;
+    t.candLd = std::max(keepK + segs * k, 2 * int64_t(keepK));
     t.bytes = size_t(t.queryTile) *
-                    (size_t(t.baseTile) * sizeof(float) + size_t(1 + segs) * k * kCandBytes +
+                    (size_t(t.baseTile) * sizeof(float) + size_t(t.candLd) * kCandBytes +
                      sizeof(float)) +
             size_t(t.baseTile) * bytesPerBaseColumn;
     return t;
@@ -174,9 +179,9 @@ void flatSelectOverBase(
         float* dist,
         float* candD,
         int64_t* candI,
-        int64_t candLd,
         float* segKthMin) {
     cudaStream_t stream = res.stream();
+    const int64_t candLd = t.candLd;
     const bool l2 = in.metric == faiss::METRIC_L2;
     for (int64_t b0 = 0; b0 < in.nb; b0 += t.baseTile) {
         const int64_t nb = std::min(t.baseTile, in.nb - b0);
@@ -237,7 +242,7 @@ FlatTiling planFlatSearch(
         size_t budget) {
     return planFlatSearch(
             res, in, k, budget,
-            flatGemmProduct(in.precision, FlatSearchPath::kTiles, res.computeCapabilityMajor()));
+            flatGemmProduct(in.precision, FlatSearchPath::kTiles, res.computeCapabilityMajor()), k);
 }
 
 FlatTiling planFlatSearch(
@@ -245,7 +250,8 @@ FlatTiling planFlatSearch(
         const FlatSearchInput& in,
         int k,
         size_t budget,
-        kernels::GemmProduct product) {
+        kernels::GemmProduct product,
+        int keepK) {
     const size_t splitRow = kernels::splitRowBytes(product, in.d);
     if (splitRow > 0) {
         const size_t querySplit = size_t(std::min(in.nq, kMaxFlatQueryTile)) * splitRow;
@@ -261,12 +267,12 @@ FlatTiling planFlatSearch(
     // segment a query, which selectRowsMin sorts whole in one block (the short-row
     // path), and no merge.
     if (in.nb <= kernels::kShortSelectMaxCols && in.nq <= kernels::kShortSelectMaxBlocks) {
-        return planFlatTiling(in.nq, in.nb, k, budget, 1, in.nb, splitRow);
+        return planFlatTiling(in.nq, in.nb, k, budget, 1, in.nb, splitRow, keepK);
     }
     if (nextPow2(k) <= kernels::kMaxWarpRowSelectK) {
-        return planFlatTiling(in.nq, in.nb, k, budget, 32 * sms, 1024, splitRow);
+        return planFlatTiling(in.nq, in.nb, k, budget, 32 * sms, 1024, splitRow, keepK);
     }
-    return planFlatTiling(in.nq, in.nb, k, budget, 4 * sms, 4096, splitRow);
+    return planFlatTiling(in.nq, in.nb, k, budget, 4 * sms, 4096, splitRow, keepK);
 }
 
 void flatSearchTiles(
@@ -282,8 +288,7 @@ void flatSearchTiles(
     const kernels::GemmProduct product =
             flatGemmProduct(in.precision, FlatSearchPath::kTiles, res.computeCapabilityMajor());
     const size_t splitRow = kernels::splitRowBytes(product, in.d);
-    const int64_t segsPerTile = (t.baseTile + t.segLen - 1) / t.segLen;
-    const int64_t candLd = (1 + segsPerTile) * k;
+    const int64_t candLd = t.candLd;
 
     auto dist = res.alloc<float>(size_t(t.queryTile) * t.baseTile);
     auto candD = res.alloc<float>(size_t(t.queryTile) * candLd);
@@ -306,7 +311,7 @@ void flatSearchTiles(
         }
         flatSelectOverBase(
                 res, in, t, q, nq, k, k, product, baseSplit.data(), dist.data(), candD.data(),
-                candI.data(), candLd, nullptr);
+                candI.data(), nullptr);
         kernels::finishKnn(
                 candD.data(), candI.data(), candLd, nq, k, kernels::distanceFinishFor(in.metric),
                 qNorms.data(), outD + q0 * k, outI + q0 * k, stream);

@@ -23,15 +23,18 @@ struct FlatTiling {
     int64_t queryTile = 0; ///< queries per GEMM
     int64_t baseTile = 0;  ///< base vectors per GEMM (a multiple of segLen, or all)
     int64_t segLen = 0;    ///< columns one selection block reduces to k candidates
-    size_t bytes = 0;      ///< temporaries this plan allocates
+    /// Candidate slots a query holds: the kept keepK, then k for each segment of a base
+    /// tile; at least 2 keepK (the rerank path re-ranks the kept into the rest).
+    int64_t candLd = 0;
+    size_t bytes = 0; ///< temporaries this plan allocates
 };
 
 /// Plans the tiles for nq queries against nb vectors (pure host arithmetic) when the
 /// selection keeps k per segment. Segments start at `minSegLen` (at least 4 nextPow2(k))
 /// and grow while one base tile still yields at least `minBlocks` selection units
 /// (blocks or warps): each unit has a fixed cost that long segments amortise. Each base
-/// tile column may cost `bytesPerBaseColumn` more (the 3xTF32 split of its vector).
-/// Throws if one query does not fit.
+/// tile column may cost `bytesPerBaseColumn` more (the 3xTF32 split of its vector). The
+/// merges keep keepK (0: k) candidates a query. Throws if one query does not fit.
 FlatTiling planFlatTiling(
         int64_t nq,
         int64_t nb,
@@ -39,7 +42,8 @@ FlatTiling planFlatTiling(
         size_t budgetBytes,
         int64_t minBlocks,
         int64_t minSegLen = 4096,
-        size_t bytesPerBaseColumn = 0);
+        size_t bytesPerBaseColumn = 0,
+        int keepK = 0);
 
 /// How flatSearch finds each query's k nearest.
 enum class FlatSearchPath {
@@ -105,13 +109,15 @@ FlatTiling planFlatSearch(
         int k,
         size_t budgetBytes);
 
-/// planFlatSearch for a given product (the rerank path's, say).
+/// planFlatSearch for a given product whose merges keep keepK candidates (the rerank
+/// path's).
 FlatTiling planFlatSearch(
         const GpuResources& res,
         const FlatSearchInput& in,
         int k,
         size_t budgetBytes,
-        kernels::GemmProduct product);
+        kernels::GemmProduct product,
+        int keepK);
 
 /// dist (nq x nb, row-major) = -2 Q B^T (L2) or -Q B^T (inner product): the keys
 /// before the norms. kFloat32: q (nq x d) and b (nb x d) are FP32 rows as they are;
@@ -142,10 +148,10 @@ void flatDistanceTile(
         void* baseSplit,
         float* dist);
 
-/// The tiles path's pass over the whole base for nq queries (t planned for keepK):
-/// each segment of each base tile selects its best k keys, and the merges leave each
-/// query's best keepK (>= k), ascending, in columns [0, keepK) of candD / candI (row
-/// stride candLd >= keepK + k * segments of a tile). L2 keys are |b|^2 - 2 q.b (|q|^2
+/// The tiles path's pass over the whole base for nq queries (t planned for k and
+/// keepK): each segment of each base tile selects its best k keys, and the merges leave
+/// each query's best keepK (>= k), ascending, in columns [0, keepK) of candD / candI
+/// (row stride t.candLd). L2 keys are |b|^2 - 2 q.b (|q|^2
 /// comes later). A split product: q holds the queries' split rows and each base tile is
 /// split into baseSplit before its GEMM. segKthMin (null: not wanted): each query's
 /// smallest segment k-th key, a lower bound on the key of any id never offered to a
@@ -163,7 +169,6 @@ void flatSelectOverBase(
         float* dist,
         float* candD,
         int64_t* candI,
-        int64_t candLd,
         float* segKthMin);
 
 /// Searches again the queries rows[0 .. *nRows) of `queries` (device rows of in.d, in
