@@ -103,7 +103,9 @@ struct BangBuildConfig {
     /// n lists are used.
     int64_t candidateLists = -1;
     /// Lists probed per vector when the candidates come from an IVF-Flat, in [1, 2048].
-    int candidateProbes = 16;
+    /// 8: the same recall as 16 on SIFT 1M, 1M and 10M x 128 blobs and 500K x 768 blobs,
+    /// with the k-NN stage ~40% shorter (benchs/NOTES.md, eighteenth session).
+    int candidateProbes = 8;
     /// Evenly spaced hub vectors linked into the first graph (0: 4 sqrt(ntotal)).
     int64_t hubs = 0;
     /// Vamana refinement passes after the first graph, in [0, 16].
