@@ -206,8 +206,8 @@ __global__ void rerankBandLimitsKernel(
 }
 
 /// 8 warps, each reads 32 listed slots (an id and key a lane) and re-ranks, one after
-/// the other, those inside the band. Row r's slots: ids at r * ldIds, keys at r * ldKeys,
-/// results at r * ldOut; counts (null: every slot) says how many slots are listed.
+/// the other, those inside the band. Row r's ids, keys and results start at r * ld;
+/// counts (null: every slot) says how many of its slots are listed.
 constexpr int kRerankThreads = 256;
 
 template <typename Id>
@@ -217,15 +217,13 @@ __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
         int d,
         bool l2,
         const Id* ids,
-        int64_t ldIds,
         const float* keys,
-        int64_t ldKeys,
+        int64_t ld,
         const float* limits,
         const uint32_t* counts,
         int64_t capacity,
         float* outD,
-        int64_t* outI,
-        int64_t ldOut) {
+        int64_t* outI) {
     const int64_t r = blockIdx.y;
     const int64_t listed = counts != nullptr ? int64_t(counts[r]) : capacity;
     const int64_t count = listed < capacity ? listed : capacity;
@@ -238,12 +236,12 @@ __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
     bool inBand = false;
     int64_t myId = -1;
     if (slot < count) {
-        myId = int64_t(ids[r * ldIds + slot]);
-        inBand = myId >= 0 && keys[r * ldKeys + slot] <= limits[r];
+        myId = int64_t(ids[r * ld + slot]);
+        inBand = myId >= 0 && keys[r * ld + slot] <= limits[r];
     }
     if (slot < capacity && !inBand) {
-        outD[r * ldOut + slot] = CUDART_INF_F;
-        outI[r * ldOut + slot] = -1;
+        outD[r * ld + slot] = CUDART_INF_F;
+        outI[r * ld + slot] = -1;
     }
     const float* q = queries + r * d;
     for (unsigned pending = __ballot_sync(kFullMask, inBand); pending != 0;
@@ -264,8 +262,8 @@ __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
             acc += __shfl_xor_sync(kFullMask, acc, off);
         }
         if (lane == 0) {
-            outD[r * ldOut + first + src] = l2 ? acc : -acc;
-            outI[r * ldOut + first + src] = id;
+            outD[r * ld + first + src] = l2 ? acc : -acc;
+            outI[r * ld + first + src] = id;
         }
     }
 }
@@ -457,6 +455,39 @@ void rerankBandLimits(
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 
+namespace {
+
+/// Launches rerankListedKernel over nrows rows of `slots` slots, ids, keys and results
+/// at a row stride of ld; `name` is the entry point's, for the error.
+template <typename Id>
+void launchRerank(
+        const char* name,
+        const float* queries,
+        const float* base,
+        int d,
+        bool l2,
+        const Id* ids,
+        const float* keys,
+        int64_t ld,
+        const float* limits,
+        const uint32_t* counts,
+        int64_t nrows,
+        int64_t slots,
+        float* outD,
+        int64_t* outI,
+        cudaStream_t stream) {
+    if (nrows == 0) {
+        return;
+    }
+    FAISS_THROW_IF_NOT_FMT(nrows <= 65535, "%s: %lld rows", name, (long long)nrows);
+    const dim3 grid(unsigned(divUp<int64_t>(slots, kRerankThreads)), unsigned(nrows));
+    rerankListedKernel<<<grid, kRerankThreads, 0, stream>>>(
+            queries, base, d, l2, ids, keys, ld, limits, counts, slots, outD, outI);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace
+
 void rerankListed(
         const float* queries,
         const float* base,
@@ -471,15 +502,9 @@ void rerankListed(
         float* outD,
         int64_t* outI,
         cudaStream_t stream) {
-    if (nrows == 0) {
-        return;
-    }
-    FAISS_THROW_IF_NOT_FMT(nrows <= 65535, "rerankListed: %lld rows", (long long)nrows);
-    const dim3 grid(unsigned(divUp<int64_t>(capacity, kRerankThreads)), unsigned(nrows));
-    rerankListedKernel<<<grid, kRerankThreads, 0, stream>>>(
-            queries, base, d, l2, ids, capacity, keys, capacity, limits, counts, capacity, outD,
-            outI, capacity);
-    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+    launchRerank(
+            "rerankListed", queries, base, d, l2, ids, keys, capacity, limits, counts, nrows,
+            capacity, outD, outI, stream);
 }
 
 void rerankKept(
@@ -496,14 +521,9 @@ void rerankKept(
         float* outD,
         int64_t* outI,
         cudaStream_t stream) {
-    if (nrows == 0) {
-        return;
-    }
-    FAISS_THROW_IF_NOT_FMT(nrows <= 65535, "rerankKept: %lld rows", (long long)nrows);
-    const dim3 grid(unsigned(divUp<int64_t>(kept, kRerankThreads)), unsigned(nrows));
-    rerankListedKernel<<<grid, kRerankThreads, 0, stream>>>(
-            queries, base, d, l2, ids, ld, keys, ld, limits, nullptr, kept, outD, outI, ld);
-    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+    launchRerank(
+            "rerankKept", queries, base, d, l2, ids, keys, ld, limits, nullptr, nrows, kept, outD,
+            outI, stream);
 }
 
 void strideBitmap(
