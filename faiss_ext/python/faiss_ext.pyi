@@ -136,7 +136,7 @@ class GpuIndexBang(GpuIndex):
         build_passes: int = 2,
         build_L: int = 64,
         build_lists: int = -1,
-        build_probes: int = 16,
+        build_probes: int = 8,
         search_L: int = 64,
         page_bytes: int = 268435456,
         pq_subquantizers: int = 0,
