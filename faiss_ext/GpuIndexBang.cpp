@@ -322,23 +322,7 @@ void GpuIndexBang::setGraph(
             entry >= 0 && entry < n, "setGraph: entry point %lld is outside [0, %lld)",
             (long long)entry, (long long)n);
     const int R = graphDegree();
-    for (int64_t v = 0; v < n; ++v) {
-        const int32_t* row = graph + size_t(v) * R;
-        std::vector<int32_t> seen;
-        for (int j = 0; j < R; ++j) {
-            FAISS_THROW_IF_NOT_FMT(
-                    row[j] >= -1 && row[j] < n,
-                    "setGraph: neighbour %d of vector %lld is %d, outside [-1, %lld)", j,
-                    (long long)v, row[j], (long long)n);
-            if (row[j] >= 0) {
-                seen.push_back(row[j]);
-            }
-        }
-        std::sort(seen.begin(), seen.end());
-        FAISS_THROW_IF_NOT_FMT(
-                std::adjacent_find(seen.begin(), seen.end()) == seen.end(),
-                "setGraph: vector %lld lists a neighbour twice", (long long)v);
-    }
+    checkGraphRows(graph, 0, n, R, n, "setGraph");
     DeviceScope scope(res_.device());
     checkHostPointer(x, "setGraph");
     checkHostPointer(graph, "setGraph graph");
@@ -376,9 +360,14 @@ void GpuIndexBang::setGraph(
                 res_, n, storedDim_, storedM, rows, config_.pageBytes,
                 Progress(verbose, "GpuIndexBang::setGraph")));
     }
-    *state_ = std::move(next);
-    ipNormSq_ = normSq;
-    ntotal = n;
+    setDeviceState(std::move(next), normSq);
+}
+
+void GpuIndexBang::setDeviceState(BangGraph&& state, float ipNormSq) {
+    FAISS_ASSERT(state.dim() == storedDim_ && state.degree() == graphDegree());
+    *state_ = std::move(state);
+    ipNormSq_ = ipNormSq;
+    ntotal = state_->size() - state_->tombstoneCount();
     contentsChanged();
 }
 

@@ -105,6 +105,12 @@ class GpuIndexBang : public GpuIndex {
             const float* pqCentroids = nullptr,
             const uint8_t* pqCodes = nullptr);
 
+    /// Takes over a state built elsewhere (impl/BangGraph.h; read_index streams a file
+    /// into one): rows as this index stores them (storedDim wide: d, or for inner
+    /// product the transform's rows of M2 = ipNormSq), their graph, and in PQ mode
+    /// their codebooks and codes, all checked by the caller.
+    void setDeviceState(BangGraph&& state, float ipNormSq);
+
     void reset() override;
     void reconstruct(int64_t key, float* recons) const override;
     void reconstruct_n(int64_t i0, int64_t ni, float* recons) const override;

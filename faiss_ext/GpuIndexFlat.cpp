@@ -1,5 +1,7 @@
 #include <faiss_ext/GpuIndexFlat.h>
 
+#include <cstdint>
+
 #include <vector>
 
 #include <faiss/IndexFlat.h>
@@ -76,6 +78,14 @@ void GpuIndexFlat::copyTo(faiss::IndexFlat* index) const {
     if (ntotal > 0) {
         index->add(ntotal, host.data());
     }
+}
+
+void GpuIndexFlat::reserveMemory(size_t numVecs) {
+    FAISS_THROW_IF_NOT_FMT(
+            numVecs <= size_t(INT64_MAX) / (size_t(d) * sizeof(float)),
+            "reserveMemory: numVecs=%zu vectors of d=%d do not fit in memory", numVecs, d);
+    DeviceScope scope(res_.device());
+    storage_->reserve(int64_t(numVecs));
 }
 
 void GpuIndexFlat::reset() {

@@ -39,6 +39,11 @@ class GpuIndexFlat : public GpuIndex {
     /// Writes this index's dimension, metric and vectors into a CPU index.
     void copyTo(faiss::IndexFlat* index) const;
 
+    /// As faiss::gpu::GpuIndexFlat::reserveMemory: room for numVecs vectors in all, so
+    /// that adds up to that many allocate nothing more (read_index reserves the whole
+    /// index, then adds it a piece at a time).
+    void reserveMemory(size_t numVecs);
+
     void reset() override;
     void reconstruct(int64_t key, float* recons) const override;
     void reconstruct_n(int64_t i0, int64_t ni, float* recons) const override;
@@ -46,6 +51,11 @@ class GpuIndexFlat : public GpuIndex {
 
     const GpuIndexFlatConfig& flatConfig() const {
         return flatConfig_;
+    }
+    /// The stored vectors and their norms on the device (impl/FlatStorage.h), for
+    /// write_index and the tests.
+    const FlatStorage& deviceState() const {
+        return *storage_;
     }
 
    protected:

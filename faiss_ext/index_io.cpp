@@ -1,188 +1,74 @@
 #include <faiss_ext/index_io.h>
 
-#include <faiss/IndexFlat.h>
-#include <faiss/impl/IDSelector.h>
-
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
-#include <faiss_ext/impl/BangGraph.h>
+#include <faiss_ext/impl/IndexFileIo.h>
 #include <faiss_ext/impl/IndexImage.h>
 
 namespace faiss_ext {
 
 namespace {
 
-void writeAny(ByteSink& out, const faiss::Index* index) {
+/// The file's kind of a faiss_ext index; throws for anything else.
+IndexKind kindOf(const faiss::Index* index) {
     FAISS_THROW_IF_NOT_MSG(index != nullptr, "write_index: null index");
-    if (auto ivf = dynamic_cast<const GpuIndexIVFFlat*>(index)) {
-        IvfFlatImage im;
-        im.d = ivf->d;
-        im.metric = int(ivf->metric_type);
-        im.quantizerMetric = int(ivf->quantizer().metric_type);
-        im.nlist = ivf->nlist();
-        im.config = ivf->ivfConfig();
-        im.nprobe = ivf->nprobe;
-        im.trained = ivf->is_trained;
-        FAISS_THROW_IF_NOT_MSG(im.nprobe >= 1, "write_index: nprobe=0");
-        if (im.trained) {
-            im.centroids.resize(size_t(im.nlist) * im.d);
-            ivf->quantizer().reconstruct_n(0, im.nlist, im.centroids.data());
-        }
-        im.listVectors.resize(size_t(im.nlist));
-        im.listIds.resize(size_t(im.nlist));
-        for (int64_t l = 0; l < im.nlist; ++l) {
-            if (ivf->listLength(l) > 0) {
-                im.listVectors[l] = ivf->listVectors(l);
-                im.listIds[l] = ivf->listIds(l);
-            }
-        }
-        writeHeader(out, IndexKind::kIvfFlat);
-        writeIvfFlatImage(out, im);
-    } else if (auto flat = dynamic_cast<const GpuIndexFlat*>(index)) {
-        FlatImage im;
-        im.d = flat->d;
-        im.metric = int(flat->metric_type);
-        im.config = flat->flatConfig();
-        im.ntotal = flat->ntotal;
-        im.vectors.resize(size_t(im.ntotal) * im.d);
-        if (im.ntotal > 0) {
-            flat->reconstruct_n(0, im.ntotal, im.vectors.data());
-        }
-        writeHeader(out, IndexKind::kFlat);
-        writeFlatImage(out, im);
-    } else if (auto bang = dynamic_cast<const GpuIndexBang*>(index)) {
-        BangImage im;
-        im.d = bang->d;
-        im.metric = int(bang->metric_type);
-        im.config = bang->bangConfig();
-        im.searchL = bang->search_L;
-        // Every node, the removed ones too (their ids stay until the next add).
-        im.ntotal = bang->nodeCount();
-        im.entry = bang->entryPoint();
-        if (im.ntotal > 0) {
-            im.vectors.resize(size_t(im.ntotal) * im.d);
-            bang->copyNodeVectors(0, im.ntotal, im.vectors.data());
-            for (int64_t v = 0; v < im.ntotal; ++v) {
-                if (bang->isRemoved(v)) {
-                    im.tombstones.push_back(v);
-                }
-            }
-            im.graph = bang->graph();
-            im.pqCentroids = bang->pqCentroids();
-            im.pqCodes = bang->pqCodes();
-        }
-        writeHeader(out, IndexKind::kBang);
-        writeBangImage(out, im);
+    if (dynamic_cast<const GpuIndexIVFFlat*>(index)) {
+        return IndexKind::kIvfFlat;
+    }
+    if (dynamic_cast<const GpuIndexFlat*>(index)) {
+        return IndexKind::kFlat;
+    }
+    FAISS_THROW_IF_NOT_MSG(
+            dynamic_cast<const GpuIndexBang*>(index) != nullptr,
+            "write_index: not a faiss_ext GpuIndexFlat, GpuIndexIVFFlat or GpuIndexBang "
+            "(CPU indexes: use faiss::write_index)");
+    return IndexKind::kBang;
+}
+
+void writeAny(ByteSink& out, const faiss::Index* index, IndexKind kind) {
+    writeHeader(out, kind);
+    if (kind == IndexKind::kIvfFlat) {
+        writeIvfFlatIndex(out, *static_cast<const GpuIndexIVFFlat*>(index));
+    } else if (kind == IndexKind::kFlat) {
+        writeFlatIndex(out, *static_cast<const GpuIndexFlat*>(index));
     } else {
-        FAISS_THROW_MSG(
-                "write_index: not a faiss_ext GpuIndexFlat, GpuIndexIVFFlat or GpuIndexBang "
-                "(CPU indexes: use faiss::write_index)");
+        writeBangIndex(out, *static_cast<const GpuIndexBang*>(index));
     }
     writeTrailer(out);
 }
 
-/// A whole file, parsed and checked on the host: one of the images, by kind.
-struct ParsedFile {
-    IndexKind kind;
+/// Each section is checked as it is read into the index being built, which a failure
+/// (a bad file, memory exhausted) destroys before it is handed out.
+std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
     uint32_t version = 0;
-    FlatImage flat;
-    IvfFlatImage ivf;
-    BangImage bang;
-};
-
-ParsedFile parseAny(ByteSource& in) {
-    ParsedFile f;
-    f.kind = readHeader(in, &f.version);
-    if (f.kind == IndexKind::kFlat) {
-        f.flat = readFlatImage(in, f.version);
-    } else if (f.kind == IndexKind::kBang) {
-        f.bang = readBangImage(in, f.version);
+    const IndexKind kind = readHeader(in, &version);
+    std::unique_ptr<GpuIndex> index;
+    if (kind == IndexKind::kFlat) {
+        index = readFlatIndex(in, version, res);
+    } else if (kind == IndexKind::kBang) {
+        index = readBangIndex(in, version, res);
     } else {
-        f.ivf = readIvfFlatImage(in, f.version);
+        index = readIvfFlatIndex(in, version, res);
     }
     readTrailer(in);
-    return f;
-}
-
-std::unique_ptr<GpuIndex> buildIvf(IvfFlatImage& im, GpuResources& res) {
-    auto index = std::make_unique<GpuIndexIVFFlat>(
-            res, im.d, im.nlist, faiss::MetricType(im.metric), im.config);
-    index->nprobe = size_t(im.nprobe);
-    if (!im.trained) {
-        return index;
-    }
-    faiss::IndexFlat q(im.d, faiss::MetricType(im.quantizerMetric));
-    q.add(im.nlist, im.centroids.data());
-    index->setQuantizer(&q);
-    int64_t total = 0;
-    for (int64_t l = 0; l < im.nlist; ++l) {
-        total += int64_t(im.listIds[l].size());
-    }
-    if (total == 0) {
-        return index;
-    }
-    std::vector<float> x;
-    std::vector<int64_t> listNos, ids;
-    x.reserve(size_t(total) * im.d);
-    listNos.reserve(size_t(total));
-    ids.reserve(size_t(total));
-    for (int64_t l = 0; l < im.nlist; ++l) {
-        x.insert(x.end(), im.listVectors[l].begin(), im.listVectors[l].end());
-        ids.insert(ids.end(), im.listIds[l].begin(), im.listIds[l].end());
-        listNos.insert(listNos.end(), im.listIds[l].size(), l);
-        std::vector<float>().swap(im.listVectors[l]);
-    }
-    index->addPreassigned(total, x.data(), listNos.data(), ids.data());
     return index;
-}
-
-std::unique_ptr<GpuIndex> readAny(ByteSource& in, GpuResources& res) {
-    // The whole file is parsed and checked on the host before anything is built.
-    ParsedFile f = parseAny(in);
-    if (f.kind == IndexKind::kFlat) {
-        const FlatImage& im = f.flat;
-        auto index =
-                std::make_unique<GpuIndexFlat>(res, im.d, faiss::MetricType(im.metric), im.config);
-        if (im.ntotal > 0) {
-            index->add(im.ntotal, im.vectors.data());
-        }
-        return index;
-    }
-    if (f.kind == IndexKind::kBang) {
-        const BangImage& im = f.bang;
-        auto index =
-                std::make_unique<GpuIndexBang>(res, im.d, faiss::MetricType(im.metric), im.config);
-        GpuIndexBang::effectiveL(im.searchL, 1);
-        index->search_L = im.searchL;
-        if (im.ntotal > 0) {
-            index->setGraph(
-                    im.ntotal, im.vectors.data(), im.graph.data(), im.entry,
-                    im.config.pqSubquantizers > 0 ? im.pqCentroids.data() : nullptr,
-                    im.config.pqSubquantizers > 0 ? im.pqCodes.data() : nullptr);
-        }
-        if (!im.tombstones.empty()) {
-            index->remove_ids(faiss::IDSelectorArray(im.tombstones.size(), im.tombstones.data()));
-        }
-        return index;
-    }
-    return buildIvf(f.ivf, res);
 }
 
 } // namespace
 
 void write_index(const faiss::Index* index, const char* path) {
-    // Serialise first: a failure then leaves no half-written file behind the path.
-    VectorSink bytes;
-    writeAny(bytes, index);
+    const IndexKind kind = kindOf(index);
+    // Streamed into a temporary file that replaces path only once complete: a failure
+    // leaves no half-written file behind the path.
     FileSink out(path);
-    out.write(bytes.bytes.data(), bytes.bytes.size());
-    out.close();
+    writeAny(out, index, kind);
+    out.commit();
 }
 
 std::vector<uint8_t> serialize_index(const faiss::Index* index) {
     VectorSink out;
-    writeAny(out, index);
+    writeAny(out, index, kindOf(index));
     return std::move(out.bytes);
 }
 
@@ -194,27 +80,38 @@ std::unique_ptr<GpuIndex> read_index(const char* path, GpuResources& resources) 
 IndexFileInfo inspect_index(const uint8_t* data, size_t size) {
     FAISS_THROW_IF_NOT_MSG(data != nullptr || size == 0, "inspect_index: null data");
     MemorySource in(data, size);
-    const ParsedFile f = parseAny(in);
     IndexFileInfo info;
-    info.version = f.version;
-    if (f.kind == IndexKind::kFlat) {
+    // Every section read and checked, the arrays a piece at a time and dropped.
+    const IndexKind kind = readHeader(in, &info.version);
+    if (kind == IndexKind::kFlat) {
+        const FlatFields f = readFlatFields(in, info.version);
+        readFlatVectors(in, info.version, f, ArrayIn<float>());
         info.kind = "GpuIndexFlat";
-        info.d = f.flat.d;
-        info.metric = faiss::MetricType(f.flat.metric);
-        info.ntotal = f.flat.ntotal;
-    } else if (f.kind == IndexKind::kBang) {
+        info.d = f.d;
+        info.metric = faiss::MetricType(f.metric);
+        info.ntotal = f.ntotal;
+    } else if (kind == IndexKind::kBang) {
+        const BangFields f = readBangFields(in, info.version);
+        BangArraysIn arrays;
+        int64_t removed = 0;
+        arrays.removed.put = [&](int64_t, int64_t n, const int64_t*) { removed += n; };
+        readBangArrays(in, info.version, f, arrays);
         info.kind = "GpuIndexBang";
-        info.d = f.bang.d;
-        info.metric = faiss::MetricType(f.bang.metric);
-        info.ntotal = f.bang.ntotal - int64_t(f.bang.tombstones.size());
+        info.d = f.d;
+        info.metric = faiss::MetricType(f.metric);
+        info.ntotal = f.ntotal - removed;
     } else {
-        info.kind = "GpuIndexIVFFlat";
-        info.d = f.ivf.d;
-        info.metric = faiss::MetricType(f.ivf.metric);
-        for (const std::vector<int64_t>& ids : f.ivf.listIds) {
+        const IvfFlatFields f = readIvfFlatFields(in, info.version);
+        IvfListsIn lists;
+        lists.start = [&](int64_t, std::vector<int64_t> ids) {
             info.ntotal += int64_t(ids.size());
-        }
+        };
+        readIvfFlatLists(in, info.version, f, lists);
+        info.kind = "GpuIndexIVFFlat";
+        info.d = f.d;
+        info.metric = faiss::MetricType(f.metric);
     }
+    readTrailer(in);
     return info;
 }
 

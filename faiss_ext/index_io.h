@@ -15,16 +15,19 @@
 
 namespace faiss_ext {
 
-/// Writes a faiss_ext index to a file. Throws faiss::FaissException for other index
-/// types and for I/O errors.
+/// Writes a faiss_ext index to a file, a piece of it at a time (no second copy of the
+/// index in host memory), into a temporary file beside `path` that replaces it once
+/// complete: a failure leaves `path` as it was. Throws faiss::FaissException for other
+/// index types and for I/O errors.
 void write_index(const faiss::Index* index, const char* path);
 
 /// The same bytes in memory (for the Python bindings and for tests).
 std::vector<uint8_t> serialize_index(const faiss::Index* index);
 
 /// Reads an index written by write_index onto the device of `resources` (which must
-/// outlive it). A truncated, corrupted (each section carries a checksum) or foreign
-/// file gives a faiss::FaissException; files of every earlier format version load.
+/// outlive it), a piece at a time into the index's own storage. A truncated, corrupted
+/// (each section carries a checksum) or foreign file gives a faiss::FaissException and
+/// no index; files of every earlier format version load.
 std::unique_ptr<GpuIndex> read_index(const char* path, GpuResources& resources);
 
 /// What an index file holds, as read_index would find it.

@@ -24,6 +24,7 @@ read -r -a suites <<<"${SANITIZE_SUITES:-gpu_flat_tests gpu_ivf_tests gpu_bang_t
 # state); the other tests are left out for their size alone.
 skip='*DeviceMemoryExhausted*:*RecallOnClustered100K*:*TenThousandQueriesInSmallPages*'
 skip+=':*SmallBudgetsGiveTheSameResults*:*GpuKMeansTrainsAGoodQuantizer*'
+skip+=':*WithoutASecondHostCopy*'
 export FAISS_EXT_SANITIZE=1
 export FAISS_EXT_SOAK_SECONDS="${FAISS_EXT_SOAK_SECONDS:-5}"
 limit="${SANITIZE_TIMEOUT:-150}"

@@ -281,7 +281,7 @@ TEST(IndexFormat, ChecksumsAreCheckedInFilesToo) {
         {
             FileSink out(path.c_str());
             out.write(bytes.data(), bytes.size());
-            out.close();
+            out.commit();
         }
         FileSource in(path.c_str());
         uint32_t version = 0;

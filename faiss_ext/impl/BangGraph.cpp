@@ -57,21 +57,32 @@ void BangGraph::setRows_(int64_t firstN, const float* first, int64_t n, const fl
     if (n > 0) {
         fresh.append(n, x);
     }
-    FlatStorage hubs = entryHubRows(*res_, fresh);
-    vectors_ = std::move(fresh);
+    setVectors(std::move(fresh));
+}
+
+void BangGraph::setVectors(FlatStorage rows) {
+    FAISS_ASSERT(rows.dim() == dim());
+    FlatStorage hubs = entryHubRows(*res_, rows);
+    vectors_ = std::move(rows);
     hostRows_ = MappedHostBuffer<float>();
     hubs_ = std::move(hubs);
     dropGraph_();
 }
 
 void BangGraph::setVectorsOnHost(int64_t n, const float* x) {
-    const int d = dim();
-    MappedHostBuffer<float> rows(size_t(n) * d, res_->stream());
+    MappedHostBuffer<float> rows(size_t(n) * dim(), res_->stream());
     std::copy_n(x, rows.size(), rows.data());
+    setVectorsOnHost(std::move(rows));
+}
+
+void BangGraph::setVectorsOnHost(MappedHostBuffer<float> rows) {
+    const int d = dim();
+    FAISS_ASSERT(rows.size() % size_t(d) == 0);
+    const int64_t n = int64_t(rows.size() / size_t(d));
     FlatStorage hubs(*res_, d);
     if (n > 0) {
         const int64_t H = bangEntryHubCount(n);
-        hubs.append(H, bangHubRowsOf(x, n, d, H).data());
+        hubs.append(H, bangHubRowsOf(rows.data(), n, d, H).data());
     }
     vectors_.clear();
     hostRows_ = std::move(rows);
@@ -146,16 +157,48 @@ void BangGraph::setGraph(DeviceBuffer<int32_t> graph, int64_t entry) {
 }
 
 void BangGraph::setPq(const BangPqTables& tables) {
-    FAISS_ASSERT(pqM_ > 0);
-    FAISS_ASSERT(tables.centroids.size() == size_t(kernels::kBangPqCentroids) * dim());
-    FAISS_ASSERT(tables.codes.size() == size_t(size()) * pqM_);
     auto centroids = res_->alloc<float>(tables.centroids.size());
     auto codes = res_->alloc<uint8_t>(tables.codes.size());
     copyToDevice(
             centroids.data(), tables.centroids.data(), tables.centroids.size(), res_->stream());
     copyToDevice(codes.data(), tables.codes.data(), tables.codes.size(), res_->stream());
+    setPq(std::move(centroids), std::move(codes));
+}
+
+void BangGraph::setPq(DeviceBuffer<float> centroids, DeviceBuffer<uint8_t> codes) {
+    FAISS_ASSERT(pqM_ > 0);
+    FAISS_ASSERT(centroids.size() == size_t(kernels::kBangPqCentroids) * dim());
+    FAISS_ASSERT(codes.size() == size_t(size()) * pqM_);
     pqCentroids_ = std::move(centroids);
     pqCodes_ = std::move(codes);
+}
+
+void checkGraphRows(
+        const int32_t* ids,
+        int64_t v0,
+        int64_t rows,
+        int R,
+        int64_t n,
+        const char* what) {
+    std::vector<int32_t> seen;
+    seen.reserve(size_t(R));
+    for (int64_t v = 0; v < rows; ++v) {
+        const int32_t* row = ids + size_t(v) * R;
+        seen.clear();
+        for (int j = 0; j < R; ++j) {
+            FAISS_THROW_IF_NOT_FMT(
+                    row[j] >= -1 && row[j] < n,
+                    "%s: neighbour %d of vector %lld is %d, outside [-1, %lld)", what, j,
+                    (long long)(v0 + v), row[j], (long long)n);
+            if (row[j] >= 0) {
+                seen.push_back(row[j]);
+            }
+        }
+        std::sort(seen.begin(), seen.end());
+        FAISS_THROW_IF_NOT_FMT(
+                std::adjacent_find(seen.begin(), seen.end()) == seen.end(),
+                "%s: vector %lld lists a neighbour twice", what, (long long)(v0 + v));
+    }
 }
 
 void BangGraph::clear() {

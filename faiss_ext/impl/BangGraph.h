@@ -29,6 +29,17 @@ enum class BangHubPath { kDirect, kFlat };
 /// The path for nq queries against H hubs of d components (host cost rule).
 BangHubPath bangHubPathFor(int64_t nq, int64_t H, int d);
 
+/// Throws unless rows [v0, v0 + rows) of a graph of degree R over n nodes (ids:
+/// their rows x R entries) hold only ids in [-1, n), none twice in a row; `what`
+/// starts the message.
+void checkGraphRows(
+        const int32_t* ids,
+        int64_t v0,
+        int64_t rows,
+        int R,
+        int64_t n,
+        const char* what);
+
 /// The entry hubs of BangEntry::kNearestHub over n nodes: min(n, 8 sqrt(n)) evenly
 /// spaced nodes (hub h: kernels::bangHubNode(h, n, H)).
 int64_t bangEntryHubCount(int64_t n);
@@ -47,10 +58,17 @@ class BangGraph {
     /// The same with the rows of `first` (either placement) followed by n rows of x
     /// (host or device).
     void setVectors(const BangGraph& first, int64_t n, const float* x);
+    /// Takes over `rows` (of dim() components, on the device) as the vectors: the entry
+    /// hubs' rows are gathered from them; the graph and PQ state of the old ones are
+    /// dropped. A failure leaves the state as it was.
+    void setVectors(FlatStorage rows);
     /// Replaces the vectors with n host rows kept in mapped host memory only (no device
     /// copy; the entry hubs' rows gathered on the host): setGraph of an index placed on
-    /// the host, so read_index never holds its rows on the device. Allocates first.
+    /// the host, so it never holds its rows on the device. Allocates first.
     void setVectorsOnHost(int64_t n, const float* x);
+    /// The same taking over `rows` (a multiple of dim() floats): read_index fills them
+    /// from the file.
+    void setVectorsOnHost(MappedHostBuffer<float> rows);
     /// Moves the vectors (not the entry hubs' rows) to mapped host memory
     /// (BangVectorPlacement::kHost): kernels then read them over the bus. Allocates
     /// first: a failure leaves the state as it was.
@@ -62,6 +80,8 @@ class BangGraph {
     void setGraph(DeviceBuffer<int32_t> graph, int64_t entry);
     /// PQ mode: replaces the codebooks (pqM x 256 x d / pqM) and codes (size() x pqM).
     void setPq(const BangPqTables& tables);
+    /// The same from device arrays, taken over without a copy.
+    void setPq(DeviceBuffer<float> centroids, DeviceBuffer<uint8_t> codes);
     /// Replaces the tombstones: bit v of words (idFilterWords(size()) words) marks node v
     /// removed (searches walk through it but never return it). setVectors and clear
     /// drop them. Allocates first: a failure leaves the state as it was.
@@ -127,8 +147,20 @@ class BangGraph {
     const float* rows() const {
         return vectorsOnHost() ? hostRows_.deviceData() : vectors_.vectors();
     }
+    /// The rows placed on the host as the host addresses them (null on the device).
+    const float* hostRows() const {
+        return hostRows_.data();
+    }
     /// Copies rows [i0, i0 + n) to host memory.
     void copyRowsToHost(int64_t i0, int64_t n, float* out) const;
+    /// The graph (size() x R) and in PQ mode the codes (size() x pqM) on the device, for
+    /// copies a piece at a time (write_index).
+    const int32_t* deviceGraph() const {
+        return graph_.data();
+    }
+    const uint8_t* devicePqCodes() const {
+        return pqCodes_.data();
+    }
     /// Host copies: the graph (size() x R), and in PQ mode the codebooks and codes
     /// (empty in exact mode or when nothing is stored).
     std::vector<int32_t> graph() const;

@@ -12,24 +12,31 @@ void FlatStorage::append(int64_t n, const float* x) {
     const int64_t capacity = int64_t(norms_.size());
     if (n_ + n > capacity) {
         // Grow by a quarter at least, so that many small adds stay linear.
-        const int64_t newCap = std::max(n_ + n, capacity + capacity / 4);
-        auto v = res_->alloc<float>(size_t(newCap) * d_);
-        auto nr = res_->alloc<float>(size_t(newCap));
-        if (n_ > 0) {
-            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                    v.data(), vectors_.data(), size_t(n_) * d_ * sizeof(float),
-                    cudaMemcpyDeviceToDevice, stream));
-            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                    nr.data(), norms_.data(), size_t(n_) * sizeof(float), cudaMemcpyDeviceToDevice,
-                    stream));
-        }
-        vectors_ = std::move(v);
-        norms_ = std::move(nr);
+        reserve(std::max(n_ + n, capacity + capacity / 4));
     }
     float* dst = vectors_.data() + size_t(n_) * d_;
     copyToDevice(dst, x, size_t(n) * d_, stream);
     kernels::rowSquaredNorms(dst, n, d_, norms_.data() + n_, stream);
     n_ += n;
+}
+
+void FlatStorage::reserve(int64_t n) {
+    if (n <= int64_t(norms_.size())) {
+        return;
+    }
+    cudaStream_t stream = res_->stream();
+    auto v = res_->alloc<float>(size_t(n) * d_);
+    auto nr = res_->alloc<float>(size_t(n));
+    if (n_ > 0) {
+        FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                v.data(), vectors_.data(), size_t(n_) * d_ * sizeof(float),
+                cudaMemcpyDeviceToDevice, stream));
+        FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                nr.data(), norms_.data(), size_t(n_) * sizeof(float), cudaMemcpyDeviceToDevice,
+                stream));
+    }
+    vectors_ = std::move(v);
+    norms_ = std::move(nr);
 }
 
 void FlatStorage::keepRows(const std::vector<int64_t>& rows) {

@@ -15,6 +15,8 @@ class FlatStorage {
     /// Appends n vectors (host or device memory). Allocates first, so a failure leaves
     /// the storage as it was.
     void append(int64_t n, const float* x);
+    /// Room for n vectors in all, so that appends up to n allocate nothing more.
+    void reserve(int64_t n);
     void clear();
     /// Keeps rows rows[0], rows[1], ... (ascending) in that order and drops the others.
     /// Builds the new arrays first, so a failure leaves the storage as it was.

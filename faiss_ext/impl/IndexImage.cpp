@@ -1,5 +1,6 @@
 #include <faiss_ext/impl/IndexImage.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -23,11 +24,14 @@ constexpr uint32_t kBangCandidateSourceVersion = 5;
 constexpr uint32_t kBangPlacementVersion = 6;
 
 // Sections (version 4 on): u64 length, u32 CRC32C of the section's bytes followed by
-// the length's 8 bytes, then the bytes. The checksum is checked before anything in the
-// section is parsed, so a flipped byte is reported as such, naming the section.
+// the length's 8 bytes, then the bytes.
 
 /// Writes one section whose bytes `body(sink)` writes. body runs twice: into a
-/// ChecksumSink (length and CRC, nothing kept), then into `out`.
+/// ChecksumSink (length and CRC, nothing kept), then into `out`. The CRC comes before
+/// the bytes; this first pass reads an index's arrays twice (a piece at a time, the
+/// second read costs less than the disk the bytes go to) and asks nothing of the sink,
+/// where writing a placeholder and patching it afterwards would need every sink to
+/// seek back.
 template <typename Body>
 void writeSection(ByteSink& out, Body&& body) {
     ChecksumSink measure;
@@ -38,12 +42,56 @@ void writeSection(ByteSink& out, Body&& body) {
     body(out);
 }
 
-/// Reads one section named `name` (for the messages) whose fields `body()` reads from
-/// `in`. Versions before kChecksumVersion have no sections: body reads in place.
+/// Reads through `in`, keeping the CRC32C of the first `length` bytes read: a
+/// section's, checked as the section is read (its bytes read once).
+class SectionSource : public ByteSource {
+   public:
+    SectionSource(ByteSource& in, uint64_t length) : in_(in), length_(length) {}
+    void read(void* p, size_t n) override {
+        in_.read(p, n);
+        const uint64_t covered = std::min<uint64_t>(n, length_ - std::min(consumed_, length_));
+        crc_ = crc32c(p, size_t(covered), crc_);
+        consumed_ += n;
+    }
+    uint64_t remaining() const override {
+        return in_.remaining();
+    }
+    void peek(
+            uint64_t bytes,
+            void* staging,
+            size_t pieceBytes,
+            const std::function<void(size_t)>& piece) override {
+        in_.peek(bytes, staging, pieceBytes, piece);
+    }
+    uint64_t consumed() const {
+        return consumed_;
+    }
+    /// The CRC32C the file stores for the section: of its bytes (those read, then any
+    /// not read yet, read ahead) followed by its length.
+    uint32_t sectionCrc() {
+        uint32_t crc = crc_;
+        if (consumed_ < length_) {
+            std::vector<uint8_t> staging(size_t(std::min<uint64_t>(length_ - consumed_, 1 << 20)));
+            in_.peek(length_ - consumed_, staging.data(), staging.size(), [&](size_t n) {
+                crc = crc32c(staging.data(), n, crc);
+            });
+        }
+        return crc32c(&length_, sizeof(length_), crc);
+    }
+
+   private:
+    ByteSource& in_;
+    uint64_t length_;
+    uint64_t consumed_ = 0;
+    uint32_t crc_ = 0;
+};
+
+/// Reads one section named `name` (for the messages) whose fields `body(source)` reads.
+/// Versions before kChecksumVersion have no sections: body reads from `in` in place.
 template <typename Body>
 void readSection(ByteSource& in, uint32_t version, const char* name, Body&& body) {
     if (version < kChecksumVersion) {
-        body();
+        body(in);
         return;
     }
     FAISS_THROW_IF_NOT_FMT(
@@ -54,17 +102,27 @@ void readSection(ByteSource& in, uint32_t version, const char* name, Body&& body
             length <= in.remaining(),
             "index file: section '%s' is corrupted or truncated (length %llu, %llu bytes left)",
             name, (unsigned long long)length, (unsigned long long)in.remaining());
-    const uint32_t computed = crc32c(&length, sizeof(length), in.crc32cOfNext(length, 0));
+    SectionSource section(in, length);
+    auto checkCrc = [&] {
+        const uint32_t computed = section.sectionCrc();
+        FAISS_THROW_IF_NOT_FMT(
+                computed == stored,
+                "index file: section '%s' is corrupted (CRC32C 0x%08x stored, 0x%08x computed)",
+                name, stored, computed);
+    };
+    try {
+        body(section);
+    } catch (...) {
+        // A corrupted section may fail a check of its fields (or an allocation) before
+        // its end: the checksum tells the corruption from a bad value written as such.
+        checkCrc();
+        throw;
+    }
+    checkCrc();
     FAISS_THROW_IF_NOT_FMT(
-            computed == stored,
-            "index file: section '%s' is corrupted (CRC32C 0x%08x stored, 0x%08x computed)", name,
-            stored, computed);
-    const uint64_t before = in.remaining();
-    body();
-    FAISS_THROW_IF_NOT_FMT(
-            before - in.remaining() == length,
+            section.consumed() == length,
             "index file: section '%s' holds %llu bytes but its fields take %llu", name,
-            (unsigned long long)length, (unsigned long long)(before - in.remaining()));
+            (unsigned long long)length, (unsigned long long)section.consumed());
 }
 
 int getDim(ByteSource& in) {
@@ -80,10 +138,23 @@ int getMetric(ByteSource& in, const char* what) {
     return m;
 }
 
-void checkFiniteArray(const std::vector<float>& v, const char* what) {
-    for (float x : v) {
-        FAISS_THROW_IF_NOT_FMT(std::isfinite(x), "index file: non-finite value in %s", what);
-    }
+/// The check of getRows that every value of an array named `what` is finite.
+auto finiteValues(const char* what) {
+    return [what](const float* x, size_t n) {
+        for (size_t i = 0; i < n; ++i) {
+            FAISS_THROW_IF_NOT_FMT(std::isfinite(x[i]), "index file: non-finite value in %s", what);
+        }
+    };
+}
+
+/// The check of getRows for arrays whose every value is valid.
+template <typename T>
+void anyValues(const T*, size_t) {}
+
+/// A host vector's elements (one a row) as an ArrayOut.
+template <typename T>
+ArrayOut<T> viewOf(const std::vector<T>& v) {
+    return hostArrayOut(v.data(), int64_t(v.size()), 1);
 }
 
 /// An enum stored as u32, checked to name one of its `count` enumerators.
@@ -253,204 +324,293 @@ void readTrailer(ByteSource& in) {
             (unsigned long long)in.remaining());
 }
 
-void writeFlatImage(ByteSink& out, const FlatImage& im) {
+// Flat
+
+void writeFlatPayload(ByteSink& out, const FlatFields& f, const ArrayOut<float>& vectors) {
     writeSection(out, [&](ByteSink& s) {
-        put<int32_t>(s, im.d);
-        put<int32_t>(s, im.metric);
-        putConfig(s, im.config);
-        put<int64_t>(s, im.ntotal);
+        put<int32_t>(s, f.d);
+        put<int32_t>(s, f.metric);
+        putConfig(s, f.config);
+        put<int64_t>(s, f.ntotal);
     });
-    writeSection(out, [&](ByteSink& s) { putArray(s, im.vectors); });
+    writeSection(out, [&](ByteSink& s) { putRows(s, vectors); });
+}
+
+FlatFields readFlatFields(ByteSource& in, uint32_t version) {
+    FlatFields f;
+    readSection(in, version, "fields", [&](ByteSource& s) {
+        f.d = getDim(s);
+        f.metric = getMetric(s, "index");
+        if (version >= 3) {
+            getConfig(s, f.config);
+        }
+        f.ntotal = get<int64_t>(s);
+        FAISS_THROW_IF_NOT_FMT(
+                f.ntotal >= 0 && uint64_t(f.ntotal) <= s.remaining() / (uint64_t(f.d) * 4),
+                "index file: ntotal=%lld vectors of d=%d do not fit the %llu bytes left",
+                (long long)f.ntotal, f.d, (unsigned long long)s.remaining());
+    });
+    return f;
+}
+
+void readFlatVectors(
+        ByteSource& in,
+        uint32_t version,
+        const FlatFields& f,
+        const ArrayIn<float>& vectors) {
+    readSection(in, version, "vectors", [&](ByteSource& s) {
+        getRows(s, f.ntotal, f.d, "vectors", vectors, finiteValues("vectors"));
+    });
+}
+
+// IVF-Flat
+
+void writeIvfFlatPayload(
+        ByteSink& out,
+        const IvfFlatFields& f,
+        const std::function<IvfListOut(int64_t list)>& list) {
+    writeSection(out, [&](ByteSink& s) {
+        put<int32_t>(s, f.d);
+        put<int32_t>(s, f.metric);
+        put<int32_t>(s, f.quantizerMetric);
+        put<int64_t>(s, f.nlist);
+        put<uint64_t>(s, f.nprobe);
+        put<uint8_t>(s, f.trained ? 1 : 0);
+        putConfig(s, f.config);
+    });
+    writeSection(out, [&](ByteSink& s) { putArray(s, f.centroids); });
+    writeSection(out, [&](ByteSink& s) {
+        for (int64_t l = 0; l < f.nlist; ++l) {
+            const IvfListOut one = list(l);
+            put<int64_t>(s, one.ids.rows);
+            putRows(s, one.ids);
+            putRows(s, one.vectors);
+        }
+    });
+}
+
+IvfFlatFields readIvfFlatFields(ByteSource& in, uint32_t version) {
+    IvfFlatFields f;
+    readSection(in, version, "fields", [&](ByteSource& s) {
+        f.d = getDim(s);
+        f.metric = getMetric(s, "index");
+        f.quantizerMetric = getMetric(s, "quantizer");
+        f.nlist = get<int64_t>(s);
+        // Every list takes at least its 8-byte length.
+        FAISS_THROW_IF_NOT_FMT(
+                f.nlist >= 1 && f.nlist < (int64_t(1) << 31) &&
+                        uint64_t(f.nlist) <= s.remaining() / 8,
+                "index file: nlist=%lld with %llu bytes left", (long long)f.nlist,
+                (unsigned long long)s.remaining());
+        f.nprobe = get<uint64_t>(s);
+        FAISS_THROW_IF_NOT_FMT(
+                f.nprobe >= 1, "index file: nprobe=%llu", (unsigned long long)f.nprobe);
+        const uint8_t trained = get<uint8_t>(s);
+        FAISS_THROW_IF_NOT_FMT(trained <= 1, "index file: trained flag %u", unsigned(trained));
+        f.trained = trained == 1;
+        if (version >= 3) {
+            getConfig(s, f.config);
+        }
+    });
+    readSection(in, version, "centroids", [&](ByteSource& s) {
+        if (f.trained) {
+            f.centroids = getArray<float>(s, uint64_t(f.nlist) * f.d, "centroids");
+            finiteValues("centroids")(f.centroids.data(), f.centroids.size());
+        }
+    });
+    return f;
+}
+
+void readIvfFlatLists(
+        ByteSource& in,
+        uint32_t version,
+        const IvfFlatFields& f,
+        const IvfListsIn& lists) {
+    readSection(in, version, "inverted lists", [&](ByteSource& s) {
+        const uint64_t entryBytes = 8 + uint64_t(f.d) * 4;
+        for (int64_t l = 0; l < f.nlist; ++l) {
+            const int64_t len = get<int64_t>(s);
+            FAISS_THROW_IF_NOT_FMT(
+                    len >= 0 && uint64_t(len) <= s.remaining() / entryBytes,
+                    "index file: list %lld of length %lld does not fit the %llu bytes left",
+                    (long long)l, (long long)len, (unsigned long long)s.remaining());
+            FAISS_THROW_IF_NOT_FMT(
+                    len == 0 || f.trained,
+                    "index file: untrained index with %lld vectors in list %lld", (long long)len,
+                    (long long)l);
+            std::vector<int64_t> ids = getArray<int64_t>(s, uint64_t(len), "list ids");
+            for (int64_t id : ids) {
+                FAISS_THROW_IF_NOT_FMT(
+                        id != -1, "index file: id -1 stored in list %lld", (long long)l);
+            }
+            if (lists.start) {
+                lists.start(l, std::move(ids));
+            }
+            getRows(s, len, f.d, "list vectors", lists.vectors, finiteValues("list vectors"));
+        }
+    });
+}
+
+// Bang
+
+void writeBangPayload(ByteSink& out, const BangFields& f, const BangArraysOut& a) {
+    writeSection(out, [&](ByteSink& s) {
+        put<int32_t>(s, f.d);
+        put<int32_t>(s, f.metric);
+        putConfig(s, f.config);
+        put<int32_t>(s, f.searchL);
+        put<int64_t>(s, f.ntotal);
+        put<int64_t>(s, f.entry);
+    });
+    writeSection(out, [&](ByteSink& s) { putRows(s, a.vectors); });
+    writeSection(out, [&](ByteSink& s) { putRows(s, a.graph); });
+    writeSection(out, [&](ByteSink& s) {
+        putRows(s, a.pqCentroids);
+        putRows(s, a.pqCodes);
+    });
+    writeSection(out, [&](ByteSink& s) {
+        put<uint64_t>(s, uint64_t(a.removed.rows));
+        putRows(s, a.removed);
+    });
+}
+
+BangFields readBangFields(ByteSource& in, uint32_t version) {
+    BangFields f;
+    readSection(in, version, "fields", [&](ByteSource& s) {
+        f.d = getDim(s);
+        f.metric = getMetric(s, "index");
+        if (version >= 3) {
+            getConfig(s, f.config, f.d, version);
+        } else {
+            getConfig(s, f.config.build, version); // versions 1 and 2: the build fields only
+        }
+        f.searchL = get<int32_t>(s);
+        f.ntotal = get<int64_t>(s);
+        f.entry = get<int64_t>(s);
+        if (version == 2) {
+            f.config.pqSubquantizers = getPqSubquantizers(s, f.d);
+        }
+        const BangBuildConfig& b = f.config.build;
+        const uint64_t rowBytes = uint64_t(f.d) * 4 + uint64_t(b.graphDegree) * 4 +
+                uint64_t(f.config.pqSubquantizers);
+        FAISS_THROW_IF_NOT_FMT(
+                f.ntotal >= 0 && f.ntotal < (int64_t(1) << 31) &&
+                        uint64_t(f.ntotal) <= s.remaining() / rowBytes,
+                "index file: ntotal=%lld vectors of d=%d and degree %d do not fit the %llu "
+                "bytes left",
+                (long long)f.ntotal, f.d, b.graphDegree, (unsigned long long)s.remaining());
+        FAISS_THROW_IF_NOT_FMT(
+                f.ntotal == 0 ? f.entry == 0 : (f.entry >= 0 && f.entry < f.ntotal),
+                "index file: entry point %lld for %lld vectors", (long long)f.entry,
+                (long long)f.ntotal);
+    });
+    return f;
+}
+
+void readBangArrays(ByteSource& in, uint32_t version, const BangFields& f, const BangArraysIn& a) {
+    readSection(in, version, "vectors", [&](ByteSource& s) {
+        getRows(s, f.ntotal, f.d, "vectors", a.vectors, finiteValues("vectors"));
+    });
+    readSection(in, version, "graph", [&](ByteSource& s) {
+        getRows(s, f.ntotal, f.config.build.graphDegree, "graph", a.graph,
+                [&](const int32_t* ids, size_t n) {
+                    for (size_t i = 0; i < n; ++i) {
+                        FAISS_THROW_IF_NOT_FMT(
+                                ids[i] >= -1 && ids[i] < f.ntotal,
+                                "index file: graph id %d for %lld vectors", ids[i],
+                                (long long)f.ntotal);
+                    }
+                });
+    });
+    readSection(in, version, "PQ codebooks and codes", [&](ByteSource& s) {
+        // Inner product codes its transformed rows (impl/BangInnerProduct.h).
+        const faiss::MetricType metric = faiss::MetricType(f.metric);
+        const int M = bangStoredPqM(f.config.pqSubquantizers, metric);
+        if (M > 0 && f.ntotal > 0) {
+            // M x 256 x width / M floats
+            const int width = bangStoredDim(f.d, f.config.pqSubquantizers, metric);
+            getRows(s, int64_t(width) * 256, 1, "PQ centroids", a.pqCentroids,
+                    finiteValues("PQ centroids"));
+            getRows(s, f.ntotal, M, "PQ codes", a.pqCodes, anyValues<uint8_t>);
+        }
+    });
+    if (version >= kChecksumVersion) {
+        readSection(in, version, "removed vectors", [&](ByteSource& s) {
+            const uint64_t count = get<uint64_t>(s);
+            FAISS_THROW_IF_NOT_FMT(
+                    count <= uint64_t(f.ntotal), "index file: %llu removed of %lld vectors",
+                    (unsigned long long)count, (long long)f.ntotal);
+            int64_t last = -1;
+            getRows(s, int64_t(count), 1, "removed vectors", a.removed,
+                    [&](const int64_t* ids, size_t n) {
+                        for (size_t i = 0; i < n; ++i) {
+                            FAISS_THROW_IF_NOT_FMT(
+                                    ids[i] > last && ids[i] < f.ntotal,
+                                    "index file: removed vector %lld is out of order or outside "
+                                    "[0, %lld)",
+                                    (long long)ids[i], (long long)f.ntotal);
+                            last = ids[i];
+                        }
+                    });
+        });
+    }
+}
+
+// The images
+
+void writeFlatImage(ByteSink& out, const FlatImage& im) {
+    writeFlatPayload(out, im, viewOf(im.vectors));
 }
 
 FlatImage readFlatImage(ByteSource& in, uint32_t version) {
     FlatImage im;
-    readSection(in, version, "fields", [&] {
-        im.d = getDim(in);
-        im.metric = getMetric(in, "index");
-        if (version >= 3) {
-            getConfig(in, im.config);
-        }
-        im.ntotal = get<int64_t>(in);
-        FAISS_THROW_IF_NOT_FMT(
-                im.ntotal >= 0 && uint64_t(im.ntotal) <= in.remaining() / (uint64_t(im.d) * 4),
-                "index file: ntotal=%lld vectors of d=%d do not fit the %llu bytes left",
-                (long long)im.ntotal, im.d, (unsigned long long)in.remaining());
-    });
-    readSection(in, version, "vectors", [&] {
-        im.vectors = getArray<float>(in, uint64_t(im.ntotal) * im.d, "vectors");
-        checkFiniteArray(im.vectors, "vectors");
-    });
+    static_cast<FlatFields&>(im) = readFlatFields(in, version);
+    readFlatVectors(in, version, im, appendTo(im.vectors, im.d));
     return im;
 }
 
 void writeIvfFlatImage(ByteSink& out, const IvfFlatImage& im) {
-    writeSection(out, [&](ByteSink& s) {
-        put<int32_t>(s, im.d);
-        put<int32_t>(s, im.metric);
-        put<int32_t>(s, im.quantizerMetric);
-        put<int64_t>(s, im.nlist);
-        put<uint64_t>(s, im.nprobe);
-        put<uint8_t>(s, im.trained ? 1 : 0);
-        putConfig(s, im.config);
-    });
-    writeSection(out, [&](ByteSink& s) { putArray(s, im.centroids); });
-    writeSection(out, [&](ByteSink& s) {
-        for (int64_t l = 0; l < im.nlist; ++l) {
-            put<int64_t>(s, int64_t(im.listIds[l].size()));
-            putArray(s, im.listIds[l]);
-            putArray(s, im.listVectors[l]);
-        }
+    writeIvfFlatPayload(out, im, [&](int64_t l) {
+        return IvfListOut{viewOf(im.listIds[l]), viewOf(im.listVectors[l])};
     });
 }
 
 IvfFlatImage readIvfFlatImage(ByteSource& in, uint32_t version) {
     IvfFlatImage im;
-    readSection(in, version, "fields", [&] {
-        im.d = getDim(in);
-        im.metric = getMetric(in, "index");
-        im.quantizerMetric = getMetric(in, "quantizer");
-        im.nlist = get<int64_t>(in);
-        // Every list takes at least its 8-byte length.
-        FAISS_THROW_IF_NOT_FMT(
-                im.nlist >= 1 && im.nlist < (int64_t(1) << 31) &&
-                        uint64_t(im.nlist) <= in.remaining() / 8,
-                "index file: nlist=%lld with %llu bytes left", (long long)im.nlist,
-                (unsigned long long)in.remaining());
-        im.nprobe = get<uint64_t>(in);
-        FAISS_THROW_IF_NOT_FMT(
-                im.nprobe >= 1, "index file: nprobe=%llu", (unsigned long long)im.nprobe);
-        const uint8_t trained = get<uint8_t>(in);
-        FAISS_THROW_IF_NOT_FMT(trained <= 1, "index file: trained flag %u", unsigned(trained));
-        im.trained = trained == 1;
-        if (version >= 3) {
-            getConfig(in, im.config);
-        }
-    });
-    readSection(in, version, "centroids", [&] {
-        if (im.trained) {
-            im.centroids = getArray<float>(in, uint64_t(im.nlist) * im.d, "centroids");
-            checkFiniteArray(im.centroids, "centroids");
-        }
-    });
-    readSection(in, version, "inverted lists", [&] {
-        im.listIds.resize(size_t(im.nlist));
-        im.listVectors.resize(size_t(im.nlist));
-        const uint64_t entryBytes = 8 + uint64_t(im.d) * 4;
-        for (int64_t l = 0; l < im.nlist; ++l) {
-            const int64_t len = get<int64_t>(in);
-            FAISS_THROW_IF_NOT_FMT(
-                    len >= 0 && uint64_t(len) <= in.remaining() / entryBytes,
-                    "index file: list %lld of length %lld does not fit the %llu bytes left",
-                    (long long)l, (long long)len, (unsigned long long)in.remaining());
-            FAISS_THROW_IF_NOT_FMT(
-                    len == 0 || im.trained,
-                    "index file: untrained index with %lld vectors in list %lld", (long long)len,
-                    (long long)l);
-            im.listIds[l] = getArray<int64_t>(in, uint64_t(len), "list ids");
-            for (int64_t id : im.listIds[l]) {
-                FAISS_THROW_IF_NOT_FMT(
-                        id != -1, "index file: id -1 stored in list %lld", (long long)l);
-            }
-            im.listVectors[l] = getArray<float>(in, uint64_t(len) * im.d, "list vectors");
-            checkFiniteArray(im.listVectors[l], "list vectors");
-        }
-    });
+    static_cast<IvfFlatFields&>(im) = readIvfFlatFields(in, version);
+    im.listIds.resize(size_t(im.nlist));
+    im.listVectors.resize(size_t(im.nlist));
+    int64_t current = 0;
+    IvfListsIn lists;
+    lists.start = [&](int64_t l, std::vector<int64_t> ids) {
+        current = l;
+        im.listIds[l] = std::move(ids);
+    };
+    lists.vectors.put = [&](int64_t, int64_t n, const float* x) {
+        im.listVectors[current].insert(im.listVectors[current].end(), x, x + size_t(n) * im.d);
+    };
+    readIvfFlatLists(in, version, im, lists);
     return im;
 }
 
 void writeBangImage(ByteSink& out, const BangImage& im) {
-    writeSection(out, [&](ByteSink& s) {
-        put<int32_t>(s, im.d);
-        put<int32_t>(s, im.metric);
-        putConfig(s, im.config);
-        put<int32_t>(s, im.searchL);
-        put<int64_t>(s, im.ntotal);
-        put<int64_t>(s, im.entry);
-    });
-    writeSection(out, [&](ByteSink& s) { putArray(s, im.vectors); });
-    writeSection(out, [&](ByteSink& s) { putArray(s, im.graph); });
-    writeSection(out, [&](ByteSink& s) {
-        putArray(s, im.pqCentroids);
-        putArray(s, im.pqCodes);
-    });
-    writeSection(out, [&](ByteSink& s) {
-        put<uint64_t>(s, uint64_t(im.tombstones.size()));
-        putArray(s, im.tombstones);
-    });
+    writeBangPayload(
+            out, im,
+            {viewOf(im.vectors), viewOf(im.graph), viewOf(im.pqCentroids), viewOf(im.pqCodes),
+             viewOf(im.tombstones)});
 }
 
 BangImage readBangImage(ByteSource& in, uint32_t version) {
     BangImage im;
-    readSection(in, version, "fields", [&] {
-        im.d = getDim(in);
-        im.metric = getMetric(in, "index");
-        if (version >= 3) {
-            getConfig(in, im.config, im.d, version);
-        } else {
-            getConfig(in, im.config.build, version); // versions 1 and 2: the build fields only
-        }
-        im.searchL = get<int32_t>(in);
-        im.ntotal = get<int64_t>(in);
-        im.entry = get<int64_t>(in);
-        if (version == 2) {
-            im.config.pqSubquantizers = getPqSubquantizers(in, im.d);
-        }
-        const BangBuildConfig& b = im.config.build;
-        const uint64_t rowBytes = uint64_t(im.d) * 4 + uint64_t(b.graphDegree) * 4 +
-                uint64_t(im.config.pqSubquantizers);
-        FAISS_THROW_IF_NOT_FMT(
-                im.ntotal >= 0 && im.ntotal < (int64_t(1) << 31) &&
-                        uint64_t(im.ntotal) <= in.remaining() / rowBytes,
-                "index file: ntotal=%lld vectors of d=%d and degree %d do not fit the %llu "
-                "bytes left",
-                (long long)im.ntotal, im.d, b.graphDegree, (unsigned long long)in.remaining());
-        FAISS_THROW_IF_NOT_FMT(
-                im.ntotal == 0 ? im.entry == 0 : (im.entry >= 0 && im.entry < im.ntotal),
-                "index file: entry point %lld for %lld vectors", (long long)im.entry,
-                (long long)im.ntotal);
-    });
-    readSection(in, version, "vectors", [&] {
-        im.vectors = getArray<float>(in, uint64_t(im.ntotal) * im.d, "vectors");
-        checkFiniteArray(im.vectors, "vectors");
-    });
-    readSection(in, version, "graph", [&] {
-        im.graph =
-                getArray<int32_t>(in, uint64_t(im.ntotal) * im.config.build.graphDegree, "graph");
-        for (int32_t id : im.graph) {
-            FAISS_THROW_IF_NOT_FMT(
-                    id >= -1 && id < im.ntotal, "index file: graph id %d for %lld vectors", id,
-                    (long long)im.ntotal);
-        }
-    });
-    readSection(in, version, "PQ codebooks and codes", [&] {
-        // Inner product codes its transformed rows (impl/BangInnerProduct.h).
-        const faiss::MetricType metric = faiss::MetricType(im.metric);
-        const int M = bangStoredPqM(im.config.pqSubquantizers, metric);
-        if (M > 0 && im.ntotal > 0) {
-            // M x 256 x width / M floats
-            const int width = bangStoredDim(im.d, im.config.pqSubquantizers, metric);
-            im.pqCentroids = getArray<float>(in, uint64_t(width) * 256, "PQ centroids");
-            checkFiniteArray(im.pqCentroids, "PQ centroids");
-            im.pqCodes = getArray<uint8_t>(in, uint64_t(im.ntotal) * uint64_t(M), "PQ codes");
-        }
-    });
-    if (version >= kChecksumVersion) {
-        readSection(in, version, "removed vectors", [&] {
-            const uint64_t count = get<uint64_t>(in);
-            FAISS_THROW_IF_NOT_FMT(
-                    count <= uint64_t(im.ntotal), "index file: %llu removed of %lld vectors",
-                    (unsigned long long)count, (long long)im.ntotal);
-            im.tombstones = getArray<int64_t>(in, count, "removed vectors");
-            for (size_t i = 0; i < im.tombstones.size(); ++i) {
-                const int64_t id = im.tombstones[i];
-                FAISS_THROW_IF_NOT_FMT(
-                        id >= 0 && id < im.ntotal && (i == 0 || id > im.tombstones[i - 1]),
-                        "index file: removed vector %lld is out of order or outside [0, %lld)",
-                        (long long)id, (long long)im.ntotal);
-            }
-        });
-    }
+    static_cast<BangFields&>(im) = readBangFields(in, version);
+    readBangArrays(
+            in, version, im,
+            {appendTo(im.vectors, im.d), appendTo(im.graph, im.config.build.graphDegree),
+             appendTo(im.pqCentroids),
+             appendTo(
+                     im.pqCodes,
+                     bangStoredPqM(im.config.pqSubquantizers, faiss::MetricType(im.metric))),
+             appendTo(im.tombstones)});
     return im;
 }
 
