@@ -263,10 +263,13 @@ TEST(BangBuild, IvfSelfKnnPagesAndChunksFitTheirBudgets) {
     EXPECT_THROW(ivfSelfKnnPageQueries(1000, 1024, 3162, 100000), faiss::FaissException);
     // A list's search: a query row (128 floats) and its 65 results within half the
     // temporaries.
-    EXPECT_EQ(ivfSelfKnnBytesPerChunkRow(128, 65), size_t(128 * 4 + 65 * 12));
-    EXPECT_EQ(ivfSelfKnnChunkRows(128, 65, 1024 * MiB), int64_t(512 * MiB / (128 * 4 + 65 * 12)));
-    EXPECT_EQ(ivfSelfKnnChunkRows(768, 1024, 2 * ivfSelfKnnBytesPerChunkRow(768, 1024)), 1);
-    EXPECT_THROW(ivfSelfKnnChunkRows(768, 1024, 10000), faiss::FaissException);
+    EXPECT_EQ(ivfSelfKnnBytesPerChunkRow(128, 65, 3162), size_t(128 * 4 + 65 * 12 + 3162 * 4));
+    EXPECT_EQ(
+            ivfSelfKnnChunkRows(128, 65, 3162, 1024 * MiB),
+            int64_t(512 * MiB / (128 * 4 + 65 * 12 + 3162 * 4)));
+    EXPECT_EQ(
+            ivfSelfKnnChunkRows(768, 1024, 100, 2 * ivfSelfKnnBytesPerChunkRow(768, 1024, 100)), 1);
+    EXPECT_THROW(ivfSelfKnnChunkRows(768, 1024, 100, 10000), faiss::FaissException);
     // The peak: the ids found, the sorted rows (their norms and ids), the centroids and
     // the lists' starts beside a page and the temporaries.
     const int64_t n = 1000000;

@@ -269,13 +269,15 @@ TEST(IvfSelfKnn, PagesChunksAndTrainingPlacementKeepTheResult) {
     const std::vector<int64_t> pages = selfKnn(res, x, paged);
     EXPECT_GE(paddedRows(pages, c.n, c.k), 0);
     EXPECT_NEAR(recall(refI, pages, c.n, c.k), oneRecall, 0.002);
-    // 1 MiB of temporaries: each list's ~1130 queries (on average) searched in chunks of
-    // 1000. Smaller tiles change the products' shapes, k-means' included, so the lists
+    // 1 MiB of temporaries: each list's ~1130 queries (on average) searched in smaller
+    // chunks. Smaller tiles change the products' shapes, k-means' included, so the lists
     // may differ by near ties: the recall stays.
     GpuResourcesConfig small;
     small.tempMemoryBytes = size_t(1) << 20;
     GpuResources smallRes(small);
-    ASSERT_LT(ivfSelfKnnChunkRows(c.d, c.k, small.tempMemoryBytes), c.n * c.nprobe / c.nlist);
+    ASSERT_LT(
+            ivfSelfKnnChunkRows(c.d, c.k, c.n / c.nlist, small.tempMemoryBytes),
+            c.n * c.nprobe / c.nlist);
     const std::vector<int64_t> chunks = selfKnn(smallRes, x, c);
     EXPECT_GE(paddedRows(chunks, c.n, c.k), 0);
     EXPECT_NEAR(recall(refI, chunks, c.n, c.k), oneRecall, 0.002);

@@ -26,13 +26,13 @@ size_t ivfSelfKnnBytesPerPageQuery(int k, int nprobe);
 /// query does not fit.
 int64_t ivfSelfKnnPageQueries(int64_t n, int k, int nprobe, size_t pageBytes);
 
-/// Device bytes each query row of a list's search holds: its gathered vector and its k
-/// results (distance and id).
-size_t ivfSelfKnnBytesPerChunkRow(int d, int k);
+/// Device bytes each query row of a list's search holds: its gathered vector, its k
+/// results (distance and id) and its keys against a list of listLength rows.
+size_t ivfSelfKnnBytesPerChunkRow(int d, int k, int64_t listLength);
 
-/// Rows one list's search takes at most: as many as half of tempMemoryBytes holds, the
-/// other half being the search's own tiles. Throws if one row does not fit.
-int64_t ivfSelfKnnChunkRows(int d, int k, size_t tempMemoryBytes);
+/// Rows one list's search takes at most (listLength: the longest list's): as many as
+/// half of tempMemoryBytes holds. Throws if one row does not fit.
+int64_t ivfSelfKnnChunkRows(int d, int k, int64_t listLength, size_t tempMemoryBytes);
 
 /// An upper bound on the device memory ivfSelfKnn takes at its peak, its n x k ids
 /// included: the rows sorted by list (their norms and ids), the centroids, the lists'
@@ -53,8 +53,9 @@ size_t ivfSelfKnnPeakBytes(
 /// each vector in its nearest centroid's list; a vector's neighbours come from its
 /// nprobe nearest lists, searched exactly (FP32). In pages of ivfSelfKnnPageQueries of
 /// pageBytes; each page's (query, list) pairs are sorted by list and each list's
-/// queries searched against its rows in chunks of ivfSelfKnnChunkRows
-/// (flatSearchTiles), their results merged into the queries' running best. Deterministic.
+/// queries searched against its rows in chunks of ivfSelfKnnChunkRows (an FP32 GEMM of
+/// their keys, then each row's k smallest), their results merged into the queries'
+/// running best. Deterministic.
 /// A vector's list is among its probes (so its row holds it) unless its two nearest
 /// centroids tie within the rounding of two GEMMs of different shapes and nprobe is 1.
 /// Reports the k-means, the sorted lists and each page to `progress`.
