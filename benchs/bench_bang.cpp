@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
             "candidates=%d from %s (%lld lists, %d probes) passes=%d build L=%d, entry %lld\n",
             buildS, bang.lastBuildKnnSeconds(), bang.lastBuildSearchSeconds(),
             bang.lastBuildPruneSeconds(), c.graphDegree, double(c.alpha), c.candidates,
-            bangCandidateLists(nb, c.candidateLists) == 0 ? "exact k-NN" : "IVF-Flat",
+            bangCandidateLists(nb, c.candidateLists) == 0 ? "exact k-NN" : "IVF lists",
             (long long)bangCandidateLists(nb, c.candidateLists), c.candidateProbes, c.passes,
             c.searchL, (long long)bang.entryPoint());
     std::printf(

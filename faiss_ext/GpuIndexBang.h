@@ -43,7 +43,7 @@ struct BangMemoryEstimate {
 /// Vectors and graph live on the GPU (impl/BangGraph.h; in PQ mode the full vectors can
 /// live in host memory instead: GpuIndexBangConfig::vectorPlacement). The first add() builds the
 /// graph over its vectors (impl/BangBuild.h): a first graph from k-NN candidates (exact,
-/// or an IVF-Flat's from 200,000 vectors: BangBuildConfig::candidateLists) pruned by
+/// or from IVF lists from 200,000 vectors: BangBuildConfig::candidateLists) pruned by
 /// RobustPrune, then Vamana passes, everything per node on the GPU. A later add()
 /// extends that graph (DiskANN's insert in one batch: each new vector searched in the
 /// graph and linked to the nodes its search expanded and to its nearest new vectors,

@@ -90,8 +90,7 @@ GpuIndexIVFFlat::GpuIndexIVFFlat(
                     config.scanPath == IvfScanPath::kListMajor,
             "scanPath=%d is not an IvfScanPath", int(config.scanPath));
     checkDimFits(resources, d);
-    cp.niter = 10;
-    cp.spherical = metric == faiss::METRIC_INNER_PRODUCT;
+    cp = ivfKMeansParameters(metric);
     is_trained = false;
 }
 

@@ -96,13 +96,14 @@ struct BangBuildConfig {
     /// Nearest neighbours of each vector in the first graph's candidates, in [1, 1024].
     int candidates = 64;
     /// Where those neighbours come from. 0: an exact k-NN search of every vector against
-    /// all (n^2 d work: ~6 s at 1M x 128 on an H100). > 0: an IVF-Flat over that many
-    /// lists (GpuIndexIVFFlat, k-means on the GPU), each vector searched with
-    /// candidateProbes probes: approximate, n^1.5 d work (~1 s at 1M). -1 (default):
+    /// all (n^2 d work: ~6 s at 1M x 128 on an H100). > 0: that many IVF lists (k-means
+    /// on the GPU), each vector's neighbours searched exactly in its candidateProbes
+    /// nearest lists, a GEMM per list (impl/IvfSelfKnn.h): approximate, n^1.5 d work
+    /// (~1 s at 1M). -1 (default):
     /// exact below kBangIvfCandidatesFrom vectors, else IVF with sqrt(n) lists. At most
     /// n lists are used.
     int64_t candidateLists = -1;
-    /// Lists probed per vector when the candidates come from an IVF-Flat, in [1, 2048].
+    /// Lists probed per vector when the candidates come from IVF lists, in [1, 2048].
     /// 8: the same recall as 16 on SIFT 1M, 1M and 10M x 128 blobs and 500K x 768 blobs,
     /// with the k-NN stage ~40% shorter (benchs/NOTES.md, eighteenth session).
     int candidateProbes = 8;

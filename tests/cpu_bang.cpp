@@ -1,6 +1,7 @@
 // GpuIndexBang's host parts: RobustPrune, the graph assembly, the sort keys, the PQ
 // mode's host rules and arithmetic, and the index file payload.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include <faiss_ext/impl/BangPruneGpu.h>
 #include <faiss_ext/impl/HostMemory.h>
 #include <faiss_ext/impl/IndexImage.h>
+#include <faiss_ext/impl/IvfSelfKnn.h>
 #include <kernels/BangBloom.h>
 #include <kernels/BangCandidates.h>
 #include <kernels/BangPq.h>
@@ -234,6 +236,50 @@ TEST(BangBuild, PassRangesFitTheTemporaryMemory) {
     EXPECT_EQ(bangPassNodes(1000000, cfg, 2 * GiB), 1000000);
     EXPECT_EQ(bangPassNodes(10000000, cfg, GiB), int64_t(GiB / bangPassBytesPerNode(cfg)));
     EXPECT_EQ(bangPassNodes(10, cfg, 100), 1); // at least one node a range
+}
+
+TEST(BangBuild, IvfSelfKnnPagesAndChunksFitTheirBudgets) {
+    const size_t MiB = size_t(1) << 20;
+    // A page query: 8 probes' 32 bytes and 65 running distances.
+    EXPECT_EQ(ivfSelfKnnBytesPerPageQuery(65, 8), size_t(8 * 32 + 65 * 4));
+    // 10M x 128, the build's k 65 and 8 of 3162 lists, the default 256 MiB: each list
+    // gets over 1000 queries of a page (NOTES: a GEMM per list of ~1000 queries).
+    const int64_t p = ivfSelfKnnPageQueries(10000000, 65, 8, 256 * MiB);
+    EXPECT_EQ(p, int64_t(256 * MiB / ivfSelfKnnBytesPerPageQuery(65, 8)));
+    EXPECT_GT(p * 8 / 3162, 1000);
+    // Within the budget, at least one query, at most n.
+    for (const int k : {1, 65, 1024}) {
+        for (const int nprobe : {1, 8, 3162}) {
+            const int64_t q = ivfSelfKnnPageQueries(10000000, k, nprobe, 4 * MiB);
+            EXPECT_GE(q, 1);
+            EXPECT_LE(size_t(q) * ivfSelfKnnBytesPerPageQuery(k, nprobe), 4 * MiB);
+            EXPECT_EQ(ivfSelfKnnPageQueries(q / 2 + 1, k, nprobe, 4 * MiB), q / 2 + 1);
+        }
+    }
+    // CUB sorts at most INT_MAX pairs a page.
+    EXPECT_LE(
+            ivfSelfKnnPageQueries(int64_t(1) << 40, 1, 2048, size_t(1) << 50) * 2048,
+            int64_t(INT_MAX));
+    EXPECT_THROW(ivfSelfKnnPageQueries(1000, 1024, 3162, 100000), faiss::FaissException);
+    // A list's search: a query row (128 floats) and its 65 results within half the
+    // temporaries.
+    EXPECT_EQ(ivfSelfKnnBytesPerChunkRow(128, 65, 3162), size_t(128 * 4 + 65 * 12 + 3162 * 4));
+    EXPECT_EQ(
+            ivfSelfKnnChunkRows(128, 65, 3162, 1024 * MiB),
+            int64_t(512 * MiB / (128 * 4 + 65 * 12 + 3162 * 4)));
+    EXPECT_EQ(
+            ivfSelfKnnChunkRows(768, 1024, 100, 2 * ivfSelfKnnBytesPerChunkRow(768, 1024, 100)), 1);
+    EXPECT_THROW(ivfSelfKnnChunkRows(768, 1024, 100, 10000), faiss::FaissException);
+    // The peak: the ids found, the sorted rows (their norms and ids), the centroids and
+    // the lists' starts beside a page and the temporaries.
+    const int64_t n = 1000000;
+    const size_t lists = 1000 * (128 + 1) * 4 + 1001 * 8;
+    EXPECT_EQ(
+            ivfSelfKnnPeakBytes(n, 128, 65, 1000, 256 * MiB, 1024 * MiB),
+            lists + size_t(n) * (65 * 8 + 128 * 4 + 12) + 1280 * MiB);
+    // Small rows and k: the sort of the rows by list (four ids a vector) is the peak.
+    EXPECT_EQ(
+            ivfSelfKnnPeakBytes(n, 1, 1, 1, MiB, MiB), (1 * 2) * 4 + 2 * 8 + size_t(n) * 32 + MiB);
 }
 
 TEST(BangBuild, EveryHubIsFoundFromItsNode) {

@@ -189,7 +189,7 @@ TEST(GpuIndexBang, RecallOnClustered100KFromEitherCandidateSource) {
 
     const std::vector<int> Ls{10, 20, 40, 60, 80, 100};
     std::vector<double> exactRecall;
-    // The first candidates from the exact k-NN, then from an IVF-Flat (sqrt(nb) lists).
+    // The first candidates from the exact k-NN, then from IVF lists (sqrt(nb) of them).
     for (int64_t lists : {int64_t(0), int64_t(316)}) {
         GpuIndexBangConfig cfg;
         cfg.build.candidateLists = lists;
@@ -374,7 +374,7 @@ TEST(GpuIndexBang, BuiltGraphIsWellFormedFromEitherCandidateSource) {
         cfg.build.candidateProbes = 2;
         GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
         index.add(nb, xb.data());
-        // Nothing of the build stays (the IVF-Flat of the candidates included).
+        // Nothing of the build stays (the IVF lists of the candidates included).
         EXPECT_EQ(
                 index.deviceMemoryBytes(),
                 size_t(nb) * (d + 1) * 4 + size_t(nb) * 24 * 4 + entryHubBytes(nb, d));

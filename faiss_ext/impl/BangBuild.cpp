@@ -6,13 +6,12 @@
 #include <string>
 #include <utility>
 
-#include <faiss/IndexIVF.h>
 #include <faiss/impl/FaissAssert.h>
 
-#include <faiss_ext/GpuIndexIVFFlat.h>
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangPruneGpu.h>
 #include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/impl/IvfSelfKnn.h>
 #include <faiss_ext/impl/PinnedStaging.h>
 #include <faiss_ext/utils/CudaCheck.h>
 #include <kernels/BangCandidates.h>
@@ -71,46 +70,10 @@ DeviceBuffer<int64_t> knnIds(
     return ids;
 }
 
-/// Ids of approximately the k nearest of n vectors (device rows `vectors`) to each of
-/// them, in device memory (n x k, -1 where the probed lists hold fewer than k): an
-/// IVF-Flat over nlist lists (k-means on a sample of trainX, the same rows in host or
-/// device memory), every vector searched with nprobe probes, in pages of pageBytes of
-/// distances. Reports the trained and filled IVF-Flat to `progress`.
-DeviceBuffer<int64_t> ivfKnnIds(
-        GpuResources& res,
-        const float* vectors,
-        int64_t n,
-        int d,
-        const float* trainX,
-        int k,
-        int64_t nlist,
-        int nprobe,
-        size_t pageBytes,
-        const Progress& progress) {
-    GpuIndexIVFFlatConfig config;
-    config.pageBytes = pageBytes;
-    GpuIndexIVFFlat ivf(res, d, nlist, faiss::METRIC_L2, config);
-    ivf.train(n, trainX);
-    ivf.add(n, vectors);
-    progress.reportAfter(res.stream(), "candidates: IVF-Flat trained and filled", 0.3);
-    faiss::SearchParametersIVF params;
-    params.nprobe = size_t(nprobe);
-    auto ids = res.alloc<int64_t>(size_t(n) * k);
-    const int64_t page =
-            std::max<int64_t>(1, std::min<int64_t>(n, int64_t(pageBytes / (size_t(k) * 4))));
-    auto dDev = res.alloc<float>(size_t(page) * k);
-    for (int64_t q0 = 0; q0 < n; q0 += page) {
-        ivf.searchDevice(
-                std::min(page, n - q0), vectors + size_t(q0) * d, k, dDev.data(),
-                ids.data() + size_t(q0) * k, &params);
-    }
-    return ids;
-}
-
 /// The K1 nearest of n vectors (device rows `vectors`, squared norms `norms`) to each
-/// of them (itself included), n x K1 in device memory: exact, or from an IVF-Flat when
-/// bangCandidateLists(n, p.candidateLists) says so (trainX: the same rows, host or
-/// device).
+/// of them (itself included), n x K1 in device memory: exact, or from IVF lists
+/// (ivfSelfKnn) when bangCandidateLists(n, p.candidateLists) says so (trainX: the same
+/// rows, host or device).
 DeviceBuffer<int64_t> nearestAmong(
         GpuResources& res,
         const float* vectors,
@@ -125,19 +88,19 @@ DeviceBuffer<int64_t> nearestAmong(
     const int64_t lists = bangCandidateLists(n, p.candidateLists);
     DeviceBuffer<int64_t> nn = lists == 0
             ? knnIds(res, vectors, n, vectors, norms, n, d, K1, pageBytes)
-            : ivfKnnIds(
+            : ivfSelfKnn(
                       res, vectors, n, d, trainX, K1, lists, p.candidateProbes, pageBytes,
-                      progress);
+                      progress.part(0, 0.7));
     progress.reportAfter(
             res.stream(),
             lists == 0 ? "candidates: exact nearest neighbours"
-                       : "candidates: IVF-Flat nearest neighbours",
+                       : "candidates: IVF lists' nearest neighbours",
             0.7);
     return nn;
 }
 
-/// Stage 1's candidates, in device memory: nearest neighbours (exact or from an
-/// IVF-Flat), nearest hubs, hubs' nearest hubs (kernels::bangFillFirstCandidates); and
+/// Stage 1's candidates, in device memory: nearest neighbours (exact or from IVF
+/// lists), nearest hubs, hubs' nearest hubs (kernels::bangFillFirstCandidates); and
 /// in `order` the nodes grouped by their nearest hub (bangLocalityOrder), the order of
 /// every prune of the build.
 BangDeviceCandidates firstCandidates(
@@ -365,7 +328,7 @@ BangBuildTimes buildBangGraph(
         clock.lap(t.knnSeconds);
         progress.step(
                 bangCandidateLists(n, p.candidateLists) == 0 ? "graph: exact k-NN candidates, stage"
-                                                             : "graph: IVF-Flat candidates, stage",
+                                                             : "graph: IVF candidates, stage",
                 1, stages);
         graph = pruneCandidateGraphOnDevice(
                 res, storage, first, p.graphDegree, p.alpha, stage(2), nullptr, 0, &order);

@@ -1,6 +1,6 @@
 // Building the BANG (Vamana) graph of a set of vectors: candidate neighbours from k-NN
-// searches on the GPU (exact, or an IVF-Flat's for large n), pruning on the GPU
-// (BangPruneGpu.h).
+// searches on the GPU (exact, or in IVF lists for large n: IvfSelfKnn.h), pruning on the
+// GPU (BangPruneGpu.h).
 #pragma once
 
 #include <cstddef>
@@ -42,8 +42,8 @@ std::vector<float> bangHubRowsOf(const float* x, int64_t n, int d, int64_t H);
 std::vector<int32_t> bangLocalityOrder(const std::vector<int64_t>& cell, int64_t cells);
 
 /// From this many vectors up, BangBuildConfig::candidateLists = -1 finds the first
-/// candidates with an IVF-Flat. The exact k-NN grows as n^2 (6.3 s at 1M x 128 on an
-/// H100, so ~0.25 s at 200K), k-means and the IVF search as n^1.5 plus a fixed cost;
+/// candidates in IVF lists. The exact k-NN grows as n^2 (6.3 s at 1M x 128 on an
+/// H100, so ~0.25 s at 200K), k-means and the lists' search as n^1.5 plus a fixed cost;
 /// below this the exact one is about as fast and exact.
 constexpr int64_t kBangIvfCandidatesFrom = 200000;
 
@@ -64,10 +64,10 @@ int64_t bangCandidateLists(int64_t n, int64_t requested);
 /// graph; a pass's, n x (2 searchL + R), a range of passNodes nodes at a time, by
 /// default bangPassNodes of the temporary memory), the visited parents and the graph; the host
 /// reads the vectors for the hubs and plans the prune's pages from the
-/// lists' offsets. k-NN searches run in pages of pageBytes of distances. Two stages:
+/// lists' offsets. k-NN searches run in pages of pageBytes. Two stages:
 /// 1. A first graph from candidates found by k-NN searches on the GPU: each vector's
-///    config.candidates nearest neighbours (exact, or from an IVF-Flat over the vectors:
-///    bangCandidateLists), its kBangHubsPerNode nearest hubs, and for a hub its
+///    config.candidates nearest neighbours (exact, or from IVF lists over the vectors:
+///    bangCandidateLists, ivfSelfKnn), its kBangHubsPerNode nearest hubs, and for a hub its
 ///    kBangHubsPerHub nearest other hubs (exact); pruned (pruneCandidateGraphGpu). The
 ///    hubs connect what a pure k-NN graph leaves apart (separate clusters).
 /// 2. config.passes Vamana passes (DiskANN's construction, one batch per pass): every
@@ -93,7 +93,7 @@ BangBuildTimes buildBangGraph(
 /// to every vector `work` holds, and sets the result, with old's entry point, in work
 /// (DiskANN's insert, one batch): each new vector gets as candidates the parents its
 /// search in the old graph expanded (worklist config.searchL) and its config.candidates
-/// nearest new vectors (exact, or an IVF-Flat's for many: bangCandidateLists; newX: the
+/// nearest new vectors (exact, or from IVF lists for many: bangCandidateLists; newX: the
 /// new rows in host or device memory, for its k-means); those are pruned, and a node
 /// that a new one points at gets its row plus those new nodes, pruned to R when more
 /// (pruneCandidateGraphOnDevice). Then config.passes Vamana passes over the new nodes

@@ -8,8 +8,8 @@
 #include <faiss_ext/impl/BangBuild.h>
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangInnerProduct.h>
+#include <faiss_ext/impl/IvfSelfKnn.h>
 #include <kernels/BangPq.h>
-#include <kernels/IvfStore.h>
 
 namespace faiss_ext {
 
@@ -44,19 +44,17 @@ BangMemoryEstimate estimateBangMemory(
     const int64_t H = bangHubCount(n, b.hubs);
     const size_t hubK = size_t(std::min<int64_t>(kBangHubsPerNode, H));
     const size_t hubHubK = size_t(std::min<int64_t>(kBangHubsPerHub + 1, H));
-    auto page = [&](size_t k) { // one page of k-NN distances (knnIds, ivfKnnIds)
+    auto page = [&](size_t k) { // one page of exact k-NN distances (knnIds)
         return std::min(N, std::max<size_t>(1, pageBytes / std::max<size_t>(1, k * 4))) * k * 4;
     };
     const size_t offsets = (N + 1) * 8;
     const size_t nn = N * K1 * 8;
-    // Candidates: the k-NN, exact or from an IVF-Flat over sqrt(n) lists (its lists hold a
-    // copy of the rows in blocks of 32, and its k-means and add page by pageBytes).
+    // Candidates: the k-NN, exact or from sqrt(n) IVF lists (ivfSelfKnn: a copy of the
+    // rows sorted by list, pages of pageBytes).
     const int64_t lists = bangCandidateLists(n, b.candidateLists);
-    const size_t ivf = lists == 0
-            ? 0
-            : (N + 32 * size_t(lists)) * (size_t(kernels::ivfPaddedDim(w)) * 4 + 8) +
-                    size_t(lists) * size_t(w + 1) * 4 + pageBytes;
-    const size_t knn = base + ivf + nn + page(K1) + temp;
+    const size_t knn = base +
+            (lists == 0 ? nn + page(K1) + temp
+                        : ivfSelfKnnPeakBytes(n, w, int(K1), lists, pageBytes, temp));
     // Then each vector's nearest hubs, the hubs' nearest hubs and the first lists.
     const size_t firstLists = 4 * (N * (K1 + hubK) + size_t(H) * hubHubK) + offsets;
     const size_t hubs = base + nn + N * hubK * 8 + size_t(H) * size_t(w + 1) * 4 +

@@ -80,6 +80,13 @@ class DeviceAssigner : public faiss::Index {
 
 } // namespace
 
+faiss::ClusteringParameters ivfKMeansParameters(faiss::MetricType metric) {
+    faiss::ClusteringParameters cp;
+    cp.niter = 10;
+    cp.spherical = metric == faiss::METRIC_INNER_PRODUCT;
+    return cp;
+}
+
 std::vector<float> gpuKMeans(
         const GpuResources& res,
         int d,

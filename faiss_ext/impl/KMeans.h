@@ -14,6 +14,11 @@
 
 namespace faiss_ext {
 
+/// The k-means parameters of an IVF's coarse centroids (GpuIndexIVFFlat's defaults, and
+/// the Bang build's lists): 10 iterations, spherical for inner product, faiss's defaults
+/// else.
+faiss::ClusteringParameters ivfKMeansParameters(faiss::MetricType metric);
+
 /// k centroids (k x d, row-major) of n host vectors x (n x d, n >= k): faiss::Clustering
 /// with parameters cp (its sampling, iterations and empty-cluster splitting) whose
 /// assignments are exact searches on the device (flatSearch with the given metric), the

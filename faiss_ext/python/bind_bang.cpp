@@ -71,7 +71,7 @@ void bindBang(py::module_& m) {
             "BANG graph index on the GPU (L2, or metric=METRIC_INNER_PRODUCT by the "
             "MIPS-to-L2 transform): the first add() builds a Vamana graph of "
             "degree R (its first candidates come from an exact k-NN below 200,000 vectors "
-            "and from an IVF-Flat of sqrt(n) lists probed build_probes times above, or "
+            "and from sqrt(n) IVF lists, build_probes of them searched a vector, above, or "
             "build_lists lists when given, 0 for exact); a later add() extends it (after "
             "remove_ids it rebuilds); "
             "search walks it with a worklist of search_L entries (or "

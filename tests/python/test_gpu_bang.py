@@ -41,7 +41,7 @@ def test_build_search_and_params(res, rng):
     print(f"recall@10 at L=64: {r64:.3f}")
     assert r64 >= 0.95
 
-    # First candidates from an IVF-Flat (forced at this size): the same recall.
+    # First candidates from IVF lists (forced at this size): the same recall.
     ivf_built = faiss_ext.GpuIndexBang(res, d, R=32, build_lists=90, build_probes=8)
     ivf_built.add(xb)
     r_ivf = recall_at_10(ivf_built.search(xq, 10)[1], gt)

@@ -1,0 +1,74 @@
+// Each of n device vectors' approximate k nearest among themselves (the Bang build's
+// first candidates), as a GEMM per IVF list: the vectors sorted by list once, then pages
+// of queries whose probes are grouped by list, so that a list's queries of a page are
+// one exact search (cuBLAS GEMM + k-selection) against its rows. The IVF-Flat search
+// this replaces scanned each list for ~11K-25K queries with a kernel built for ~78 and
+// ran at 5-7% of the FP32 rate (benchs/NOTES.md, eighteenth session).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/Progress.h>
+
+namespace faiss_ext {
+
+/// Device bytes each query of a page holds at most: 32 a probe (the probed list and the
+/// query id, sorted double-buffered; before the sort the probes' lists and distances
+/// take 12, after it the sorted query ids 8) and 4 for each of its running k best
+/// distances (their ids are kept in place in the output).
+size_t ivfSelfKnnBytesPerPageQuery(int k, int nprobe);
+
+/// Queries a page takes: as many as pageBytes holds, in [1, n]. More queries a page
+/// give each list more queries a GEMM and the host fewer launches: at 10M x 128, k 65,
+/// nprobe 8 and the default 256 MiB, 520K queries, ~1320 a list of 3162. Throws if one
+/// query does not fit.
+int64_t ivfSelfKnnPageQueries(int64_t n, int k, int nprobe, size_t pageBytes);
+
+/// Device bytes each query row of a list's search holds: its gathered vector, its k
+/// results (distance and id) and its keys against a list of listLength rows.
+size_t ivfSelfKnnBytesPerChunkRow(int d, int k, int64_t listLength);
+
+/// Rows one list's search takes at most (listLength: the longest list's): as many as
+/// half of tempMemoryBytes holds. Throws if one row does not fit.
+int64_t ivfSelfKnnChunkRows(int d, int k, int64_t listLength, size_t tempMemoryBytes);
+
+/// An upper bound on the device memory ivfSelfKnn takes at its peak, its n x k ids
+/// included: the rows sorted by list (their norms and ids), the centroids, the lists'
+/// starts, plus a page (pageBytes) and the temporaries (tempMemoryBytes), or during
+/// the sort of the rows its four id arrays; its k-means pages by pageBytes too.
+size_t ivfSelfKnnPeakBytes(
+        int64_t n,
+        int d,
+        int k,
+        int64_t nlist,
+        size_t pageBytes,
+        size_t tempMemoryBytes);
+
+/// Ids of approximately the k nearest of n vectors (device rows `vectors`, n x d) to
+/// each of them, itself included, in device memory: n x k, best first, -1 where the
+/// probed lists hold fewer than k. Lists: k-means (gpuKMeans, GpuIndexIVFFlat's
+/// parameters) of nlist centroids on trainX (the same rows, host or device memory),
+/// each vector in its nearest centroid's list; a vector's neighbours come from its
+/// nprobe nearest lists, searched exactly (FP32). In pages of ivfSelfKnnPageQueries of
+/// pageBytes; each page's (query, list) pairs are sorted by list and each list's
+/// queries searched against its rows in chunks of ivfSelfKnnChunkRows (an FP32 GEMM of
+/// their keys, then each row's k smallest), their results merged into the queries'
+/// running best. Deterministic.
+/// A vector's list is among its probes (so its row holds it) unless its two nearest
+/// centroids tie within the rounding of two GEMMs of different shapes and nprobe is 1.
+/// Reports the k-means, the sorted lists and each page to `progress`.
+DeviceBuffer<int64_t> ivfSelfKnn(
+        const GpuResources& res,
+        const float* vectors,
+        int64_t n,
+        int d,
+        const float* trainX,
+        int k,
+        int64_t nlist,
+        int nprobe,
+        size_t pageBytes,
+        const Progress& progress);
+
+} // namespace faiss_ext

@@ -1,0 +1,313 @@
+// The Bang build's first candidates from IVF lists (impl/IvfSelfKnn.h): each vector's
+// approximate k nearest among the others, a GEMM per list. Against the exact k-NN
+// (GpuIndexFlat) and against what the IVF-Flat search it replaced finds with the same
+// lists and probes; rows well formed (ids in range, no repeats, the vector itself, -1
+// only at the end); probing every list gives the exact k-NN; pages and chunks keep the
+// recall, the training rows' placement the result; the device memory stays within
+// ivfSelfKnnPeakBytes.
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <unordered_set>
+#include <vector>
+
+#include <faiss/IndexIVF.h>
+
+#include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/IvfSelfKnn.h>
+
+#include "BangTestUtil.h"
+#include "Synthetic.h"
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+using namespace faiss_ext::test;
+
+namespace {
+
+/// One call's shape.
+struct SelfKnnCase {
+    int64_t n = 0;
+    int d = 0;
+    int k = 0;
+    int64_t nlist = 0;
+    int nprobe = 0;
+    size_t pageBytes = size_t(256) << 20;
+};
+
+/// ivfSelfKnn of the host rows x (copied to the device; trainX: the device copy when
+/// trainOnDevice, else x), n x k ids on the host.
+std::vector<int64_t> selfKnn(
+        const GpuResources& res,
+        const std::vector<float>& x,
+        const SelfKnnCase& c,
+        bool trainOnDevice = false) {
+    auto xDev = res.alloc<float>(x.size());
+    copyToDevice(xDev.data(), x.data(), x.size(), res.stream());
+    const DeviceBuffer<int64_t> ids = ivfSelfKnn(
+            res, xDev.data(), c.n, c.d, trainOnDevice ? xDev.data() : x.data(), c.k, c.nlist,
+            c.nprobe, c.pageBytes, Progress(false, "test"));
+    return copyToHostVector(ids.data(), size_t(c.n) * c.k, res.stream());
+}
+
+/// The exact k nearest of every row among the rows (GpuIndexFlat).
+void exactKnn(
+        GpuResources& res,
+        const std::vector<float>& x,
+        int64_t n,
+        int d,
+        int k,
+        std::vector<float>& D,
+        std::vector<int64_t>& I) {
+    GpuIndexFlat flat(res, d);
+    flat.add(n, x.data());
+    D.resize(size_t(n) * k);
+    I.resize(size_t(n) * k);
+    flat.search(n, x.data(), k, D.data(), I.data());
+}
+
+/// What the IVF-Flat search finds with the same lists (its k-means, same parameters)
+/// and probes: the build's candidates before ivfSelfKnn.
+std::vector<int64_t> ivfFlatKnn(
+        GpuResources& res,
+        const std::vector<float>& x,
+        const SelfKnnCase& c) {
+    GpuIndexIVFFlat ivf(res, c.d, c.nlist);
+    ivf.train(c.n, x.data());
+    ivf.add(c.n, x.data());
+    faiss::SearchParametersIVF params;
+    params.nprobe = size_t(c.nprobe);
+    std::vector<float> D(size_t(c.n) * c.k);
+    std::vector<int64_t> I(size_t(c.n) * c.k);
+    ivf.search(c.n, x.data(), c.k, D.data(), I.data(), &params);
+    return I;
+}
+
+/// The fraction of the exact rows' ids found in the same rows of I.
+double recall(const std::vector<int64_t>& exact, const std::vector<int64_t>& I, int64_t n, int k) {
+    int64_t found = 0;
+    for (int64_t q = 0; q < n; ++q) {
+        const std::unordered_set<int64_t> row(I.begin() + q * k, I.begin() + (q + 1) * k);
+        for (int j = 0; j < k; ++j) {
+            found += exact[size_t(q * k + j)] >= 0 && row.count(exact[size_t(q * k + j)]);
+        }
+    }
+    return double(found) / double(n * k);
+}
+
+/// Squared L2 distances of each row's ids to the row (+inf for -1), in double.
+std::vector<float> distancesOf(
+        const std::vector<float>& x,
+        const std::vector<int64_t>& I,
+        int64_t n,
+        int d,
+        int k) {
+    std::vector<float> D(I.size());
+    for (int64_t q = 0; q < n; ++q) {
+        for (int j = 0; j < k; ++j) {
+            const int64_t id = I[size_t(q * k + j)];
+            double s = 0;
+            for (int c = 0; id >= 0 && c < d; ++c) {
+                const double t = double(x[size_t(q * d + c)]) - double(x[size_t(id * d + c)]);
+                s += t * t;
+            }
+            D[size_t(q * k + j)] = id >= 0 ? float(s) : std::numeric_limits<float>::infinity();
+        }
+    }
+    return D;
+}
+
+/// Valid ids in row q.
+int64_t foundIn(const std::vector<int64_t>& I, int64_t q, int k) {
+    return std::count_if(
+            I.begin() + q * k, I.begin() + (q + 1) * k, [](int64_t id) { return id >= 0; });
+}
+
+/// Checks every row: ids in [0, n) or -1, -1 only after the last id, no id twice, the
+/// row's own id present. Returns how many rows hold a -1 (-1 after a bad row).
+int64_t paddedRows(const std::vector<int64_t>& I, int64_t n, int k) {
+    int64_t padded = 0;
+    for (int64_t q = 0; q < n; ++q) {
+        std::unordered_set<int64_t> seen;
+        bool missing = false;
+        for (int j = 0; j < k; ++j) {
+            const int64_t id = I[size_t(q * k + j)];
+            if (id == -1) {
+                missing = true;
+                continue;
+            }
+            if (id < 0 || id >= n || missing || !seen.insert(id).second) {
+                ADD_FAILURE() << "row " << q << ": id " << id << " at " << j
+                              << " (out of range, after a -1 or twice)";
+                return -1;
+            }
+        }
+        if (!seen.count(q)) {
+            ADD_FAILURE() << "row " << q << " lacks the vector itself";
+            return -1;
+        }
+        padded += missing;
+    }
+    return padded;
+}
+
+/// ivfSelfKnn's rows are full and equal the exact k-NN's up to ties (distances within
+/// 1e-4 relative).
+void expectExactSelfKnn(GpuResources& res, const std::vector<float>& x, const SelfKnnCase& c) {
+    const std::vector<int64_t> I = selfKnn(res, x, c);
+    EXPECT_EQ(paddedRows(I, c.n, c.k), 0);
+    std::vector<float> refD;
+    std::vector<int64_t> refI;
+    exactKnn(res, x, c.n, c.d, c.k, refD, refI);
+    EXPECT_EQ(
+            compareKnn(refD, refI, distancesOf(x, I, c.n, c.d, c.k), I, c.n, c.k, 1e-4f, 1e-4f), 0);
+}
+
+std::vector<float> clusteredRows(int64_t n, int d, uint64_t seed) {
+    return datasets::clustered(datasets::ClusteredSpec{n, d, 50, 0.2f, seed}, 0);
+}
+
+} // namespace
+
+TEST(IvfSelfKnn, RecallAtLeastTheIvfFlatSearchsOnTheSameListsAndProbes) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const SelfKnnCase c{20000, 32, 33, 141, 8}; // sqrt(n) lists, as the build
+    for (int shape = 0; shape < shapeCount(2, 1); ++shape) {
+        const bool clustered = shape == 0;
+        SCOPED_TRACE(clustered ? "clustered" : "uniform");
+        const std::vector<float> x = clustered ? clusteredRows(c.n, c.d, testSeed() + 1)
+                                               : datasets::uniform(c.n, c.d, testSeed() + 2);
+        const std::vector<int64_t> I = selfKnn(res, x, c);
+        EXPECT_GE(paddedRows(I, c.n, c.k), 0);
+        std::vector<float> refD;
+        std::vector<int64_t> refI;
+        exactKnn(res, x, c.n, c.d, c.k, refD, refI);
+        const double ours = recall(refI, I, c.n, c.k);
+        const double ivf = recall(refI, ivfFlatKnn(res, x, c), c.n, c.k);
+        std::printf(
+                "%s: recall@%d %.4f (per-list GEMM) vs %.4f (IVF-Flat search)\n",
+                clustered ? "clustered" : "uniform", c.k, ours, ivf);
+        // The same centroids (the same k-means on the same rows) and exact distances in
+        // the probed lists on both sides: only near ties of the probes' or the
+        // neighbours' rounding differ.
+        EXPECT_GE(ours, ivf - 0.002);
+    }
+}
+
+TEST(IvfSelfKnn, EveryListProbedIsTheExactKnnUpToK1024) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const std::vector<float> x = clusteredRows(5000, 24, testSeed() + 3);
+    for (const int k : {1, 10, 65, 1024}) {
+        SCOPED_TRACE(k);
+        expectExactSelfKnn(res, x, SelfKnnCase{5000, 24, k, 70, 70});
+    }
+}
+
+TEST(IvfSelfKnn, OneListIsTheExactKnn) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    // 8 probes, more than the lists: the one list.
+    expectExactSelfKnn(
+            res, datasets::uniform(3000, 16, testSeed() + 4), SelfKnnCase{3000, 16, 20, 1, 8});
+}
+
+TEST(IvfSelfKnn, FewerThanKInTheProbedListsPadsWithMinusOne) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    {
+        // A list per vector (k-means of n points into n centroids keeps the points): 8
+        // probes find 8 vectors, the vector first. A search per list: fewer under the
+        // sanitizer.
+        SCOPED_TRACE("nlist = n");
+        const int64_t n = underSanitizer() ? 400 : 2000;
+        SelfKnnCase c{n, 8, 16, n, 8};
+        const std::vector<float> x = datasets::uniform(c.n, c.d, testSeed() + 5);
+        const std::vector<int64_t> I = selfKnn(res, x, c);
+        EXPECT_EQ(paddedRows(I, c.n, c.k), c.n);
+        for (int64_t q = 0; q < c.n; ++q) {
+            EXPECT_EQ(I[size_t(q * c.k)], q);
+            EXPECT_EQ(foundIn(I, q, c.k), 8) << "row " << q;
+        }
+    }
+    {
+        // Tiny n: 2 of 30 lists hold about 20 vectors, k is 100; every list probed finds
+        // all n, then -1.
+        SCOPED_TRACE("tiny n");
+        SelfKnnCase c{300, 8, 100, 30, 2};
+        const std::vector<float> x = datasets::uniform(c.n, c.d, testSeed() + 6);
+        EXPECT_EQ(paddedRows(selfKnn(res, x, c), c.n, c.k), c.n);
+        c.k = 310;
+        c.nprobe = 30;
+        const std::vector<int64_t> all = selfKnn(res, x, c);
+        EXPECT_EQ(paddedRows(all, c.n, c.k), c.n);
+        for (int64_t q = 0; q < c.n; ++q) {
+            EXPECT_EQ(foundIn(all, q, c.k), c.n) << "row " << q;
+        }
+    }
+}
+
+TEST(IvfSelfKnn, PagesChunksAndTrainingPlacementKeepTheResult) {
+    FAISS_EXT_REQUIRE_GPU();
+    SelfKnnCase c{20000, 32, 33, 141, 8};
+    const std::vector<float> x = clusteredRows(c.n, c.d, testSeed() + 7);
+    GpuResources res;
+    const std::vector<int64_t> one = selfKnn(res, x, c);
+    ASSERT_EQ(ivfSelfKnnPageQueries(c.n, c.k, c.nprobe, c.pageBytes), c.n);
+    // Training rows in device memory: the same k-means, the same result.
+    EXPECT_EQ(selfKnn(res, x, c, true), one);
+    std::vector<float> refD;
+    std::vector<int64_t> refI;
+    exactKnn(res, x, c.n, c.d, c.k, refD, refI);
+    const double oneRecall = recall(refI, one, c.n, c.k);
+    // Seven pages.
+    SelfKnnCase paged = c;
+    paged.pageBytes = 3000 * ivfSelfKnnBytesPerPageQuery(c.k, c.nprobe);
+    ASSERT_EQ(ivfSelfKnnPageQueries(c.n, c.k, c.nprobe, paged.pageBytes), 3000);
+    const std::vector<int64_t> pages = selfKnn(res, x, paged);
+    EXPECT_GE(paddedRows(pages, c.n, c.k), 0);
+    EXPECT_NEAR(recall(refI, pages, c.n, c.k), oneRecall, 0.002);
+    // 16 MiB of temporaries (the least GpuResources takes) over 4 long lists: each
+    // list's ~10000 queries searched in chunks of a few hundred, against the same lists
+    // searched whole. Smaller tiles change the products' shapes, k-means' included, so
+    // the lists may differ by near ties: the recall stays.
+    const SelfKnnCase longLists{c.n, c.d, c.k, 4, 2};
+    GpuResourcesConfig small;
+    small.tempMemoryBytes = size_t(16) << 20;
+    GpuResources smallRes(small);
+    ASSERT_LT(
+            ivfSelfKnnChunkRows(c.d, c.k, c.n / 4, small.tempMemoryBytes),
+            c.n * longLists.nprobe / longLists.nlist);
+    const std::vector<int64_t> whole = selfKnn(res, x, longLists);
+    const std::vector<int64_t> chunks = selfKnn(smallRes, x, longLists);
+    EXPECT_GE(paddedRows(chunks, c.n, c.k), 0);
+    EXPECT_NEAR(recall(refI, chunks, c.n, c.k), recall(refI, whole, c.n, c.k), 0.002);
+}
+
+TEST(IvfSelfKnn, DeviceMemoryWithinThePeakBound) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResourcesConfig rc;
+    rc.tempMemoryBytes = size_t(16) << 20;
+    GpuResources res(rc);
+    SelfKnnCase c{60000, 32, 33, 245, 8};
+    c.pageBytes = size_t(8) << 20;
+    const std::vector<float> x = clusteredRows(c.n, c.d, testSeed() + 8);
+    auto xDev = res.alloc<float>(x.size());
+    copyToDevice(xDev.data(), x.data(), x.size(), res.stream());
+    const PoolPeak pool(res);
+    {
+        const DeviceBuffer<int64_t> ids = ivfSelfKnn(
+                res, xDev.data(), c.n, c.d, x.data(), c.k, c.nlist, c.nprobe, c.pageBytes,
+                Progress(false, "test"));
+        res.synchronize();
+    }
+    const uint64_t peak = pool.bytes();
+    const size_t bound =
+            ivfSelfKnnPeakBytes(c.n, c.d, c.k, c.nlist, c.pageBytes, rc.tempMemoryBytes);
+    std::printf("peak %.1f MiB, bound %.1f MiB\n", peak / 1048576.0, bound / 1048576.0);
+    EXPECT_LE(peak, bound);
+    // The arrays (all but the page and the temporaries) are all held at once.
+    EXPECT_GE(peak, bound - c.pageBytes - rc.tempMemoryBytes);
+}
