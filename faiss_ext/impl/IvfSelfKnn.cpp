@@ -20,8 +20,8 @@ namespace faiss_ext {
 
 namespace {
 
-/// An exact FP32 search on the tiles path (L2), for the lists, the probes and each list's
-/// queries: no path or product chosen by the search's size.
+/// An exact FP32 search on the tiles path (L2), for each vector's list and each query's
+/// probes: no path or product chosen by the search's size.
 FlatSearchInput exactL2(
         const float* queries,
         int64_t nq,
@@ -110,12 +110,13 @@ DeviceBuffer<int64_t> nearestLists(
 }
 
 /// The n vectors in the order of their nearest centroid's list: rows, squared norms and
-/// original ids, and where each list starts (host, nlist + 1).
+/// original ids, where each list starts (host, nlist + 1) and the longest list's length.
 struct SortedLists {
     DeviceBuffer<float> rows;
     DeviceBuffer<float> norms;
     DeviceBuffer<int64_t> ids;
     std::vector<int64_t> starts;
+    int64_t longest = 1;
 };
 
 SortedLists sortByNearestCentroid(
@@ -132,6 +133,9 @@ SortedLists sortByNearestCentroid(
     kernels::repeatedRowIds(0, n, 1, s.ids.data(), stream);
     s.starts = groupByList(
             res, nearestLists(res, vectors, n, d, centroids, 1), s.ids, nlist, startsDev);
+    for (int64_t l = 0; l < nlist; ++l) {
+        s.longest = std::max(s.longest, s.starts[size_t(l) + 1] - s.starts[size_t(l)]);
+    }
     s.rows = res.alloc<float>(size_t(n) * d);
     kernels::gatherRows(vectors, s.ids.data(), n, d, s.rows.data(), stream);
     s.norms = res.alloc<float>(size_t(n));
@@ -184,15 +188,12 @@ void searchPageLists(
     for (int64_t l = 0; l < nlist; ++l) {
         most = std::max(most, pairs.starts[size_t(l) + 1] - pairs.starts[size_t(l)]);
     }
-    int64_t longest = 1;
-    for (int64_t l = 0; l < nlist; ++l) {
-        longest = std::max(longest, sorted.starts[size_t(l) + 1] - sorted.starts[size_t(l)]);
-    }
-    const int64_t rows = std::min(ivfSelfKnnChunkRows(d, k, longest, res.tempMemoryBytes()), most);
+    const int64_t rows =
+            std::min(ivfSelfKnnChunkRows(d, k, sorted.longest, res.tempMemoryBytes()), most);
     auto chunkQ = res.alloc<float>(size_t(rows) * d);
     auto chunkD = res.alloc<float>(size_t(rows) * k);
     auto chunkI = res.alloc<int64_t>(size_t(rows) * k);
-    auto keys = res.alloc<float>(size_t(rows) * longest);
+    auto keys = res.alloc<float>(size_t(rows) * sorted.longest);
     for (int64_t l = 0; l < nlist; ++l) {
         const int64_t start = sorted.starts[size_t(l)];
         const int64_t len = sorted.starts[size_t(l) + 1] - start;
