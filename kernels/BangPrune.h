@@ -15,6 +15,10 @@ namespace kernels {
 /// Threads per block of the per-node kernels: 32 groups of 8 lanes, one candidate
 /// distance per group.
 constexpr int kBangPruneThreads = 256;
+/// A node with at most this many candidate entries has its keys made and sorted in
+/// shared memory by its prune block (8 KiB of keys); a larger one (a hub's reverse
+/// edges) goes through a keys kernel and CUB's segmented sort, in global memory.
+constexpr int kBangPruneSharedSortMax = 1024;
 /// Most nodes, and most candidate entries, of one page (the kernels index a page's
 /// entries with int).
 constexpr int64_t kBangPruneMaxPageEntries = int64_t(1) << 30;
@@ -37,6 +41,12 @@ struct BangPrunePage {
     /// prunes node v0 + order[b]. Blocks run roughly in order, so nodes whose candidates
     /// overlap, put next to each other here, read their candidates' rows from L2.
     const int32_t* order = nullptr;
+    /// The most entries of one node of the page.
+    int longest = 0;
+    /// Needed when longest > kBangPruneSharedSortMax (else unused): nodes entries, the
+    /// end of each node's entries for the global sort: segments[s + 1] for a node above
+    /// kBangPruneSharedSortMax, segments[s] (nothing to sort) for the others.
+    const int32_t* sortEnds = nullptr;
 };
 
 /// Scratch of one page (device memory, `entries` elements each) and CUB's temporary
@@ -49,7 +59,8 @@ struct BangPruneWork {
     size_t sortTempBytes = 0;
 };
 
-/// Dynamic shared memory of the per-node kernels for d-dimensional vectors (one vector).
+/// The most dynamic shared memory of the per-node kernels for d-dimensional vectors
+/// (one vector, and kBangPruneSharedSortMax keys and flags).
 size_t bangPruneSmemBytes(int d);
 
 /// Temporary storage of the segmented sort of `entries` keys in `nodes` segments (0
@@ -62,7 +73,8 @@ size_t bangPruneSortTempBytes(int64_t entries, int64_t nodes);
 ///   themselves when there are at most R of them (RobustPrune otherwise);
 /// written in ascending (distance, id) order, padded with -1. Three steps: the keys
 /// (distance bits above the id, one group of 8 lanes per distance, a fixed summation
-/// order), CUB's segmented sort, the prune (one block per node). Distances are summed in
+/// order), their sort (in shared memory, or CUB's segmented sort for the nodes above
+/// kBangPruneSharedSortMax), the prune (one block per node). Distances are summed in
 /// the same order by every step, so d(a, b) == d(b, a) bit for bit and equal ids
 /// have equal keys (repeats are adjacent after the sort). Needs bangPruneSmemBytes(d) of
 /// dynamic shared memory, which the caller has checked against the device's limit.

@@ -9,6 +9,7 @@
 // Every per-node array of a page lives in global memory, so no node's candidate count
 // is limited by shared memory (the second prune's reverse edges are unbounded: a hub
 // can be the neighbour of very many nodes); shared memory holds one vector.
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 
@@ -21,6 +22,7 @@
 
 #include "BangBloom.h"
 #include "BangPrune.h"
+#include "BlockSelect.cuh"
 #include "SmemLimit.cuh"
 
 namespace faiss_ext {
@@ -87,8 +89,33 @@ __device__ __forceinline__ void stageRow(
     }
 }
 
-/// keys[e] for every entry e of the page: bangKey(d(node, id), id), or kBangEmptyKey for
-/// an id outside [0, n) or the node itself. One block per node.
+/// out[j] = bangKey(d(node, id), id) for the m candidate ids of node v (ids[j]), or
+/// kBangEmptyKey for an id outside [0, n) or the node itself. `row`: the node's vector
+/// in shared memory. Every thread of the block calls it.
+__device__ __forceinline__ void candidateKeys(
+        const float* row,
+        const float* __restrict__ x,
+        int64_t n,
+        int d,
+        int64_t v,
+        const int32_t* __restrict__ ids,
+        int m,
+        uint64_t* out) {
+    const int group = threadIdx.x / kLanes, sub = threadIdx.x % kLanes;
+    for (int base = 0; base < m; base += kGroups) { // the same trip count in every warp
+        const int j = base + group;
+        const int32_t id = j < m ? ids[j] : -1;
+        const bool valid = id >= 0 && id < n && id != v;
+        const float dist = groupL2(row, x + size_t(valid ? id : 0) * size_t(d), d, sub, valid);
+        if (j < m && sub == 0) {
+            out[j] = valid ? bangKey(dist, id) : kBangEmptyKey;
+        }
+    }
+}
+
+/// keys[e] for every entry e of the nodes with more than kBangPruneSharedSortMax
+/// candidates (candidateKeys; the prune block of a smaller node makes its own). One block
+/// per node.
 __global__ void __launch_bounds__(kThreads) keysKernel(
         const float* __restrict__ x,
         int64_t n,
@@ -104,46 +131,59 @@ __global__ void __launch_bounds__(kThreads) keysKernel(
     const int64_t v = v0 + s;
     const int begin = segments[s];
     const int m = segments[s + 1] - begin;
-    if (m <= 0) {
+    if (m <= kBangPruneSharedSortMax) {
         return; // the whole block
     }
     stageRow(node, x, v, d);
     __syncthreads();
-    const int group = threadIdx.x / kLanes, sub = threadIdx.x % kLanes;
-    for (int base = 0; base < m; base += kGroups) { // the same trip count in every warp
-        const int j = base + group;
-        const int32_t id = j < m ? ids[begin + j] : -1;
-        const bool valid = id >= 0 && id < n && id != v;
-        const float dist = groupL2(node, x + size_t(valid ? id : 0) * size_t(d), d, sub, valid);
-        if (j < m && sub == 0) {
-            keys[begin + j] = valid ? bangKey(dist, id) : kBangEmptyKey;
-        }
-    }
+    candidateKeys(node, x, n, d, v, ids + begin, m, keys + begin);
 }
 
-/// One block per node over its sorted keys (see bangPrunePage). alive: one byte per
-/// entry, this node's written by this block only (flags set here, then cleared by the
-/// prune); plain loads and stores, ordered by __syncthreads.
+/// One block per node over its sorted keys (see bangPrunePage): a node with at most
+/// kBangPruneSharedSortMax candidates makes and sorts its keys in shared memory
+/// (sharedCap of them: nextPow2 of the page's most), a larger one reads them from
+/// sortedKeys (keysKernel, then CUB). alive: one byte per entry of the larger nodes,
+/// this node's written by this block only (flags set here, then cleared by the prune);
+/// plain loads and stores, ordered by __syncthreads.
 __global__ void __launch_bounds__(kThreads) pruneKernel(
         const float* __restrict__ x,
+        int64_t n,
         int d,
         int64_t v0,
         const int32_t* __restrict__ segments,
+        const int32_t* __restrict__ ids,
         const int32_t* __restrict__ order,
         const uint64_t* __restrict__ sortedKeys,
         uint8_t* alive,
+        int sharedCap,
         int R,
         float alpha,
         bool copyWhenFits,
         int32_t* __restrict__ graph) {
     extern __shared__ float4 smemPrune[];
-    float* pivot = reinterpret_cast<float*>(smemPrune); // the vector of p*
+    float* pivot = reinterpret_cast<float*>(smemPrune); // the node's vector, then p*'s
+    uint64_t* sharedKeys = reinterpret_cast<uint64_t*>(pivot + roundUp(d, 4));
+    uint8_t* sharedLive = reinterpret_cast<uint8_t*>(sharedKeys + sharedCap);
     __shared__ int found;
     const int s = order ? order[blockIdx.x] : int(blockIdx.x);
     const int begin = segments[s];
     const int m = segments[s + 1] - begin;
     const uint64_t* key = sortedKeys + begin;
     uint8_t* live = alive + begin;
+    if (m <= kBangPruneSharedSortMax) { // block-uniform
+        const int64_t v = v0 + s;
+        stageRow(pivot, x, v, d);
+        __syncthreads();
+        candidateKeys(pivot, x, n, d, v, ids + begin, m, sharedKeys);
+        const int len = m > 0 ? nextPow2(m) : 0;
+        for (int j = m + int(threadIdx.x); j < len; j += kThreads) {
+            sharedKeys[j] = kBangEmptyKey;
+        }
+        __syncthreads();
+        bitonicSort<kThreads>(sharedKeys, len); // ends with a barrier: the node's row is free
+        key = sharedKeys;
+        live = sharedLive;
+    }
     int32_t* row = graph + size_t(v0 + s) * size_t(R);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int group = threadIdx.x / kLanes, sub = threadIdx.x % kLanes;
@@ -302,12 +342,21 @@ void checkPage(const BangPrunePage& p) {
     FAISS_ASSERT(p.nodes <= kBangPruneMaxPageNodes && p.segments != nullptr);
     FAISS_ASSERT(p.entries >= 0 && p.entries <= kBangPruneMaxPageEntries);
     FAISS_ASSERT(p.entries == 0 || p.ids != nullptr);
+    FAISS_ASSERT(p.longest >= 0 && p.longest <= p.entries);
+    FAISS_ASSERT(p.longest <= kBangPruneSharedSortMax || p.sortEnds != nullptr);
+}
+
+/// The per-node kernels' dynamic shared memory: one vector (keysKernel), and for the
+/// prune sharedCap keys and flags after it.
+size_t pruneSmemBytes(int d, int sharedCap) {
+    return roundUp<size_t>(size_t(d) * sizeof(float), 16) +
+            size_t(sharedCap) * (sizeof(uint64_t) + sizeof(uint8_t));
 }
 
 } // namespace
 
 size_t bangPruneSmemBytes(int d) {
-    return roundUp<size_t>(size_t(d) * sizeof(float), 16);
+    return pruneSmemBytes(d, kBangPruneSharedSortMax);
 }
 
 size_t bangPruneSortTempBytes(int64_t entries, int64_t nodes) {
@@ -334,14 +383,16 @@ void bangPrunePage(
         cudaStream_t stream) {
     checkPage(page);
     FAISS_ASSERT(R >= 1 && graph != nullptr);
-    const size_t smem = bangPruneSmemBytes(page.d);
     const unsigned grid = unsigned(page.nodes);
     const uint64_t* sorted = work.keys;
-    if (page.entries > 0) {
+    if (page.longest > kBangPruneSharedSortMax) {
+        // The nodes above kBangPruneSharedSortMax: keys, then CUB's sort of their
+        // segments only (sortEnds: the others end where they begin).
         FAISS_ASSERT(work.keys != nullptr && work.keysAlt != nullptr && work.alive != nullptr);
         FAISS_ASSERT(work.sortTempBytes >= bangPruneSortTempBytes(page.entries, page.nodes));
-        raiseDynamicSmemLimit(keysKernel, smem);
-        keysKernel<<<grid, kThreads, smem, stream>>>(
+        const size_t keysSmem = pruneSmemBytes(page.d, 0);
+        raiseDynamicSmemLimit(keysKernel, keysSmem);
+        keysKernel<<<grid, kThreads, keysSmem, stream>>>(
                 page.vectors, page.n, page.d, page.v0, page.segments, page.ids, page.order,
                 work.keys);
         FAISS_EXT_CUDA_CHECK_LAUNCH();
@@ -349,13 +400,16 @@ void bangPrunePage(
         size_t tempBytes = work.sortTempBytes;
         FAISS_EXT_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(
                 work.sortTemp, tempBytes, keys, page.entries, page.nodes, page.segments,
-                page.segments + 1, stream));
+                page.sortEnds, stream));
         sorted = keys.Current();
     }
+    const int sharedCap =
+            page.longest > 0 ? nextPow2(std::min(page.longest, kBangPruneSharedSortMax)) : 0;
+    const size_t smem = pruneSmemBytes(page.d, sharedCap);
     raiseDynamicSmemLimit(pruneKernel, smem);
     pruneKernel<<<grid, kThreads, smem, stream>>>(
-            page.vectors, page.d, page.v0, page.segments, page.order, sorted, work.alive, R, alpha,
-            copyWhenFits, graph);
+            page.vectors, page.n, page.d, page.v0, page.segments, page.ids, page.order, sorted,
+            work.alive, sharedCap, R, alpha, copyWhenFits, graph);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 

@@ -205,6 +205,9 @@ TEST(GpuBangPrune, IdenticalToHostOnExactData) {
                 spec.maxCandidates = 2 * R + 20; // most rows are pruned
                 spec.fans = std::min<int64_t>(n - 1, 2 * R + 5);
                 spec.outOfRange = (runs % 2) == 0;
+                // Every other run one node above kBangPruneSharedSortMax: its keys sorted
+                // in global memory (CUB), the other nodes' in shared memory.
+                spec.wide = (runs % 2) == 1 ? kernels::kBangPruneSharedSortMax + 300 : 0;
                 BangCandidateLists gpuLists, hostLists;
                 makeCandidates(rng, n, spec, gpuLists, hostLists);
                 const std::vector<float> x = integerVectors(rng, n, d);
@@ -309,6 +312,37 @@ TEST(GpuBangPrune, CloseToHostOnRandomData) {
                 EXPECT_EQ(malformedRows(gpu, n, R), 0);
             }
         }
+    }
+}
+
+// A node's keys are sorted in shared memory up to kBangPruneSharedSortMax entries, in
+// global memory (CUB) above. The same lists padded with invalid ids past that size take
+// the global path for every node, and must give the same graph bit for bit: the keys
+// are the same numbers either way.
+TEST(GpuBangPrune, SharedAndGlobalSortsGiveTheSameGraph) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed() + 44);
+    const int64_t n = underSanitizer() ? 300 : 2000;
+    for (int d : {7, 128}) {
+        CandidateSpec spec;
+        spec.maxCandidates = 150;
+        spec.fans = 100;
+        BangCandidateLists lists, unused;
+        makeCandidates(rng, n, spec, lists, unused);
+        BangCandidateLists padded;
+        for (int64_t v = 0; v < n; ++v) {
+            std::vector<int32_t> row(
+                    lists.ids.begin() + lists.offsets[size_t(v)],
+                    lists.ids.begin() + lists.offsets[size_t(v) + 1]);
+            row.resize(size_t(kernels::kBangPruneSharedSortMax) + 1 + size_t(v % 3), -1);
+            padded.append(row.data(), row.size());
+        }
+        const std::vector<float> x = normalVectors(rng, n, d);
+        const std::vector<int32_t> shared = gpuPrune(res, x, n, d, lists, 64, 1.2f);
+        const std::vector<int32_t> global = gpuPrune(res, x, n, d, padded, 64, 1.2f);
+        EXPECT_EQ(differingRows(global, shared, n, 64, "d=" + std::to_string(d)), 0);
+        EXPECT_EQ(malformedRows(shared, n, 64), 0);
     }
 }
 

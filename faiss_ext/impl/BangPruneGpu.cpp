@@ -23,6 +23,8 @@ struct PageBuffers {
     DeviceBuffer<uint8_t> alive;
     DeviceBuffer<char> sortTemp;
     DeviceBuffer<int32_t> order;
+    DeviceBuffer<int32_t> sortEnds;
+    int longest = 0;
 
     PageBuffers(const GpuResources& res, const BangPrunePageRange& page, bool ownIds)
             : segments(res.alloc<int32_t>(size_t(page.end - page.begin) + 1)),
@@ -34,17 +36,31 @@ struct PageBuffers {
                       kernels::bangPruneSortTempBytes(page.entries, page.end - page.begin))) {}
 
     /// Uploads the page's segment offsets: offsets[v] - offsets[begin] for v in
-    /// [begin, end].
+    /// [begin, end]; and, when a node has more than kBangPruneSharedSortMax entries,
+    /// the ends of the segments the global sort sorts (BangPrunePage::sortEnds).
     void setSegments(
             const std::vector<int64_t>& offsets,
             const BangPrunePageRange& page,
-            cudaStream_t stream) {
+            const GpuResources& res) {
         std::vector<int32_t> seg(size_t(page.end - page.begin) + 1);
         for (size_t s = 0; s < seg.size(); ++s) {
             seg[s] = int32_t(offsets[size_t(page.begin) + s] - offsets[size_t(page.begin)]);
         }
         FAISS_ASSERT(int64_t(seg.back()) == page.entries);
-        copyToDevice(segments.data(), seg.data(), seg.size(), stream);
+        copyToDevice(segments.data(), seg.data(), seg.size(), res.stream());
+        longest = 0;
+        for (size_t s = 0; s + 1 < seg.size(); ++s) {
+            longest = std::max(longest, seg[s + 1] - seg[s]);
+        }
+        if (longest > kernels::kBangPruneSharedSortMax) {
+            std::vector<int32_t> ends(seg.size() - 1);
+            for (size_t s = 0; s < ends.size(); ++s) {
+                const bool global = seg[s + 1] - seg[s] > kernels::kBangPruneSharedSortMax;
+                ends[s] = global ? seg[s + 1] : seg[s];
+            }
+            sortEnds = res.alloc<int32_t>(ends.size());
+            copyToDevice(sortEnds.data(), ends.data(), ends.size(), res.stream());
+        }
     }
 
     /// The page's nodes (firstNode + page.begin .. firstNode + page.end) in the order of
@@ -85,6 +101,8 @@ struct PageBuffers {
         p.ids = pageIds;
         p.entries = int(r.entries);
         p.order = order.size() > 0 ? order.data() : nullptr;
+        p.longest = longest;
+        p.sortEnds = sortEnds.size() > 0 ? sortEnds.data() : nullptr;
         return p;
     }
 
@@ -106,7 +124,7 @@ size_t sortTempBytes(int64_t entries, int64_t nodes) {
 } // namespace
 
 size_t bangPrunePageBytes(int64_t entries, int64_t nodes) {
-    return size_t(entries) * (4 + 8 + 8 + 1) + (size_t(nodes) + 1) * 4 + 4096;
+    return size_t(entries) * (4 + 8 + 8 + 1) + (size_t(nodes) * 3 + 1) * 4 + 4096;
 }
 
 std::vector<BangPrunePageRange> planBangPrunePages(
@@ -193,7 +211,7 @@ void pruneCandidatesInto(
     for (const BangPrunePageRange& r :
          planBangPrunePages(candidates.offsets, res.tempMemoryBytes(), sortTempBytes)) {
         PageBuffers b(res, r, false);
-        b.setSegments(candidates.offsets, r, stream);
+        b.setSegments(candidates.offsets, r, res);
         b.setOrder(order, r, firstNode, res);
         const int32_t* pageIds = candidates.ids.data() + candidates.offsets[size_t(r.begin)];
         kernels::bangPrunePage(
@@ -243,7 +261,7 @@ void pruneWithReverseEdges(
     for (const BangPrunePageRange& r :
          planBangPrunePages(offsets, res.tempMemoryBytes(), sortTempBytes)) {
         PageBuffers b(res, r, true);
-        b.setSegments(offsets, r, stream);
+        b.setSegments(offsets, r, res);
         b.setOrder(order, r, 0, res);
         kernels::bangGatherOutAndInEdges(
                 graph, R, inOffsetsDev.data(), inIds.data(), r.begin, int(r.end - r.begin),

@@ -25,7 +25,8 @@ struct BangPrunePageRange {
 
 /// Device bytes of one page's arrays besides the sort's storage: per entry its id (4),
 /// two key buffers (8 + 8) and a flag (1); per node a segment offset (4, one more in
-/// all); and 4 KiB for the allocations' rounding.
+/// all), its prune order (4) and its end for the global sort (4); and 4 KiB for the
+/// allocations' rounding.
 size_t bangPrunePageBytes(int64_t entries, int64_t nodes);
 
 /// Splits nodes 0 .. n - 1 (n = offsets.size() - 1; node v has offsets[v + 1] -
