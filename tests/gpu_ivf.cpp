@@ -70,7 +70,10 @@ void runCase(
     infForMissing(refD, refI, c.metric);
     auto skip = coarseTies(*cpu->quantizer, c.nq, xq.data(), std::min(c.nprobe, c.nlist));
     const int64_t skipped = std::count(skip.begin(), skip.end(), true);
-    EXPECT_LE(skipped, c.nq / 5 + 1) << "too many coarse ties";
+    // The tied queries are not compared; most must be. At d = 8 and nprobe 2048 of 2100
+    // a uniform query ties at its nprobe-th list ~7% of the time (simulated), so a guard
+    // of nq / 5 + 1 over 3 queries failed ~1.4% of the runs (seen once).
+    EXPECT_LE(skipped, c.nq / 2) << "too many coarse ties";
 
     for (IvfScanPath path : {IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
         SCOPED_TRACE(pathName(path));
@@ -150,9 +153,9 @@ TEST(GpuIndexIVFFlat, LargestKAndNprobe) {
     GpuResources res;
     const uint64_t seed = testSeed();
     for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
-        runCase(res, {30000, 3, 8, 2100, 2048, 2048, m, seed + 1, true});
-        runCase(res, {30000, 5, 8, 2100, 2048, 1, m, seed + 2, false});
-        runCase(res, {30000, 5, 8, 2100, 1, 2048, m, seed + 3, false});
+        runCase(res, {30000, 16, 8, 2100, 2048, 2048, m, seed + 1, true});
+        runCase(res, {30000, 16, 8, 2100, 2048, 1, m, seed + 2, false});
+        runCase(res, {30000, 16, 8, 2100, 1, 2048, m, seed + 3, false});
     }
 }
 
