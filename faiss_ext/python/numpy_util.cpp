@@ -131,7 +131,9 @@ std::vector<uint8_t> serializedBytes(py::handle data) {
         out.assign(p, p + size);
     } else if (py::isinstance<py::array>(data)) {
         auto a = py::reinterpret_borrow<py::array>(data);
-        if (a.dtype().kind() != 'u' || a.itemsize() != 1 || a.ndim() != 1) {
+        // dtype equality goes through NumPy's C API; pybind11 before 2.12 reads
+        // itemsize() from where NumPy 1 kept it, which NumPy 2 moved.
+        if (!a.dtype().equal(py::dtype::of<uint8_t>()) || a.ndim() != 1) {
             throw py::type_error(
                     "serialized index: expected a 1-D uint8 array (as returned by "
                     "faiss.serialize_index), got dtype " +
