@@ -27,6 +27,7 @@
 #include <faiss_ext/GpuIndexIVFFlat.h>
 #include <faiss_ext/impl/BangBuild.h>
 #include <faiss_ext/impl/BangGraph.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/utils/CudaCheck.h>
 #include <kernels/BangStepwise.h>
 
@@ -62,7 +63,7 @@ void searchKernel(
         float* D,
         int64_t* I,
         int32_t* iterations) {
-    const BangGraph& state = index.deviceState();
+    const BangGraph& state = GpuIndexBangAccess::deviceState(index);
     if (!stepwise) {
         state.search(queries, nq, k, L, D, I, iterations);
         return;

@@ -39,6 +39,7 @@
 #include <faiss_ext/impl/BangFilteredSearch.h>
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/IdFilter.h>
+#include <faiss_ext/impl/IndexAccess.h>
 
 #include "BenchUtil.h"
 #include "DemoTable.h"
@@ -411,13 +412,13 @@ int main(int argc, char** argv) {
         copyToDevice(allow.data(), words.data(), words.size(), res.stream());
         const Forced exact = timeForced(res, nq, gt[fi], dI.data(), [&](int64_t q0, int64_t n) {
             bangExactAllowed(
-                    res, bang.deviceState(), qDev.data() + q0 * d, n, kK, allow.data(), f.allowed,
-                    dD.data() + q0 * kK, dI.data() + q0 * kK);
+                    res, GpuIndexBangAccess::deviceState(bang), qDev.data() + q0 * d, n, kK,
+                    allow.data(), f.allowed, dD.data() + q0 * kK, dI.data() + q0 * kK);
         });
         for (int searchL : kBangSearchL) {
             const BangFilterPlan p = bangPlan(bang, searchL, f.allowed);
             const Forced walk = timeForced(res, nq, gt[fi], dI.data(), [&](int64_t q0, int64_t n) {
-                bang.deviceState().search(
+                GpuIndexBangAccess::deviceState(bang).search(
                         qDev.data() + q0 * d, n, kK, p.walkL, dD.data() + q0 * kK,
                         dI.data() + q0 * kK, nullptr, allow.data());
             });

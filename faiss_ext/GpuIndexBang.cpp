@@ -16,6 +16,7 @@
 #include <faiss_ext/impl/BangPq.h>
 #include <faiss_ext/impl/HostMemory.h>
 #include <faiss_ext/impl/IdFilter.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/Progress.h>
 #include <faiss_ext/utils/DeviceScope.h>
 #include <kernels/BangInnerProduct.h>
@@ -92,7 +93,7 @@ BangBuildTimes rebuildInto(
     // The removed nodes are dropped here: the rebuild compacts the ids. The build reads
     // every vector on the host too (hubs, medoid, PQ training and codes; x: host or
     // device).
-    const BangGraph& state = index.deviceState();
+    const BangGraph& state = GpuIndexBangAccess::deviceState(index);
     GpuResources& res = index.resources();
     const GpuIndexBangConfig& config = index.bangConfig();
     const int64_t ntotal = index.ntotal, total = ntotal + n;
@@ -139,7 +140,7 @@ BangBuildTimes extendInto(
         int64_t n,
         const float* x,
         const Progress& progress) {
-    const BangGraph& state = index.deviceState();
+    const BangGraph& state = GpuIndexBangAccess::deviceState(index);
     GpuResources& res = index.resources();
     const GpuIndexBangConfig& config = index.bangConfig();
     next.setVectors(state, n, x);
@@ -360,10 +361,10 @@ void GpuIndexBang::setGraph(
                 res_, n, storedDim_, storedM, rows, config_.pageBytes,
                 Progress(verbose, "GpuIndexBang::setGraph")));
     }
-    setDeviceState(std::move(next), normSq);
+    setDeviceState_(std::move(next), normSq);
 }
 
-void GpuIndexBang::setDeviceState(BangGraph&& state, float ipNormSq) {
+void GpuIndexBang::setDeviceState_(BangGraph&& state, float ipNormSq) {
     FAISS_ASSERT(state.dim() == storedDim_ && state.degree() == graphDegree());
     *state_ = std::move(state);
     ipNormSq_ = ipNormSq;

@@ -105,12 +105,6 @@ class GpuIndexBang : public GpuIndex {
             const float* pqCentroids = nullptr,
             const uint8_t* pqCodes = nullptr);
 
-    /// Takes over a state built elsewhere (impl/BangGraph.h; read_index streams a file
-    /// into one): rows as this index stores them (storedDim wide: d, or for inner
-    /// product the transform's rows of M2 = ipNormSq), their graph, and in PQ mode
-    /// their codebooks and codes, all checked by the caller.
-    void setDeviceState(BangGraph&& state, float ipNormSq);
-
     void reset() override;
     void reconstruct(int64_t key, float* recons) const override;
     void reconstruct_n(int64_t i0, int64_t ni, float* recons) const override;
@@ -159,12 +153,6 @@ class GpuIndexBang : public GpuIndex {
         return lastPruneSeconds_;
     }
 
-    /// The device state (impl/BangGraph.h), for tests and benchmarks that run the search
-    /// kernels themselves (iteration counts, the stepwise comparison kernel). With
-    /// METRIC_INNER_PRODUCT its rows are the transformed vectors, d + 1 wide.
-    const BangGraph& deviceState() const {
-        return *state_;
-    }
     /// The worklist size a search with search_L = requested and k uses (max of the two);
     /// throws if it is outside [1, kMaxSearchL].
     static int effectiveL(int requested, int64_t k);
@@ -209,6 +197,14 @@ class GpuIndexBang : public GpuIndex {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const;
+    /// Takes over a state built elsewhere (setGraph; read_index streams a file into one,
+    /// through impl/IndexAccess.h): rows as this index stores them (storedDim_ wide),
+    /// their graph, and in PQ mode their codebooks and codes, all checked by the caller.
+    void setDeviceState_(BangGraph&& state, float ipNormSq);
+
+    /// The library's access to the device state (impl/IndexAccess.h: index files, tests
+    /// and benchmarks that run the search kernels themselves).
+    friend struct GpuIndexBangAccess;
 
     GpuIndexBangConfig bangConfig_;
     /// Width of the stored rows: d, or d + 1 for inner product (the MIPS transform).

@@ -40,8 +40,9 @@ class GpuIndexFlat : public GpuIndex {
     void copyTo(faiss::IndexFlat* index) const;
 
     /// As faiss::gpu::GpuIndexFlat::reserveMemory: room for numVecs vectors in all, so
-    /// that adds up to that many allocate nothing more (read_index reserves the whole
-    /// index, then adds it a piece at a time).
+    /// that adds up to that many allocate nothing more (an add past the room grows it,
+    /// copying the stored vectors). Never shrinks; the room counts in
+    /// deviceMemoryBytes() and reset() frees it.
     void reserveMemory(size_t numVecs);
 
     void reset() override;
@@ -51,11 +52,6 @@ class GpuIndexFlat : public GpuIndex {
 
     const GpuIndexFlatConfig& flatConfig() const {
         return flatConfig_;
-    }
-    /// The stored vectors and their norms on the device (impl/FlatStorage.h), for
-    /// write_index and the tests.
-    const FlatStorage& deviceState() const {
-        return *storage_;
     }
 
    protected:
@@ -82,6 +78,8 @@ class GpuIndexFlat : public GpuIndex {
 
     /// The coarse search of GpuIndexIVFFlat reads its quantizer's centroids in place.
     friend class GpuIndexIVFFlat;
+    /// The library's access to the device state (impl/IndexAccess.h: write_index).
+    friend struct GpuIndexFlatAccess;
 
     GpuIndexFlatConfig flatConfig_;
     std::unique_ptr<FlatStorage> storage_;

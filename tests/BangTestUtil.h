@@ -9,6 +9,7 @@
 
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/impl/BangGraph.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <kernels/BangSearch.h>
 #include <kernels/BangStepwise.h>
 
@@ -91,7 +92,7 @@ inline DeviceResults searchWith(
     auto dI = res.alloc<int64_t>(size_t(nq) * k);
     auto dIt = res.alloc<int32_t>(size_t(nq));
     copyToDevice(q.data(), xq.data(), xq.size(), res.stream());
-    const BangGraph& state = index.deviceState();
+    const BangGraph& state = GpuIndexBangAccess::deviceState(index);
     if (kernel == BangKernel::kPersistent) {
         state.search(q.data(), nq, k, L, dD.data(), dI.data(), dIt.data());
     } else {

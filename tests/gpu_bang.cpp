@@ -15,6 +15,7 @@
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/impl/BangBuild.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <kernels/BangCandidates.h>
 #include <kernels/BangHubEntry.h>
 #include <kernels/BangSearch.h>
@@ -283,7 +284,8 @@ TEST(GpuIndexBang, NearestHubEntryFindsSeparatedClusters) {
     std::vector<double> hubDist(nq);
     for (BangHubPath path : {BangHubPath::kDirect, BangHubPath::kFlat}) {
         SCOPED_TRACE(path == BangHubPath::kDirect ? "direct" : "flat");
-        const DeviceBuffer<uint64_t> keys = index.deviceState().nearestHubs(q.data(), nq, path);
+        const DeviceBuffer<uint64_t> keys =
+                GpuIndexBangAccess::deviceState(index).nearestHubs(q.data(), nq, path);
         std::vector<uint64_t> hostKeys(nq);
         copyToHost(hostKeys.data(), keys.data(), hostKeys.size(), res.stream());
         for (int64_t i = 0; i < nq; ++i) {

@@ -14,6 +14,7 @@
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/impl/BangFilteredSearch.h>
 #include <faiss_ext/impl/BangGraph.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/index_io.h>
 #include <kernels/IdFilter.h>
 
@@ -94,7 +95,8 @@ void expectSameIndex(
 /// The vectors' bytes (as stored: transformed and padded for inner product) are in
 /// host memory, and not among the device's.
 void expectVectorsOnHost(const GpuIndexBang& host, const GpuIndexBang& device) {
-    const size_t rows = size_t(host.nodeCount()) * host.deviceState().dim() * sizeof(float);
+    const size_t rows =
+            size_t(host.nodeCount()) * GpuIndexBangAccess::deviceState(host).dim() * sizeof(float);
     EXPECT_EQ(host.hostMemoryBytes(), rows);
     EXPECT_EQ(device.hostMemoryBytes(), 0u);
     EXPECT_GE(device.deviceMemoryBytes(), host.deviceMemoryBytes() + rows);
@@ -170,7 +172,7 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     for (const GpuIndexBang* index : {&host, &device}) {
         auto dD = res.alloc<float>(size_t(nq) * kK);
         auto dI = res.alloc<int64_t>(size_t(nq) * kK);
-        index->deviceState().search(
+        GpuIndexBangAccess::deviceState(*index).search(
                 q.data(), nq, kK, kL, dD.data(), dI.data(), nullptr, allow.data(),
                 BangEntry::kNearestHub);
         walkD.push_back(copyToHostVector(dD.data(), dD.size(), res.stream()));

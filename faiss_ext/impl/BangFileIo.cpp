@@ -8,6 +8,7 @@
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangInnerProduct.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/IndexFileIo.h>
 #include <faiss_ext/impl/IndexImage.h>
 #include <faiss_ext/impl/StreamedDeviceArrays.h>
@@ -21,7 +22,7 @@ namespace {
 /// The vectors as added (n x d): the stored rows themselves when they are the vectors
 /// (L2), else (inner product) copyNodeVectors's rows without the transform's component.
 ArrayOut<float> vectorsOut(const GpuIndexBang& index) {
-    const BangGraph& state = index.deviceState();
+    const BangGraph& state = GpuIndexBangAccess::deviceState(index);
     const int64_t n = index.nodeCount();
     const int d = index.d;
     if (state.dim() == d) {
@@ -48,8 +49,8 @@ class BangStateReader {
     BangStateReader(const GpuIndexBang& index, const BangFields& f)
             : res_(index.resources()),
               f_(f),
-              width_(index.deviceState().dim()),
-              M_(index.deviceState().pqSubquantizers()),
+              width_(GpuIndexBangAccess::deviceState(index).dim()),
+              M_(GpuIndexBangAccess::deviceState(index).pqSubquantizers()),
               onHost_(f.config.vectorPlacement == BangVectorPlacement::kHost),
               deviceRows_(res_, width_),
               graph_(res_.alloc<int32_t>(size_t(f.ntotal) * f.config.build.graphDegree)),
@@ -153,7 +154,7 @@ void writeBangIndex(ByteSink& out, const GpuIndexBang& index) {
     // Every node, the removed ones too (their ids stay until the next add).
     f.ntotal = index.nodeCount();
     f.entry = index.entryPoint();
-    const BangGraph& state = index.deviceState();
+    const BangGraph& state = GpuIndexBangAccess::deviceState(index);
     GpuResources& res = index.resources();
     DeviceScope scope(res.device());
     BangArraysOut a;
@@ -185,7 +186,7 @@ std::unique_ptr<GpuIndex> readBangIndex(ByteSource& in, uint32_t version, GpuRes
     BangStateReader reader(*index, f);
     readBangArrays(in, version, f, reader.arrays());
     if (f.ntotal > 0) {
-        index->setDeviceState(reader.finish(), reader.ipNormSq());
+        GpuIndexBangAccess::setDeviceState(*index, reader.finish(), reader.ipNormSq());
     }
     return index;
 }

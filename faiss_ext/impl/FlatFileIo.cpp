@@ -1,6 +1,7 @@
 // GpuIndexFlat's payload: the vectors straight from and to the device, a piece at a time.
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/IndexFileIo.h>
 #include <faiss_ext/impl/IndexImage.h>
 #include <faiss_ext/impl/StreamedDeviceArrays.h>
@@ -16,7 +17,8 @@ void writeFlatIndex(ByteSink& out, const GpuIndexFlat& index) {
     f.ntotal = index.ntotal;
     GpuResources& res = index.resources();
     DeviceScope scope(res.device());
-    writeFlatPayload(out, f, deviceArrayOut(res, index.deviceState().vectors(), f.ntotal, f.d));
+    const FlatStorage& storage = GpuIndexFlatAccess::deviceState(index);
+    writeFlatPayload(out, f, deviceArrayOut(res, storage.vectors(), f.ntotal, f.d));
 }
 
 std::unique_ptr<GpuIndex> readFlatIndex(ByteSource& in, uint32_t version, GpuResources& res) {

@@ -1,0 +1,40 @@
+// The library's own way into an index's internals: the impl/ owner of its device state,
+// for the index files (IndexFileIo.h) and the tests and benchmarks that run the kernels
+// themselves. The public headers keep these out of the API; each index class
+// grants its access struct friendship (`friend struct GpuIndexFlatAccess;`), so only
+// code that includes this impl/ header reaches them.
+#pragma once
+
+#include <utility>
+
+#include <faiss_ext/GpuIndexBang.h>
+#include <faiss_ext/GpuIndexFlat.h>
+
+namespace faiss_ext {
+
+class BangGraph;
+class FlatStorage;
+
+struct GpuIndexFlatAccess {
+    /// The stored vectors and their norms on the device (impl/FlatStorage.h).
+    static const FlatStorage& deviceState(const GpuIndexFlat& index) {
+        return *index.storage_;
+    }
+};
+
+struct GpuIndexBangAccess {
+    /// The device state (impl/BangGraph.h). With METRIC_INNER_PRODUCT its rows are the
+    /// transformed vectors, d + 1 wide.
+    static const BangGraph& deviceState(const GpuIndexBang& index) {
+        return *index.state_;
+    }
+    /// Installs a state built elsewhere (read_index streams a file into one): rows as
+    /// the index stores them (d wide, or for inner product the transform's rows of
+    /// M2 = ipNormSq), their graph, and in PQ mode their codebooks and codes, all
+    /// checked by the caller.
+    static void setDeviceState(GpuIndexBang& index, BangGraph&& state, float ipNormSq) {
+        index.setDeviceState_(std::move(state), ipNormSq);
+    }
+};
+
+} // namespace faiss_ext
