@@ -15,6 +15,22 @@ namespace kernels {
 /// queries' `repeat` probes, query-major (repeat 1: the ids first .. first + n - 1).
 void repeatedRowIds(int64_t first, int64_t n, int repeat, int64_t* out, cudaStream_t stream);
 
+/// lists[q * nprobe + j] += nlist for every j >= 1 of n queries' nprobe nearest lists
+/// (device, nearest first): a query's nearest list l stays l, its others become nlist +
+/// l, so that a sort by list puts every query's nearest list before any of its others.
+void markLaterProbes(int64_t* lists, int64_t n, int nprobe, int64_t nlist, cudaStream_t stream);
+
+/// bounds[r] = runD[(queryIds[r] - q0) * k + k - 1] for r < m: the k-th running key of
+/// each of m queries (+inf while it has fewer than k).
+void runningBounds(
+        const float* runD,
+        int k,
+        const int64_t* queryIds,
+        int64_t q0,
+        int64_t m,
+        float* bounds,
+        cudaStream_t stream);
+
 /// Where sortByList left the sorted arrays: in the first or the alternate buffers.
 struct SortedByList {
     int64_t* lists = nullptr;

@@ -32,6 +32,28 @@ __global__ void repeatedRowIdsKernel(int64_t first, int64_t total, int repeat, i
     }
 }
 
+__global__ void markLaterProbesKernel(int64_t* lists, int64_t total, int nprobe, int64_t nlist) {
+    for (int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; p < total;
+         p += int64_t(gridDim.x) * blockDim.x) {
+        if (p % nprobe != 0) {
+            lists[p] += nlist;
+        }
+    }
+}
+
+__global__ void runningBoundsKernel(
+        const float* runD,
+        int k,
+        const int64_t* queryIds,
+        int64_t q0,
+        int64_t m,
+        float* bounds) {
+    for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < m;
+         r += int64_t(gridDim.x) * blockDim.x) {
+        bounds[r] = runD[(queryIds[r] - q0) * k + k - 1];
+    }
+}
+
 __global__ void listStartsKernel(
         const int64_t* sorted,
         int64_t count,
@@ -125,6 +147,30 @@ void repeatedRowIds(int64_t first, int64_t n, int repeat, int64_t* out, cudaStre
         return;
     }
     repeatedRowIdsKernel<<<blocksFor(total), kThreads, 0, stream>>>(first, total, repeat, out);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+void markLaterProbes(int64_t* lists, int64_t n, int nprobe, int64_t nlist, cudaStream_t stream) {
+    const int64_t total = n * nprobe;
+    if (total == 0 || nprobe == 1) {
+        return;
+    }
+    markLaterProbesKernel<<<blocksFor(total), kThreads, 0, stream>>>(lists, total, nprobe, nlist);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+void runningBounds(
+        const float* runD,
+        int k,
+        const int64_t* queryIds,
+        int64_t q0,
+        int64_t m,
+        float* bounds,
+        cudaStream_t stream) {
+    if (m == 0) {
+        return;
+    }
+    runningBoundsKernel<<<blocksFor(m), kThreads, 0, stream>>>(runD, k, queryIds, q0, m, bounds);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 

@@ -2,9 +2,11 @@
 // kShortSelectMaxCols keys in registers and radix-selects its k-th smallest (four
 // 8-bit digits, most significant first, each a shared-memory histogram of the keys
 // still matching the digits chosen so far), takes the keys below it and the first ties
-// by column, and sorts those k. One launch and no merge; for the few rows of a small
-// batch (the coarse search of an IVF query over a few thousand centroids) it replaces
-// a warp per 1024 columns and their merge (benchs/NOTES.md).
+// by column, and sorts those k; a row with at most k candidates (a row bound, or +inf
+// and NaN, leave the others out) skips the digits and sorts just its candidates. One
+// launch and no merge; for the few rows of a small batch (the coarse search of an IVF
+// query over a few thousand centroids) it replaces a warp per 1024 columns and their
+// merge, and it serves the Bang build's millions of short rows (benchs/NOTES.md).
 #include <math_constants.h>
 #include <cub/block/block_scan.cuh>
 
@@ -45,23 +47,31 @@ __global__ void __launch_bounds__(kThreads)
     const BiasedRowLoader load = rowLoader(a, row, segStart);
 
     // Column threadIdx.x * kItems + j: a block scan in thread order is in column order.
+    const float bound = a.rowBound ? a.rowBound[row] : CUDART_INF_F;
     uint32_t keys[kItems];
+    int candidates = 0;
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
         const int c = threadIdx.x * kItems + j;
         const float v = c < segN ? load(c) : CUDART_INF_F;
-        keys[j] = v < CUDART_INF_F ? orderedFloatBits(v) : kNotTaken;
+        keys[j] = v < bound ? orderedFloatBits(v) : kNotTaken; // never NaN or +inf
+        candidates += keys[j] != kNotTaken;
     }
     if (threadIdx.x == 0) {
         takenCount = 0;
     }
+    int rowCandidates = 0;
+    Scan(scanStorage).ExclusiveSum(candidates, candidates, rowCandidates);
+    __syncthreads(); // scanStorage is used again below
 
     // The k-th smallest key, one digit at a time; `remaining`: how many keys matching
     // the prefix are still to be taken (the row holds at least k keys, padding
-    // included, so some bin always holds the remaining-th).
+    // included, so some bin always holds the remaining-th). With at most k candidates
+    // every one is taken: the k-th is a missing result (kNotTaken).
+    const bool takeAll = rowCandidates <= a.k;
     uint32_t prefix = 0, mask = 0;
     int remaining = a.k;
-    for (int shift = 32 - kDigitBits; shift >= 0; shift -= kDigitBits) {
+    for (int shift = takeAll ? -1 : 32 - kDigitBits; shift >= 0; shift -= kDigitBits) {
         for (int b = threadIdx.x; b < kBins; b += kThreads) {
             hist[b] = 0;
         }
@@ -111,7 +121,12 @@ __global__ void __launch_bounds__(kThreads)
         mask |= uint32_t(kBins - 1) << shift;
     }
 
-    // Take every key below the k-th and its first `remaining` ties by column: k keys.
+    // Take every key below the k-th and its first `remaining` ties by column: k keys
+    // (with takeAll, the candidates only; the rest of the k are missing).
+    if (takeAll) {
+        prefix = kNotTaken;
+        remaining = 0;
+    }
     int ties = 0;
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
@@ -128,11 +143,13 @@ __global__ void __launch_bounds__(kThreads)
         }
     }
     const int len = nextPow2(a.k);
-    for (int i = a.k + threadIdx.x; i < len; i += kThreads) {
+    const int filled = takeAll ? rowCandidates : a.k;
+    for (int i = filled + threadIdx.x; i < len; i += kThreads) {
         taken[i] = ~uint64_t(0);
     }
     __syncthreads();
-    bitonicSort<kThreads>(taken, len);
+    // The entries past nextPow2(filled) are all ~0: already in order.
+    bitonicSort<kThreads>(taken, filled > 0 ? nextPow2(filled) : 0);
 
     // Every id is read before any result is written: the output may alias the input ids.
     constexpr int kPer = kMaxSelectK / kThreads;

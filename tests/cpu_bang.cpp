@@ -261,25 +261,26 @@ TEST(BangBuild, IvfSelfKnnPagesAndChunksFitTheirBudgets) {
             ivfSelfKnnPageQueries(int64_t(1) << 40, 1, 2048, size_t(1) << 50) * 2048,
             int64_t(INT_MAX));
     EXPECT_THROW(ivfSelfKnnPageQueries(1000, 1024, 3162, 100000), faiss::FaissException);
-    // A list's search: a query row (128 floats) and its 65 results within half the
-    // temporaries.
-    EXPECT_EQ(ivfSelfKnnBytesPerChunkRow(128, 65, 3162), size_t(128 * 4 + 65 * 12 + 3162 * 4));
+    // A list's search: a query row (128 floats and its bound) and its 65 results within
+    // half the temporaries.
+    EXPECT_EQ(ivfSelfKnnBytesPerChunkRow(128, 65, 3162), size_t(129 * 4 + 65 * 12 + 3162 * 4));
     EXPECT_EQ(
             ivfSelfKnnChunkRows(128, 65, 3162, 1024 * MiB),
-            int64_t(512 * MiB / (128 * 4 + 65 * 12 + 3162 * 4)));
+            int64_t(512 * MiB / (129 * 4 + 65 * 12 + 3162 * 4)));
     EXPECT_EQ(
             ivfSelfKnnChunkRows(768, 1024, 100, 2 * ivfSelfKnnBytesPerChunkRow(768, 1024, 100)), 1);
     EXPECT_THROW(ivfSelfKnnChunkRows(768, 1024, 100, 10000), faiss::FaissException);
     // The peak: the ids found, the sorted rows (their norms and ids), the centroids and
-    // the lists' starts beside a page and the temporaries.
+    // the lists' starts (the pairs': nearest and other lists) beside a page and the
+    // temporaries.
     const int64_t n = 1000000;
-    const size_t lists = 1000 * (128 + 1) * 4 + 1001 * 8;
+    const size_t lists = 1000 * (128 + 1) * 4 + 2001 * 8;
     EXPECT_EQ(
             ivfSelfKnnPeakBytes(n, 128, 65, 1000, 256 * MiB, 1024 * MiB),
             lists + size_t(n) * (65 * 8 + 128 * 4 + 12) + 1280 * MiB);
     // Small rows and k: the sort of the rows by list (four ids a vector) is the peak.
     EXPECT_EQ(
-            ivfSelfKnnPeakBytes(n, 1, 1, 1, MiB, MiB), (1 * 2) * 4 + 2 * 8 + size_t(n) * 32 + MiB);
+            ivfSelfKnnPeakBytes(n, 1, 1, 1, MiB, MiB), (1 * 2) * 4 + 3 * 8 + size_t(n) * 32 + MiB);
 }
 
 TEST(BangBuild, EveryHubIsFoundFromItsNode) {

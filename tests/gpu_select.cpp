@@ -5,7 +5,8 @@
 // before +0.0, -inf first), then position. Ids and distance bits must match exactly,
 // ties included. The warp path also with a column bias, and on segments that start
 // 16-byte aligned (read a float4 at a time: segLen 32, 1000, 4096) and that do not
-// (one value at a time: 31, 33). The radix select (kernels/RadixSelect.h) against the same order up
+// (one value at a time: 31, 33). The short path also with a row bound, and with many
+// rows (its other block shapes). The radix select (kernels/RadixSelect.h) against the same order up
 // to which ties it keeps.
 #include <algorithm>
 #include <cmath>
@@ -91,11 +92,22 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
     const float inf = std::numeric_limits<float>::infinity();
     constexpr int64_t kIdBase = 1000;
 
-    for (int64_t segLen : {1, 31, 32, 33, 1000, 4096}) {
+    // Few rows, and (the short path only) more than kShortSelectMaxBlocks (row, segment)s.
+    for (const auto& [segLen, rowsPerKind] : std::vector<std::pair<int64_t, int64_t>>{
+                 {1, 2},
+                 {31, 2},
+                 {32, 2},
+                 {33, 2},
+                 {1000, 2},
+                 {4096, 2},
+                 {1000, 20},
+                 {4096, 20},
+                 {6000, 20}}) {
         // Three segments, the last one short (one column where segLen is 1).
         const int64_t ncols = 2 * segLen + (segLen + 1) / 2;
         const int64_t nseg = (ncols + segLen - 1) / segLen;
-        const int64_t nrows = 2 * kRowKinds;
+        const int64_t nrows = rowsPerKind * kRowKinds;
+        const bool manyRows = nrows * nseg > kernels::kShortSelectMaxBlocks;
         std::vector<float> dist(size_t(nrows * ncols));
         for (int64_t r = 0; r < nrows; ++r) {
             for (int64_t c = 0; c < ncols; ++c) {
@@ -119,26 +131,42 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
         copyToDevice(dDist.data(), dist.data(), dist.size(), stream);
         copyToDevice(dIds.data(), ids.data(), ids.size(), stream);
         copyToDevice(dBias.data(), bias.data(), bias.size(), stream);
+        // Row bounds: none (+inf), a value of the row itself, 0 and -inf (nothing).
+        std::vector<float> bound(static_cast<size_t>(nrows));
+        for (int64_t r = 0; r < nrows; ++r) {
+            const float choices[] = {inf, dist[size_t(r * ncols + (r * 7) % ncols)], 0.f, -inf};
+            bound[size_t(r)] = choices[(r / kRowKinds) % 4];
+        }
+        auto dBound = res.alloc<float>(bound.size());
+        copyToDevice(dBound.data(), bound.data(), bound.size(), stream);
 
         // The warp path at every k it takes; the others at a spread of k up to the most.
         std::vector<std::pair<kernels::SelectPath, int>> runs;
-        for (int k = 1; k <= kernels::kMaxWarpRowSelectK; ++k) {
+        for (int k = 1; k <= kernels::kMaxWarpRowSelectK && !manyRows; ++k) {
             runs.emplace_back(kernels::SelectPath::kWarp, k);
         }
         for (kernels::SelectPath p : {kernels::SelectPath::kShort, kernels::SelectPath::kBlock}) {
             for (int k : {1, 3, 16, 32, 33, 100, 1000, kernels::kMaxSelectK}) {
-                runs.emplace_back(p, k);
+                if (p == kernels::SelectPath::kShort || !manyRows) {
+                    runs.emplace_back(p, k);
+                }
             }
         }
         for (const auto& [path, k] : runs) {
-            for (int variant = 0; variant < (path == kernels::SelectPath::kWarp ? 3 : 2);
-                 ++variant) {
+            // idBase, inIds; the warp path with a bias; the short path with a bias and a
+            // row bound (as the Bang build's k-NN calls it).
+            const int variants = path == kernels::SelectPath::kWarp ? 3
+                    : path == kernels::SelectPath::kShort           ? 4
+                                                                    : 2;
+            for (int variant = 0; variant < variants; ++variant) {
                 const bool withIds = variant == 1;
-                const bool withBias = variant == 2;
+                const bool withBias = variant >= 2;
+                const bool withBound = variant == 3;
                 SCOPED_TRACE(
-                        "segLen=" + std::to_string(segLen) + " k=" + std::to_string(k) +
-                        " path=" + std::to_string(int(path)) + (withIds ? " inIds" : " idBase") +
-                        (withBias ? " bias" : ""));
+                        "segLen=" + std::to_string(segLen) + " rows=" + std::to_string(nrows) +
+                        " k=" + std::to_string(k) + " path=" + std::to_string(int(path)) +
+                        (withIds ? " inIds" : " idBase") + (withBias ? " bias" : "") +
+                        (withBound ? " bound" : ""));
                 // The values selected from: dist, plus the bias where there is one.
                 auto value = [&](int64_t r, int64_t c) {
                     const float v = dist[size_t(r * ncols + c)];
@@ -161,6 +189,7 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
                 a.segLen = segLen;
                 a.inIds = withIds ? dIds.data() : nullptr;
                 a.colBias = withBias ? dBias.data() : nullptr;
+                a.rowBound = withBound ? dBound.data() : nullptr;
                 a.ldIds = ncols;
                 a.idBase = kIdBase;
                 a.k = k;
@@ -180,7 +209,8 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
                         std::vector<uint64_t> keys;
                         for (int64_t c = c0; c < c1; ++c) {
                             const float v = value(r, c);
-                            if (v < inf) { // NaN and +inf are never selected
+                            // NaN and +inf are never selected, nor what a bound excludes.
+                            if (v < inf && (!withBound || v < bound[size_t(r)])) {
                                 keys.push_back(hostSelectKey(v, int(c - c0)));
                             }
                         }
@@ -232,6 +262,9 @@ TEST(GpuSelectRows, ForcedPathsOutsideTheirRangeThrow) {
     a.path = kernels::SelectPath::kShort; // one segment longer than the short path takes
     EXPECT_THROW(kernels::selectRowsMin(a, res.stream()), faiss::FaissException);
     a.path = kernels::SelectPath::kWarp; // k above the warp path's
+    EXPECT_THROW(kernels::selectRowsMin(a, res.stream()), faiss::FaissException);
+    a.path = kernels::SelectPath::kBlock; // a row bound on another path than the short one
+    a.rowBound = dist.data();
     EXPECT_THROW(kernels::selectRowsMin(a, res.stream()), faiss::FaissException);
 }
 

@@ -143,9 +143,12 @@ SortedLists sortByNearestCentroid(
     return s;
 }
 
-/// One page's queries q0 .. q0 + m - 1, once for each of their nprobe nearest lists, in
-/// list order (stably: by id within a list), and where each list's pairs start (host,
-/// nlist + 1).
+/// One page's queries q0 .. q0 + m - 1, once for each of their nprobe nearest lists:
+/// first each query in its nearest list, in list order, then each in its other lists,
+/// in list order (stably: by id within a list). starts (host, 2 nlist + 1): where the
+/// pairs of "list" l start, l < nlist the nearest lists' pairs of list l, l >= nlist the
+/// other pairs of list l - nlist. Searching in that order, a query's later lists are
+/// searched with its nearest list's k-th as a bound, which leaves few candidates.
 struct PagePairs {
     DeviceBuffer<int64_t> queries;
     std::vector<int64_t> starts;
@@ -162,16 +165,18 @@ PagePairs probePairs(
         int64_t* startsDev) {
     DeviceBuffer<int64_t> lists =
             nearestLists(res, vectors + size_t(q0) * d, m, d, centroids, nprobe);
+    kernels::markLaterProbes(lists.data(), m, nprobe, centroids.size(), res.stream());
     PagePairs p;
     p.queries = res.alloc<int64_t>(size_t(m) * nprobe);
     kernels::repeatedRowIds(q0, m, nprobe, p.queries.data(), res.stream());
-    p.starts = groupByList(res, std::move(lists), p.queries, centroids.size(), startsDev);
+    p.starts = groupByList(res, std::move(lists), p.queries, 2 * centroids.size(), startsDev);
     return p;
 }
 
 /// Searches each list for the page's queries that probe it, a chunk of at most
 /// ivfSelfKnnChunkRows at a time, and merges the results into the running best (runD,
-/// runI: the page's m rows of k).
+/// runI: the page's m rows of k): the queries' nearest lists first, then their others
+/// with each query's k-th running key as the selection's bound.
 void searchPageLists(
         const GpuResources& res,
         const float* vectors,
@@ -184,8 +189,9 @@ void searchPageLists(
         int64_t* runI) {
     cudaStream_t stream = res.stream();
     const int64_t nlist = int64_t(sorted.starts.size()) - 1;
+    FAISS_ASSERT(int64_t(pairs.starts.size()) == 2 * nlist + 1);
     int64_t most = 0;
-    for (int64_t l = 0; l < nlist; ++l) {
+    for (int64_t l = 0; l < 2 * nlist; ++l) {
         most = std::max(most, pairs.starts[size_t(l) + 1] - pairs.starts[size_t(l)]);
     }
     const int64_t rows =
@@ -193,18 +199,28 @@ void searchPageLists(
     auto chunkQ = res.alloc<float>(size_t(rows) * d);
     auto chunkD = res.alloc<float>(size_t(rows) * k);
     auto chunkI = res.alloc<int64_t>(size_t(rows) * k);
+    auto bounds = res.alloc<float>(size_t(rows));
     auto keys = res.alloc<float>(size_t(rows) * sorted.longest);
-    for (int64_t l = 0; l < nlist; ++l) {
+    for (int64_t pl = 0; pl < 2 * nlist; ++pl) {
+        const bool nearest = pl < nlist;
+        const int64_t l = nearest ? pl : pl - nlist;
         const int64_t start = sorted.starts[size_t(l)];
         const int64_t len = sorted.starts[size_t(l) + 1] - start;
-        const int64_t end = pairs.starts[size_t(l) + 1];
+        const int64_t end = pairs.starts[size_t(pl) + 1];
         if (len == 0) {
             continue; // an empty list (k-means left a centroid without vectors)
         }
-        for (int64_t c0 = pairs.starts[size_t(l)]; c0 < end; c0 += rows) {
+        const bool shortRows = len <= kernels::kShortSelectMaxCols;
+        // Only keys below a query's running k-th can enter its best k (on a tie the
+        // running entry stays first): the short path's row bound.
+        const bool bounded = !nearest && shortRows;
+        for (int64_t c0 = pairs.starts[size_t(pl)]; c0 < end; c0 += rows) {
             const int64_t mc = std::min(rows, end - c0);
             const int64_t* queries = pairs.queries.data() + c0;
             kernels::gatherRows(vectors, queries, mc, d, chunkQ.data(), stream);
+            if (bounded) {
+                kernels::runningBounds(runD, k, queries, q0, mc, bounds.data(), stream);
+            }
             // The keys |b|^2 - 2 q.b of the chunk's queries against the list (|q|^2 is the
             // same for all of a query's lists, so the merge compares keys), then each
             // row's k smallest: a block radix-selects a whole row of at most
@@ -220,12 +236,12 @@ void searchPageLists(
             sel.nrows = mc;
             sel.ncols = len;
             sel.colBias = sorted.norms.data() + start;
+            sel.rowBound = bounded ? bounds.data() : nullptr;
             sel.k = k;
             sel.outD = chunkD.data();
             sel.outI = chunkI.data();
             sel.ldOut = k;
-            sel.path = len <= kernels::kShortSelectMaxCols ? kernels::SelectPath::kShort
-                                                           : kernels::SelectPath::kAuto;
+            sel.path = shortRows ? kernels::SelectPath::kShort : kernels::SelectPath::kAuto;
             kernels::selectRowsMin(sel, stream);
             kernels::mergeListResults(
                     chunkD.data(), chunkI.data(), mc, k, sorted.ids.data() + start, queries, q0,
@@ -250,7 +266,7 @@ int64_t ivfSelfKnnPageQueries(int64_t n, int k, int nprobe, size_t pageBytes) {
 }
 
 size_t ivfSelfKnnBytesPerChunkRow(int d, int k, int64_t listLength) {
-    return size_t(d) * sizeof(float) + size_t(k) * (sizeof(float) + sizeof(int64_t)) +
+    return size_t(d + 1) * sizeof(float) + size_t(k) * (sizeof(float) + sizeof(int64_t)) +
             size_t(listLength) * sizeof(float);
 }
 
@@ -272,8 +288,8 @@ size_t ivfSelfKnnPeakBytes(
         size_t pageBytes,
         size_t tempMemoryBytes) {
     const size_t N = size_t(n);
-    const size_t lists =
-            size_t(nlist) * (size_t(d) + 1) * sizeof(float) + (size_t(nlist) + 1) * sizeof(int64_t);
+    const size_t lists = size_t(nlist) * (size_t(d) + 1) * sizeof(float) +
+            (2 * size_t(nlist) + 1) * sizeof(int64_t);
     // The sort of the rows by list: the lists and the ids, double-buffered.
     const size_t sorting = lists + N * 4 * sizeof(int64_t) + tempMemoryBytes;
     // The pages, beside the ids found and the sorted rows, norms and ids.
@@ -305,7 +321,7 @@ DeviceBuffer<int64_t> ivfSelfKnn(
 
     const FlatStorage centroids =
             trainCentroids(res, trainX, n, d, nlist, pageBytes, progress.part(0, 0.4));
-    auto startsDev = res.alloc<int64_t>(size_t(nlist) + 1);
+    auto startsDev = res.alloc<int64_t>(2 * size_t(nlist) + 1); // nlist + 1 for the rows
     const SortedLists sorted =
             sortByNearestCentroid(res, vectors, n, d, centroids, startsDev.data());
     progress.reportAfter(stream, "vectors sorted into their lists", 0.45);

@@ -26,8 +26,9 @@ size_t ivfSelfKnnBytesPerPageQuery(int k, int nprobe);
 /// query does not fit.
 int64_t ivfSelfKnnPageQueries(int64_t n, int k, int nprobe, size_t pageBytes);
 
-/// Device bytes each query row of a list's search holds: its gathered vector, its k
-/// results (distance and id) and its keys against a list of listLength rows.
+/// Device bytes each query row of a list's search holds: its gathered vector, its
+/// selection bound, its k results (distance and id) and its keys against a list of
+/// listLength rows.
 size_t ivfSelfKnnBytesPerChunkRow(int d, int k, int64_t listLength);
 
 /// Rows one list's search takes at most (listLength: the longest list's): as many as
