@@ -13,6 +13,7 @@
 
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/IvfSearch.h>
 
 #include "BenchUtil.h"
@@ -137,7 +138,7 @@ int main(int argc, char** argv) {
                     const double p50 = bench::percentile(hostMs, 0.5);
                     const double p99 = bench::percentile(hostMs, 0.99);
                     const double floorMs = bytesPerQuery * batch / ceil.bytesPerSec * 1e3;
-                    IvfSearchPlan plan = index.plan(batch, k, nprobe);
+                    IvfSearchPlan plan = GpuIndexIVFFlatAccess::plan(index, batch, k, nprobe);
                     std::printf(
                             "| %lld | %lld | %d | %lld | %.0f | %.3f | %.3f | %.3f | %.3f | "
                             "%.3f | %.3f | %.3f | %.2f | %.2f | %lld | %s |\n",

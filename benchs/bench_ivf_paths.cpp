@@ -22,6 +22,7 @@
 #include <faiss/IndexIVFFlat.h>
 
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/IvfSearch.h>
 
 #include "BenchUtil.h"
@@ -172,7 +173,8 @@ void mergeTable(
                             res, index, qDev, nq, data.d, batch, k, nprobe, 50, dD.data(),
                             dI.data());
                 };
-                const IvfSearchPlan plan = automatic.plan(batch, k, int(nprobe));
+                const IvfSearchPlan plan =
+                        GpuIndexIVFFlatAccess::plan(automatic, batch, k, int(nprobe));
                 const double h = timed(heap);
                 char fastText[32] = "-", ratioText[32] = "-";
                 if (plan.fastMergeSmemBytes <= res.maxSharedMemoryPerBlock()) {
@@ -278,7 +280,8 @@ int main(int argc, char** argv) {
             };
             const double pq = timed(perQuery);
             const double lm = timed(listMajor);
-            const bool picksListMajor = automatic.plan(batch, k, nprobe).listMajor;
+            const bool picksListMajor =
+                    GpuIndexIVFFlatAccess::plan(automatic, batch, k, nprobe).listMajor;
             std::printf(
                     "| %lld | %lld | %.1f | %.1f | %.3f | %.3f | %.2f | %s |\n", (long long)batch,
                     (long long)nprobe, autoSharing, tileSharing, pq, lm, pq / lm,

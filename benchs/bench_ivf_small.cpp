@@ -18,6 +18,7 @@
 #include <faiss/IndexIVF.h>
 
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/IvfSearch.h>
 
 #include "BenchUtil.h"
@@ -79,7 +80,8 @@ int main(int argc, char** argv) {
         }
         res.synchronize();
         cudaProfilerStop();
-        const IvfSearchPlan plan = index.plan(batch, k, int64_t(index.nprobe));
+        const IvfSearchPlan plan =
+                GpuIndexIVFFlatAccess::plan(index, batch, k, int64_t(index.nprobe));
         std::vector<float> D(size_t(batch) * k);
         std::vector<int64_t> I(size_t(batch) * k);
         const double host = bench::median(bench::timeHost(

@@ -411,12 +411,6 @@ std::vector<int64_t> GpuIndexIVFFlat::listIds(int64_t list) const {
     return lists_->listIds(list);
 }
 
-IvfSearchPlan GpuIndexIVFFlat::plan(int64_t nq, int k, int64_t nprobeRequested) const {
-    FAISS_THROW_IF_NOT_FMT(
-            nprobeRequested >= 1, "nprobe=%lld must be >= 1", (long long)nprobeRequested);
-    return plan_(nq, k, effectiveNprobe_(size_t(nprobeRequested)));
-}
-
 IvfSearchPlan GpuIndexIVFFlat::plan_(int64_t nq, int k, int nprobeClamped) const {
     IvfPlanInput in;
     in.nq = nq;

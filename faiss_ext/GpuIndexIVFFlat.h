@@ -107,10 +107,6 @@ class GpuIndexIVFFlat : public GpuIndex {
     std::vector<float> listVectors(int64_t list) const;
     std::vector<int64_t> listIds(int64_t list) const;
 
-    /// The plan search would use for nq queries, k results and nprobe probes (for
-    /// tests and benchmarks, with impl/IvfSearch.h: chunking, memory, merge path).
-    IvfSearchPlan plan(int64_t nq, int k, int64_t nprobe) const;
-
     const GpuIndexIVFFlatConfig& ivfConfig() const {
         return ivfConfig_;
     }
@@ -151,6 +147,10 @@ class GpuIndexIVFFlat : public GpuIndex {
     int searchNprobe_(const faiss::SearchParameters* params) const;
     IvfSearchPlan plan_(int64_t nq, int k, int nprobe) const;
     void checkIds_(int64_t n, const int64_t* ids, const char* what) const;
+
+    /// The library's access to the search plan (impl/IndexAccess.h: tests and
+    /// benchmarks).
+    friend struct GpuIndexIVFFlatAccess;
 
     GpuIndexIVFFlatConfig ivfConfig_;
     int64_t nlist_;

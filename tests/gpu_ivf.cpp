@@ -13,6 +13,7 @@
 
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/IvfSearch.h>
 
 #include "IvfTestUtil.h"
@@ -212,17 +213,19 @@ TEST(GpuIndexIVFFlat, FastAndHeapMergePathsAgree) {
         // The largest nprobe whose candidates fit the fast path on this device.
         // (heap.plan: planning the forced fast path would refuse what does not fit.)
         while (nprobe > 1 &&
-               heap.plan(nq, k, nprobe).fastMergeSmemBytes > res.maxSharedMemoryPerBlock()) {
+               GpuIndexIVFFlatAccess::plan(heap, nq, k, nprobe).fastMergeSmemBytes >
+                       res.maxSharedMemoryPerBlock()) {
             nprobe = (nprobe + 1) / 2;
         }
         SCOPED_TRACE(
                 testing::Message() << "d=" << d << " nb=" << nb << " nlist=" << nlist << " nq="
                                    << nq << " k=" << k << " nprobe=" << nprobe << " seed=" << seed);
-        if (heap.plan(nq, k, nprobe).fastMergeSmemBytes > res.maxSharedMemoryPerBlock()) {
+        if (GpuIndexIVFFlatAccess::plan(heap, nq, k, nprobe).fastMergeSmemBytes >
+            res.maxSharedMemoryPerBlock()) {
             continue; // k=2048 with small chunks: the fast path never fits
         }
-        ASSERT_TRUE(fast.plan(nq, k, nprobe).fastMerge);
-        ASSERT_FALSE(heap.plan(nq, k, nprobe).fastMerge);
+        ASSERT_TRUE(GpuIndexIVFFlatAccess::plan(fast, nq, k, nprobe).fastMerge);
+        ASSERT_FALSE(GpuIndexIVFFlatAccess::plan(heap, nq, k, nprobe).fastMerge);
         fast.nprobe = heap.nprobe = size_t(nprobe);
         std::vector<float> D1(nq * k), D2(nq * k);
         std::vector<int64_t> I1(nq * k), I2(nq * k);
@@ -324,8 +327,8 @@ TEST(GpuIndexIVFFlat, ScanPathsGiveIdenticalResults) {
         listMajorCfg.scanPath = IvfScanPath::kListMajor;
         GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
         GpuIndexIVFFlat listMajor(res, cpu.get(), listMajorCfg);
-        ASSERT_FALSE(perQuery.plan(nq, k, nprobe).listMajor);
-        ASSERT_TRUE(listMajor.plan(nq, k, nprobe).listMajor);
+        ASSERT_FALSE(GpuIndexIVFFlatAccess::plan(perQuery, nq, k, nprobe).listMajor);
+        ASSERT_TRUE(GpuIndexIVFFlatAccess::plan(listMajor, nq, k, nprobe).listMajor);
         perQuery.nprobe = listMajor.nprobe = size_t(nprobe);
         std::vector<float> D1(nq * k), D2(nq * k);
         std::vector<int64_t> I1(nq * k), I2(nq * k);
@@ -370,7 +373,7 @@ TEST(GpuIndexIVFFlat, ListMajorWarpSelectionAtEveryCapacity) {
         perQueryCfg.listChunkVectors = listMajorCfg.listChunkVectors = chunks[i % 3];
         GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
         GpuIndexIVFFlat listMajor(res, cpu.get(), listMajorCfg);
-        ASSERT_TRUE(listMajor.plan(nq, k, nprobe).listMajor);
+        ASSERT_TRUE(GpuIndexIVFFlatAccess::plan(listMajor, nq, k, nprobe).listMajor);
         perQuery.nprobe = listMajor.nprobe = size_t(nprobe);
         std::vector<float> D1(nq * k), D2(nq * k, 12345.f);
         std::vector<int64_t> I1(nq * k), I2(nq * k, 777);
@@ -581,7 +584,7 @@ TEST(GpuIndexIVFFlat, SmallBudgetsGiveTheSameResults) {
     cfg.pageBytes = size_t(1) << 20;
     GpuIndexIVFFlat a(res, cpu.get()), b(small, cpu.get(), cfg);
     a.nprobe = b.nprobe = 20;
-    EXPECT_LT(b.plan(nq, k, 20).queryTile, nq);
+    EXPECT_LT(GpuIndexIVFFlatAccess::plan(b, nq, k, 20).queryTile, nq);
     std::vector<float> D1(nq * k), D2(nq * k);
     std::vector<int64_t> I1(nq * k), I2(nq * k);
     a.search(nq, xq.data(), k, D1.data(), I1.data());

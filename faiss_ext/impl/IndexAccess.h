@@ -5,10 +5,15 @@
 // code that includes this impl/ header reaches them.
 #pragma once
 
+#include <cstdint>
 #include <utility>
+
+#include <faiss/impl/FaissAssert.h>
 
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/IvfSearch.h>
 
 namespace faiss_ext {
 
@@ -34,6 +39,15 @@ struct GpuIndexBangAccess {
     /// checked by the caller.
     static void setDeviceState(GpuIndexBang& index, BangGraph&& state, float ipNormSq) {
         index.setDeviceState_(std::move(state), ipNormSq);
+    }
+};
+
+struct GpuIndexIVFFlatAccess {
+    /// The plan a search would use for nq queries, k results and nprobe probes
+    /// (impl/IvfSearch.h: chunking, memory, merge and scan paths).
+    static IvfSearchPlan plan(const GpuIndexIVFFlat& index, int64_t nq, int k, int64_t nprobe) {
+        FAISS_THROW_IF_NOT_FMT(nprobe >= 1, "nprobe=%lld must be >= 1", (long long)nprobe);
+        return index.plan_(nq, k, index.effectiveNprobe_(size_t(nprobe)));
     }
 };
 
