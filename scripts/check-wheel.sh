@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the wheel (pip wheel ., scikit-build-core from PyPI, the same CMake as build/)
-# and imports it in a fresh virtual environment. Uses Debian's python3 as
+# Builds the wheel (pip wheel ., scikit-build-core from PyPI, the same CMake as build/),
+# imports it in a fresh virtual environment and runs the CPU Python suite there against
+# it, and against build/'s module, under the NumPy pip picks (the newest) instead of
+# Debian's. Uses Debian's python3 as
 # scripts/setup.sh does. ccache serves the library's objects compiled for build/ when
 # CCACHE_BASEDIR is the repository (build-wheel/ lies at the same depth) and both use
 # the same generator.
@@ -38,3 +40,14 @@ assert x.dtype == np.float32 and x.shape == (3, 4)
 print(f"check-wheel: imported {faiss_ext.__file__} ({faiss_ext.get_num_gpus()} GPU(s)), stubs present")
 PY
 )
+
+# The CPU Python suite with pip's NumPy: against the wheel (PYTHONPATH holds only the
+# datasets' helpers), then against build/'s module (built with the pybind11 CMake found,
+# Debian's by default: NumPy 2 broke an itemsize() read of pybind11 < 2.12 there).
+repo=$PWD
+"$work/test-env/bin/pip" install -q pytest
+for module_path in "" "$repo/build/python:"; do
+  (cd "$work" && PYTHONPATH="${module_path}$repo/benchs/datasets" PYTHONDONTWRITEBYTECODE=1 \
+    test-env/bin/python -m pytest "$repo/tests/python" -q -p no:cacheprovider -m "not gpu")
+done
+echo "check-wheel: CPU Python suite passed with NumPy $("$work/test-env/bin/python" -c 'import numpy; print(numpy.__version__)')"
