@@ -5,7 +5,7 @@
 // PQ mode (M = d / 4 sub-quantizers on the same graph, its full vectors on the device and
 // in host memory) beside exact mode at batch 10000.
 // Usage: bench_bang [n_base] [spread] [pq|build] [--sift DIR] [--lists N] [--probes P]
-//                   [--verbose] [--extend F]
+//                   [--verbose] [--extend F] [--by-row]
 // Defaults 1000000, 0.15 (bench_ivf's dataset). A third argument "pq" skips the
 // stepwise kernel and IVF-Flat; "build" stops after the persistent kernel's table.
 // --sift DIR: the first n_base rows of DIR/base.bvecs (or .fvecs) and 10000 of
@@ -13,6 +13,9 @@
 // candidateLists / candidateProbes. --verbose: the build's phases as they end.
 // --extend F: also builds on the first (1 - F) n rows, adds the other F n in one add (an
 // extension of the graph), and prints its time and recall beside the one build's.
+// --by-row: the clustered set drawn by datasets::clusteredByRow (a thread a share of the
+// rows; the same distribution, other numbers) instead of datasets::clustered (one
+// thread): for 100M, where one thread takes minutes.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
     GpuIndexBangConfig bangCfg;
     bool verbose = false;
     double extendFraction = 0;
+    bool byRow = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--sift" && i + 1 < argc) {
@@ -102,6 +106,8 @@ int main(int argc, char** argv) {
             bangCfg.build.candidateProbes = std::atoi(argv[++i]);
         } else if (a == "--verbose") {
             verbose = true;
+        } else if (a == "--by-row") {
+            byRow = true;
         } else if (a == "--extend" && i + 1 < argc) {
             extendFraction = std::atof(argv[++i]);
         } else {
@@ -124,12 +130,19 @@ int main(int argc, char** argv) {
     std::vector<float> xb, xq;
     if (siftDir.empty()) {
         datasets::ClusteredSpec spec{nb, d, 2000, spread, 7};
-        xb = datasets::clustered(spec, 0);
+        auto draw = [byRow](const datasets::ClusteredSpec& s, uint64_t stream) {
+            return byRow ? datasets::clusteredByRow(s, stream) : datasets::clustered(s, stream);
+        };
+        const auto start = std::chrono::steady_clock::now();
+        xb = draw(spec, 0);
         spec.n = nq;
-        xq = datasets::clustered(spec, 1);
+        xq = draw(spec, 1);
         std::printf(
-                "dataset: %lld x %d clustered (%d blobs, spread %.2f), %lld queries, k=%d\n",
-                (long long)nb, d, spec.clusters, spec.spread, (long long)nq, k);
+                "dataset: %lld x %d clustered (%d blobs, spread %.2f%s), %lld queries, k=%d; "
+                "drawn in %.1f s\n",
+                (long long)nb, d, spec.clusters, spec.spread, byRow ? ", by row" : "",
+                (long long)nq, k,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     } else {
         datasets::Matrix<float> base = datasets::readRowsAsFloat(siftDir, "base", nb);
         datasets::Matrix<float> query = datasets::readRowsAsFloat(siftDir, "query", nq);

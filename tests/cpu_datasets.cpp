@@ -1,4 +1,6 @@
 // Dataset generation and file formats.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -38,6 +40,48 @@ TEST(Synthetic, DeterministicAndClustered) {
         far += best > 16 * spec.d * spec.spread * spec.spread;
     }
     EXPECT_EQ(far, 0);
+}
+
+TEST(Synthetic, ByRowIsTheSameForAnyThreadCountAndPrefix) {
+    ClusteredSpec spec;
+    spec.n = 5000;
+    spec.d = 12;
+    spec.clusters = 7;
+    spec.spread = 0.05f;
+    const auto one = clusteredByRow(spec, 0, 1);
+    EXPECT_EQ(clusteredByRow(spec, 0, 3), one);
+    EXPECT_EQ(clusteredByRow(spec, 0, 0), one);
+    EXPECT_NE(clusteredByRow(spec, 1, 2), one);
+    ClusteredSpec shorter = spec;
+    shorter.n = 1234;
+    const auto prefix = clusteredByRow(shorter, 0, 2);
+    EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), one.begin()));
+}
+
+TEST(Synthetic, ByRowDrawsNormalNoiseAroundTheCentres) {
+    // One blob: the rows' mean is its centre and each component's variance spread^2.
+    ClusteredSpec spec;
+    spec.n = 40000;
+    spec.d = 8;
+    spec.clusters = 1;
+    spec.spread = 0.2f;
+    const auto x = clusteredByRow(spec);
+    // The centre: one row of clustered() with a negligible spread (the same centres).
+    const auto centre = clustered(ClusteredSpec{1, spec.d, 1, 1e-9f, spec.seed});
+    for (int j = 0; j < spec.d; ++j) {
+        double sum = 0, sumSq = 0, beyond3 = 0;
+        for (int64_t i = 0; i < spec.n; ++i) {
+            const double e = x[size_t(i) * spec.d + j] - centre[size_t(j)];
+            sum += e;
+            sumSq += e * e;
+            beyond3 += std::abs(e) > 3 * spec.spread;
+        }
+        const double mean = sum / spec.n, var = sumSq / spec.n - mean * mean;
+        EXPECT_NEAR(mean, 0.0, 0.01) << "component " << j;
+        EXPECT_NEAR(var / (spec.spread * spec.spread), 1.0, 0.05) << "component " << j;
+        // A normal puts 0.27% beyond 3 sigma.
+        EXPECT_NEAR(beyond3 / spec.n, 0.0027, 0.0015) << "component " << j;
+    }
 }
 
 TEST(Synthetic, UniformRange) {
