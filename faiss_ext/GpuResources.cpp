@@ -1,6 +1,8 @@
 #include <faiss_ext/GpuResources.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include <faiss_ext/impl/PinnedStaging.h>
@@ -28,6 +30,10 @@ GpuResources::GpuResources(GpuResourcesConfig config)
     FAISS_THROW_IF_NOT_FMT(
             config.tempMemoryBytes >= (size_t(16) << 20),
             "tempMemoryBytes %zu is below the 16 MiB minimum", config.tempMemoryBytes);
+    const char* plain = std::getenv("FAISS_EXT_PLAIN_PRODUCTS");
+    if (plain != nullptr && std::strcmp(plain, "1") == 0) {
+        config_.plainProducts = true;
+    }
     DeviceScope scope(config.device);
 
     cudaDeviceProp prop;

@@ -22,6 +22,12 @@ struct GpuResourcesConfig {
     /// temporaries (distance tiles, candidates, staged queries). Larger inputs are
     /// processed in pages that fit.
     size_t tempMemoryBytes = size_t(1) << 30;
+    /// Computes the searches' query-base products with faiss_ext's own plain CUDA-core
+    /// kernel instead of cuBLAS: several times slower, for checking runs under
+    /// compute-sanitizer, whose racecheck and initcheck do not follow cuBLAS's Hopper
+    /// GEMMs. The environment variable FAISS_EXT_PLAIN_PRODUCTS=1 turns it on for every
+    /// GpuResources of the process.
+    bool plainProducts = false;
 };
 
 /// Owns a non-blocking stream and a cuBLAS handle on one device. Every index keeps a
@@ -51,6 +57,11 @@ class GpuResources {
     }
     size_t tempMemoryBytes() const {
         return config_.tempMemoryBytes;
+    }
+    /// Whether products run on the plain kernel (GpuResourcesConfig::plainProducts, or
+    /// FAISS_EXT_PLAIN_PRODUCTS=1 in the environment).
+    bool plainProducts() const {
+        return config_.plainProducts;
     }
     /// Streaming multiprocessors on the device.
     int multiProcessorCount() const {

@@ -141,6 +141,21 @@ TEST(GpuIndexFlat, MatchesCpuOnFixedShapes) {
     }
 }
 
+// The products on faiss_ext's plain kernel (GpuResourcesConfig::plainProducts, for
+// compute-sanitizer runs) give FAISS CPU's results on every path and precision.
+TEST(GpuIndexFlat, PlainProductsMatchCpu) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResourcesConfig config;
+    config.plainProducts = true;
+    GpuResources res(config);
+    ASSERT_TRUE(res.plainProducts());
+    const uint64_t seed = test::testSeed();
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        runCase(res, {20000, 64, 96, 100, m, seed});
+        runCase(res, {3000, 9, 7, 10, m, seed + 1});
+    }
+}
+
 TEST(GpuIndexFlat, MatchesCpuOnRandomShapes) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;

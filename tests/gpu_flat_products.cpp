@@ -1,7 +1,7 @@
 // The GEMM products of the flat search (kernels/OperandSplit.h) against exact dot
 // products: each stays within the error bound the threshold path's margin is built on
 // (kernels::keyErrorBound), on data chosen to stress the splits and the tensor cores'
-// accumulation.
+// accumulation; on cuBLAS and on the plain kernel (GpuResourcesConfig::plainProducts).
 #include <cmath>
 #include <random>
 #include <string>
@@ -56,9 +56,13 @@ std::vector<float> makeRows(int64_t n, int d, int kind, std::mt19937_64& rng) {
 
 } // namespace
 
-TEST(GpuFlatProducts, EveryProductStaysWithinItsKeyErrorBound) {
+class GpuFlatProducts : public ::testing::TestWithParam<bool> {};
+
+TEST_P(GpuFlatProducts, EveryProductStaysWithinItsKeyErrorBound) {
     FAISS_EXT_REQUIRE_GPU();
-    GpuResources res;
+    GpuResourcesConfig config;
+    config.plainProducts = GetParam();
+    GpuResources res(config);
     cudaStream_t stream = res.stream();
     std::mt19937_64 rng(test::testSeed());
     const int64_t nq = 48, nb = 400;
@@ -116,3 +120,9 @@ TEST(GpuFlatProducts, EveryProductStaysWithinItsKeyErrorBound) {
         }
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+        CublasAndPlain,
+        GpuFlatProducts,
+        ::testing::Bool(),
+        [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Plain" : "Cublas"; });

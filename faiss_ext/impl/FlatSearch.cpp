@@ -8,6 +8,7 @@
 #include <faiss_ext/utils/DeviceBuffer.h>
 #include <kernels/Distances.h>
 #include <kernels/GatherRows.h>
+#include <kernels/PlainProduct.h>
 #include <kernels/RerankCertificate.h>
 #include <kernels/Select.h>
 #include <kernels/ThresholdFilter.h>
@@ -139,6 +140,10 @@ void flatProductTile(
             product == GemmProduct::kTF32x3 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     // dist = alpha * Q B^T: |b|^2 (and |q|^2) are added later for L2.
     const float alpha = metric == faiss::METRIC_L2 ? -2.f : -1.f;
+    if (res.plainProducts()) {
+        kernels::plainProduct(product, q, nq, b, nb, K, alpha, dist, res.stream());
+        return;
+    }
     const float beta = 0.f;
     // Row-major C[nq x nb] = Q B^T is column-major C^T = B^T(op) Q.
     FAISS_EXT_CUBLAS_CHECK(cublasGemmEx(

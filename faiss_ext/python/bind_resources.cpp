@@ -19,16 +19,22 @@ void bindResources(py::module_& m) {
             "bound on the temporary device memory of one call. Raises FaissException "
             "when the device does not exist. Indexes keep their GpuResources alive; "
             "calls of the indexes sharing one GpuResources run one at a time.")
-            .def(py::init([](int device, size_t tempMemoryBytes) {
+            .def(py::init([](int device, size_t tempMemoryBytes, bool plainProducts) {
                      GpuResourcesConfig config;
                      config.device = device;
                      config.tempMemoryBytes = tempMemoryBytes;
+                     config.plainProducts = plainProducts;
                      return std::make_unique<PyGpuResources>(config);
                  }),
                  py::arg("device") = GpuResourcesConfig().device,
-                 py::arg("temp_memory_bytes") = GpuResourcesConfig().tempMemoryBytes)
+                 py::arg("temp_memory_bytes") = GpuResourcesConfig().tempMemoryBytes,
+                 py::arg("plain_products") = GpuResourcesConfig().plainProducts)
             .def_property_readonly("device", &GpuResources::device)
             .def_property_readonly("temp_memory_bytes", &GpuResources::tempMemoryBytes)
+            .def_property_readonly(
+                    "plain_products", &GpuResources::plainProducts,
+                    "Whether the products run on faiss_ext's plain kernel instead of cuBLAS "
+                    "(for compute-sanitizer runs; FAISS_EXT_PLAIN_PRODUCTS=1 sets it too).")
             .def(
                     "synchronize",
                     [](PyGpuResources& res) {

@@ -239,3 +239,16 @@ def test_precisions_give_the_same_results(res, rng):
         np.testing.assert_allclose(D, results[0][0], rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="precision must be"):
         faiss_ext.GpuIndexFlat(res, d, precision="fp16")
+
+
+def test_plain_products_match_numpy(rng):
+    res = faiss_ext.GpuResources(plain_products=True)
+    assert res.plain_products
+    d, nb, nq, k = 40, 3000, 50, 10
+    xb = rng.standard_normal((nb, d), dtype=np.float32)
+    xq = rng.standard_normal((nq, d), dtype=np.float32)
+    for precision in ("fp32", "tf32x3"):
+        index = faiss_ext.GpuIndexFlat(res, d, precision=precision)
+        index.add(xb)
+        D, I = index.search(xq, k)
+        check_results(D, I, xb, xq, k, faiss_ext.METRIC_L2)
