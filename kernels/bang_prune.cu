@@ -263,6 +263,9 @@ __global__ void __launch_bounds__(kThreads) pruneKernel(
             const uint64_t kj = a ? key[j] : 0;
             const int32_t c = a ? bangKeyId(kj) : 0;
             const float dist = groupL2(pivot, x + size_t(c) * size_t(d), d, sub, a);
+            // Every lane of the group has read live[j] before its lane 0 clears it (the
+            // shuffles order execution, not memory: racecheck flags it without this).
+            __syncwarp();
             if (a && sub == 0 && alpha * dist <= bangKeyDist(kj)) {
                 live[j] = 0;
             }

@@ -196,9 +196,13 @@ void IvfLists::append(
     auto idDev = res_->alloc<int64_t>(size_t(page));
 
     // Nothing below allocates: move the old contents over. Blocks of 32 vectors are
-    // whole in the layout, so the used part is a prefix of the buffer.
+    // whole in the layout, so the used part is a prefix of the buffer. The rest is
+    // zeroed: a block's unused slots are then defined when whole blocks are read (the
+    // list copies to the host, the scans).
     for (size_t g = 0; g < grown.size(); ++g) {
         const int64_t l = grown[g];
+        FAISS_EXT_CUDA_CHECK(
+                cudaMemsetAsync(newData[g].data(), 0, newData[g].bytes(), stream));
         if (len_[l] > 0) {
             FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
                     newData[g].data(), data_[l].data(),
