@@ -201,8 +201,7 @@ void IvfLists::append(
     // list copies to the host, the scans).
     for (size_t g = 0; g < grown.size(); ++g) {
         const int64_t l = grown[g];
-        FAISS_EXT_CUDA_CHECK(
-                cudaMemsetAsync(newData[g].data(), 0, newData[g].bytes(), stream));
+        FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(newData[g].data(), 0, newData[g].bytes(), stream));
         if (len_[l] > 0) {
             FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
                     newData[g].data(), data_[l].data(),
@@ -279,6 +278,8 @@ std::vector<int> IvfLists::gatherByIds(int64_t i0, int64_t ni, float* out) const
     auto count = res_->alloc<int>(size_t(ni));
     auto rows = res_->alloc<float>(size_t(ni) * d_);
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(count.data(), 0, size_t(ni) * sizeof(int), stream));
+    // Rows of ids not stored are not gathered; zeroed, the whole buffer is defined.
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(rows.data(), 0, rows.bytes(), stream));
     kernels::ivfFindIds(
             idPtrs_.data(), lenDev_.data(), nlist_, i0, ni, where.data(), count.data(), stream);
     std::vector<int> hostCount(static_cast<size_t>(ni));
