@@ -378,8 +378,11 @@ TEST(GpuSoak, ThreadsMixingEveryOperationGetCorrectAnswers) {
     EXPECT_GT(operations.load(), 0);
     const DeviceMemory after = deviceMemory();
     EXPECT_EQ(after.poolUsed, before.poolUsed) << "device memory still held from the pool";
-    // The device's free memory: allowing for cuBLAS kernels loaded on first use.
-    EXPECT_GE(after.freeBytes + (size_t(64) << 20), before.freeBytes)
-            << "free device memory " << after.freeBytes << " after, " << before.freeBytes
-            << " before";
+    // The device's free memory: allowing for cuBLAS kernels loaded on first use. Not
+    // under compute-sanitizer, which runs other processes on the device at once.
+    if (!underSanitizer()) {
+        EXPECT_GE(after.freeBytes + (size_t(64) << 20), before.freeBytes)
+                << "free device memory " << after.freeBytes << " after, " << before.freeBytes
+                << " before";
+    }
 }
