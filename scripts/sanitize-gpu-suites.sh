@@ -3,8 +3,8 @@
 # synccheck and initcheck; `scripts/gpu-check.sh --sanitize` calls it after the build.
 #   bash scripts/sanitize-gpu-suites.sh BUILD_DIR LOG_DIR
 # Every test (every file of the Python suite) runs as a process of its own, under one
-# tool, SANITIZE_JOBS of them at once (default 8: the tools keep the host busy, so one
-# GPU serves several). Under the tools the suites run smaller (FAISS_EXT_SANITIZE=1:
+# tool, SANITIZE_JOBS of them at once (default 8), spread over the GPUs (the tests that
+# need two devices see them all). Under the tools the suites run smaller (FAISS_EXT_SANITIZE=1:
 # fewer and smaller shapes, a 5-second soak) and leave out the tests whose size is their
 # point (listed in `skip` below; smaller tests run the same kernels). Each process is
 # bounded by SANITIZE_TIMEOUT seconds (default 300). SANITIZE_TOOLS and SANITIZE_SUITES
@@ -52,11 +52,11 @@ list_tests() {
     fi
 }
 
-# One job: "TOOL SUITE TEST". Writes LOG_DIR/TOOL/SUITE/TEST.log, whose last line is
-# "status STATUS SECONDS".
+# One job: "GPU TOOL SUITE TEST". Writes LOG_DIR/TOOL/SUITE/TEST.log, whose last line
+# is "status STATUS SECONDS".
 run_one() {
-    local tool suite name
-    read -r tool suite name <<<"$1"
+    local gpu tool suite name
+    read -r gpu tool suite name <<<"$1"
     local dir="$SANITIZE_OUT/$tool/$suite"
     local log="$dir/$(echo "$name" | tr '/' '_').log"
     local extra=() env=()
@@ -70,6 +70,8 @@ run_one() {
     # not see their writes): the products run on faiss_ext's plain kernel
     # (GpuResourcesConfig::plainProducts). memcheck keeps cuBLAS.
     case "$tool" in racecheck | initcheck) env=(FAISS_EXT_PLAIN_PRODUCTS=1) ;; esac
+    # Spread over the GPUs; the tests of several devices see them all.
+    case "$name" in *TwoDevices*) ;; *) env+=(CUDA_VISIBLE_DEVICES="$gpu") ;; esac
     local cmd
     if [ "$suite" = python_gpu_tests ]; then
         cmd=(env "PYTHONPATH=$SANITIZE_BUILD/python:benchs/datasets" "${SANITIZE_PYTHON:-python3}"
@@ -84,6 +86,7 @@ run_one() {
 }
 export -f run_one
 
+gpus="$(nvidia-smi -L | grep -c '^GPU')"
 jobs_file="$(mktemp)"
 for tool in "${tools[@]}"; do
     for suite in "${suites[@]}"; do
@@ -91,6 +94,8 @@ for tool in "${tools[@]}"; do
         list_tests "$suite" | sed "s|^|$tool $suite |" >>"$jobs_file"
     done
 done
+awk -v n="$gpus" '{ print (NR - 1) % n, $0 }' "$jobs_file" >"$jobs_file.gpu"
+mv "$jobs_file.gpu" "$jobs_file"
 start_all=$SECONDS
 xargs -P "${SANITIZE_JOBS:-8}" -d '\n' -n 1 bash -c 'run_one "$1"' _ <"$jobs_file"
 rm -f "$jobs_file"
