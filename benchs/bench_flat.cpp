@@ -1,5 +1,5 @@
 // GpuIndexFlat throughput beside its floors: n_base = 1M, d = 128.
-// Usage: bench_flat [n_base] [uniform|clustered] [auto|fp32|tf32x3] [d] [k ...]
+// Usage: bench_flat [--nq N,N,...] [n_base] [uniform|clustered] [auto|fp32|tf32x3] [d] [k ...]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -23,9 +23,25 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_flat: no CUDA device found; this benchmark needs a GPU\n");
         return 2;
     }
-    // bench_flat [n_base] [uniform|clustered] [auto|fp32|tf32x3] [d] [k ...]: clustered
-    // is bench_ivf's set (2000 blobs, spread 0.15); the third argument forces
+    // bench_flat [--nq N,N,...] [n_base] [uniform|clustered] [auto|fp32|tf32x3] [d] [k ...]:
+    // --nq picks the batch sizes (default 1, 8, 16, 256, 1024, 10000); clustered is
+    // bench_ivf's set (2000 blobs, spread 0.15); the third argument forces
     // GpuIndexFlatConfig's precision; the ks default to 1, 10, 100 and 1024.
+    std::vector<int64_t> batches = {1, 8, 16, 256, 1024, 10000};
+    if (argc > 2 && std::string(argv[1]) == "--nq") {
+        batches.clear();
+        for (const char* p = argv[2]; *p != '\0';) {
+            char* end = nullptr;
+            batches.push_back(std::strtoll(p, &end, 10));
+            if (end == p || (*end != ',' && *end != '\0')) {
+                std::fprintf(stderr, "bench_flat: --nq takes numbers separated by commas\n");
+                return 2;
+            }
+            p = *end == ',' ? end + 1 : end;
+        }
+        argc -= 2;
+        argv += 2;
+    }
     const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
     const bool clustered = argc > 2 && std::string(argv[2]) == "clustered";
     const std::string precision = argc > 3 ? argv[3] : "auto";
@@ -75,8 +91,7 @@ int main(int argc, char** argv) {
             " floor ms (bf16x3 flops) | floor / device |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const FlatStorage& stored = base;
-    for (int64_t nq :
-         {int64_t(1), int64_t(8), int64_t(16), int64_t(256), int64_t(1024), int64_t(10000)}) {
+    for (int64_t nq : batches) {
         auto xq = makeQueries(nq);
         auto qDev = res.alloc<float>(size_t(nq) * d);
         copyToDevice(qDev.data(), xq.data(), xq.size(), res.stream());

@@ -43,5 +43,35 @@ void radixSelectRowsMin(
         int blocksPerRow,
         cudaStream_t stream);
 
+/// One query against a base it has not been compared with yet: what the flat search's
+/// product and radix select give for that one row, with the base read once. The
+/// query's values alpha q.b_c + colBias[c] (+inf where allow filters c out) are
+/// written to product.values (args.nrows == 1, args.ncols base rows; args.dist is not
+/// read) while they are counted for the first digit pass; the selection then runs on
+/// them as radixSelectRowsMin does. d must be a multiple of 4 and the base and query 16-byte
+/// aligned (radixQueryFits).
+struct RadixQueryProduct {
+    const float* query = nullptr; ///< d floats
+    const float* base = nullptr;  ///< args.ncols x d, row-major
+    int d = 0;
+    float alpha = -2.f;
+    float* values = nullptr; ///< args.ncols floats, written
+    /// When set, receives |q|^2.
+    float* queryNormSq = nullptr;
+};
+
+/// Whether radixSelectQuery takes this product.
+bool radixQueryFits(const RadixQueryProduct& p);
+
+/// Runs radixSelectQuery on `stream`; scratch as for radixSelectRowsMin with one row.
+/// blocks: the blocks that read the base (and then each later pass's).
+void radixSelectQuery(
+        const RadixSelectArgs& args,
+        const RadixQueryProduct& product,
+        void* scratch,
+        size_t scratchBytes,
+        int blocks,
+        cudaStream_t stream);
+
 } // namespace kernels
 } // namespace faiss_ext

@@ -95,7 +95,7 @@ TEST(GpuFlatFilters, ThresholdPathMatchesCpuForEverySelector) {
 }
 
 // A few queries against a base large enough for the radix path
-// (impl/FlatRadixSearch.h; 4 queries take it from k 10): only allowed columns are
+// (impl/FlatRadixSearch.h; 4 queries take it from k 10, one at every k): only allowed columns are
 // keyed; fewer than k allowed pad.
 TEST(GpuFlatFilters, RadixPathMatchesCpuForEverySelector) {
     FAISS_EXT_REQUIRE_GPU();
@@ -103,6 +103,8 @@ TEST(GpuFlatFilters, RadixPathMatchesCpuForEverySelector) {
     SCOPED_TRACE(seed);
     GpuResources res;
     expectEverySelectorMatchesCpu(res, flatData(seed, 70000, 4), seed, {10, 1000});
+    // One query: its product and first pass in one kernel (radixSelectQuery).
+    expectEverySelectorMatchesCpu(res, flatData(seed, 70000, 1), seed, {1, 10, 1000});
 }
 
 TEST(GpuFlatFilters, EverySelectorMatchesCpu) {

@@ -57,12 +57,6 @@ void flatSearchRadix(
     auto qNorms = res.alloc<float>(l2 ? size_t(in.nq) : 0);
     const size_t scratchBytes = kernels::radixSelectScratchBytes(in.nq, k);
     auto scratch = res.alloc<char>(scratchBytes);
-    if (l2) {
-        kernels::rowSquaredNorms(in.queries, in.nq, in.d, qNorms.data(), stream);
-    }
-    flatProductTile(
-            res, in.metric, in.queries, in.nq, in.base, in.nb, in.d, kernels::GemmProduct::kFloat32,
-            dist.data());
 
     kernels::RadixSelectArgs sel;
     sel.dist = dist.data();
@@ -78,7 +72,25 @@ void flatSearchRadix(
     // About two blocks an SM for each pass, shared by the rows.
     const int blocksPerRow =
             int(std::max<int64_t>(1, 2 * int64_t(res.multiProcessorCount()) / in.nq));
-    kernels::radixSelectRowsMin(sel, scratch.data(), scratchBytes, blocksPerRow, stream);
+    // One query: its product and first digit pass in one read of the base.
+    kernels::RadixQueryProduct one;
+    one.query = in.queries;
+    one.base = in.base;
+    one.d = in.d;
+    one.alpha = l2 ? -2.f : -1.f;
+    one.values = dist.data();
+    one.queryNormSq = l2 ? qNorms.data() : nullptr;
+    if (in.nq == 1 && kernels::radixQueryFits(one)) {
+        kernels::radixSelectQuery(sel, one, scratch.data(), scratchBytes, blocksPerRow, stream);
+    } else {
+        if (l2) {
+            kernels::rowSquaredNorms(in.queries, in.nq, in.d, qNorms.data(), stream);
+        }
+        flatProductTile(
+                res, in.metric, in.queries, in.nq, in.base, in.nb, in.d,
+                kernels::GemmProduct::kFloat32, dist.data());
+        kernels::radixSelectRowsMin(sel, scratch.data(), scratchBytes, blocksPerRow, stream);
+    }
     kernels::finishKnn(
             candD.data(), candI.data(), k, in.nq, k, kernels::distanceFinishFor(in.metric),
             qNorms.data(), outD, outI, stream);

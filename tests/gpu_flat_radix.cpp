@@ -1,0 +1,105 @@
+// The flat radix path for one query (kernels/RadixSelect.h, radixSelectQuery: the
+// product and the first digit pass in one read of the base) against faiss::IndexFlat,
+// beside the same path's separate product and passes where the shape does not fit it.
+#include <string>
+#include <vector>
+
+#include <faiss/IndexFlat.h>
+
+#include <faiss_ext/impl/FlatSearch.h>
+#include <kernels/RadixSelect.h>
+
+#include "FlatTestUtil.h"
+#include "Synthetic.h"
+#include "TestUtil.h"
+
+using namespace faiss_ext;
+using faiss_ext::test::compareKnn;
+using faiss_ext::test::searchPath;
+
+namespace {
+
+/// One query over xb on the forced radix path against FAISS CPU, both metrics.
+void expectOneQueryMatchesCpu(
+        GpuResources& res,
+        const std::vector<float>& xb,
+        const std::vector<float>& xq,
+        int d,
+        int k) {
+    const int64_t nb = int64_t(xb.size()) / d;
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        SCOPED_TRACE(
+                "nb=" + std::to_string(nb) + " d=" + std::to_string(d) + " k=" + std::to_string(k) +
+                (m == faiss::METRIC_L2 ? " L2" : " IP"));
+        faiss::IndexFlat cpu(d, m);
+        cpu.add(nb, xb.data());
+        std::vector<float> refD(k), D(k);
+        std::vector<int64_t> refI(k), I(k);
+        cpu.search(1, xq.data(), k, refD.data(), refI.data());
+        searchPath(res, xb, xq, d, k, m, FlatSearchPath::kRadix, GpuFlatPrecision::kFloat32, D, I);
+        EXPECT_EQ(compareKnn(refD, refI, D, I, 1, k, 1e-4f, 1e-5f), 0);
+    }
+}
+
+} // namespace
+
+// Which shapes the one-kernel product takes: d a multiple of 4 (float4 rows), the query
+// in shared memory, 16-byte aligned rows; the others take the separate product.
+TEST(GpuFlatRadix, OneQueryProductFitsFloat4Rows) {
+    float* aligned = reinterpret_cast<float*>(uintptr_t(256));
+    kernels::RadixQueryProduct p;
+    p.query = aligned;
+    p.base = aligned;
+    for (int d : {4, 8, 128, 768, 8192}) {
+        p.d = d;
+        EXPECT_TRUE(kernels::radixQueryFits(p)) << d;
+    }
+    for (int d : {0, 1, 3, 130, 8196}) {
+        p.d = d;
+        EXPECT_FALSE(kernels::radixQueryFits(p)) << d;
+    }
+    p.d = 128;
+    p.query = aligned + 1;
+    EXPECT_FALSE(kernels::radixQueryFits(p));
+}
+
+// Dimensions on both sides of the float4 rule, every k up to the largest, a base of
+// more blocks than the kernel runs (each walks several row groups) and a short one.
+TEST(GpuFlatRadix, OneQueryMatchesCpu) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = test::testSeed();
+    const bool small = test::underSanitizer();
+    const int64_t nb = small ? 20000 : 300000;
+    for (int d : {1, 3, 4, 20, 128, 130, 768}) {
+        if (small && d > 128) {
+            continue;
+        }
+        const auto xb = datasets::uniform(nb, d, seed + d);
+        const auto xq = datasets::uniform(1, d, seed + d + 1);
+        for (int k : {1, 10, 100, 1024, 2048}) {
+            expectOneQueryMatchesCpu(res, xb, xq, d, k);
+        }
+    }
+    // Fewer base rows than one warp's group, and than k.
+    const auto xb = datasets::uniform(5, 16, seed);
+    const auto xq = datasets::uniform(1, 16, seed + 1);
+    expectOneQueryMatchesCpu(res, xb, xq, 16, 10);
+}
+
+// Many equal distances: the k-th key's ties are taken up to k (the last digit pass).
+TEST(GpuFlatRadix, OneQueryOverDuplicateRows) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = test::testSeed();
+    const int d = 32;
+    const auto distinct = datasets::uniform(50, d, seed);
+    std::vector<float> xb;
+    for (int copy = 0; copy < 400; ++copy) {
+        xb.insert(xb.end(), distinct.begin(), distinct.end());
+    }
+    const auto xq = datasets::uniform(1, d, seed + 1);
+    for (int k : {1, 100, 1000}) {
+        expectOneQueryMatchesCpu(res, xb, xq, d, k);
+    }
+}
