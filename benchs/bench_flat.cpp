@@ -84,12 +84,13 @@ int main(int argc, char** argv) {
             index.deviceMemoryBytes() / 1048576.0, double(index.deviceMemoryBytes()) / nb);
 
     std::printf(
-            "| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) | path |"
+            "| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) | API ms without"
+            " graphs | path |"
             " tiles path ms | threshold path ms | rerank path ms (re-searched) | radix path ms |"
             " FP32 GEMM tiles alone ms |"
             " floor ms (bytes) | floor ms (FP32 flops) | floor ms (3xTF32 flops) |"
             " floor ms (bf16x3 flops) | floor / device |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const FlatStorage& stored = base;
     for (int64_t nq : batches) {
         auto xq = makeQueries(nq);
@@ -155,6 +156,12 @@ int main(int argc, char** argv) {
             std::vector<int64_t> I(nq * k);
             double apiMs = bench::median(bench::timeHost(
                     1, reps, [&] { index.search(nq, xq.data(), k, D.data(), I.data()); }));
+            // The same calls kernel by kernel (the above replay a CUDA graph where the
+            // shape is held as one: GpuIndexFlat::useSearchGraphs).
+            index.useSearchGraphs = false;
+            const double apiNoGraphMs = bench::median(bench::timeHost(
+                    1, reps, [&] { index.search(nq, xq.data(), k, D.data(), I.data()); }));
+            index.useSearchGraphs = true;
             // Fewest bytes: the base and its norms once, the queries, the results.
             double bytes = double(nb) * (d + 1) * 4 + double(nq) * d * 4 + double(nq) * k * 12;
             double flops = 2.0 * nq * double(nb) * d;
@@ -173,11 +180,11 @@ int main(int argc, char** argv) {
                                                                                : "";
             const double floorMs = std::max(floorBytesMs, floorProductMs);
             std::printf(
-                    "| %lld | %d | %.3f | %.0f | %.3f | %.0f | %s%s | %.3f | %.3f | %.3f (%lld) | %.3f |"
+                    "| %lld | %d | %.3f | %.0f | %.3f | %.0f | %.3f | %s%s | %.3f | %.3f | %.3f (%lld) | %.3f |"
                     " %.3f | %.3f | %.3f | %.3f | %.3f | %.2f |\n",
                     (long long)nq, k, devMs, nq / (devMs * 1e-3), apiMs, nq / (apiMs * 1e-3),
-                    flatSearchPathName(taken), productName, tilesMs, thresholdMs, rerankMs,
-                    (long long)rerankAgain, radixMs, gemmMs, floorBytesMs, floorFlopsMs,
+                    apiNoGraphMs, flatSearchPathName(taken), productName, tilesMs, thresholdMs,
+                    rerankMs, (long long)rerankAgain, radixMs, gemmMs, floorBytesMs, floorFlopsMs,
                     floorTf32Ms, floorBf16Ms, floorMs / devMs);
         }
     }

@@ -8,11 +8,13 @@
 #include <faiss/impl/AuxIndexStructures.h>
 #include <faiss/impl/IDSelector.h>
 
+#include <faiss_ext/impl/FlatRadixSearch.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/Progress.h>
 #include <faiss_ext/impl/RangeSearch.h>
+#include <faiss_ext/impl/SearchGraphs.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
@@ -24,7 +26,8 @@ GpuIndexFlat::GpuIndexFlat(
         GpuIndexFlatConfig config)
         : GpuIndex(resources, d, metric, config),
           flatConfig_(config),
-          storage_(std::make_unique<FlatStorage>(resources, d)) {
+          storage_(std::make_unique<FlatStorage>(resources, d)),
+          graphs_(std::make_unique<SearchGraphs>()) {
     FAISS_THROW_IF_NOT_FMT(
             config.precision == GpuFlatPrecision::kAuto ||
                     config.precision == GpuFlatPrecision::kFloat32 ||
@@ -91,6 +94,7 @@ void GpuIndexFlat::reserveMemory(size_t numVecs) {
 void GpuIndexFlat::reset() {
     DeviceScope scope(res_.device());
     storage_->clear();
+    graphs_->clear();
     ntotal = 0;
     contentsChanged();
 }
@@ -138,7 +142,36 @@ void GpuIndexFlat::searchImpl_(
     in.precision = flatConfig_.precision;
     const auto bits = filterOf_(params);
     in.allow = bits ? bits->words.data() : nullptr;
-    flatSearch(res_, in, k, distancesDevice, labelsDevice);
+    auto work = [&](const float* x, float* dOut, int64_t* iOut) {
+        FlatSearchInput call = in;
+        call.queries = x;
+        flatSearch(res_, call, k, dOut, iOut);
+    };
+    // Only the radix path's few queries: the other paths' searches are long enough
+    // that their launches do not show, and some of them wait on the device.
+    if (!useSearchGraphs || in.allow != nullptr ||
+        flatSearchPathFor(res_, in, k) != FlatSearchPath::kRadix ||
+        !searchGraphFits(res_, flatRadixBytes(n, ntotal, k))) {
+        work(xDevice, distancesDevice, labelsDevice);
+        return;
+    }
+    // Everything the captured launches depend on.
+    const std::vector<int64_t> key = {
+            n,
+            k,
+            d,
+            int64_t(metric_type),
+            int64_t(contentsVersion()),
+            ntotal,
+            int64_t(flatConfig_.precision),
+            int64_t(res_.tempMemoryBytes()),
+            int64_t(reinterpret_cast<uintptr_t>(in.base)),
+            int64_t(reinterpret_cast<uintptr_t>(in.baseNorms))};
+    graphs_->run(res_, key, n, d, k, xDevice, distancesDevice, labelsDevice, work);
+}
+
+size_t GpuIndexFlat::searchGraphCount() const {
+    return graphs_->graphCount();
 }
 
 std::shared_ptr<IdFilterBits> GpuIndexFlat::filterOf_(const faiss::SearchParameters* params) const {

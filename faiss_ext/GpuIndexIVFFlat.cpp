@@ -30,9 +30,6 @@ constexpr int64_t kMaxNprobe = kMaxSearchK;
 /// At batch 1024 the launches still leave the device idle between kernels (benchs/NOTES.md,
 /// twelfth session); above, a search's temporaries outgrow a graph's share of the budget.
 constexpr int64_t kSearchGraphMaxQueries = 1024;
-/// Shapes held as graphs; each one's temporaries are at most 1 / kSearchGraphsHeld of
-/// the temp budget, so all of them stay within it.
-constexpr size_t kSearchGraphsHeld = 16;
 
 int64_t checkedNlist(int64_t nlist) {
     FAISS_THROW_IF_NOT_FMT(
@@ -74,7 +71,7 @@ GpuIndexIVFFlat::GpuIndexIVFFlat(
           nlist_(checkedNlist(nlist)),
           quantizer_(std::make_unique<GpuIndexFlat>(resources, d, metric, quantizerConfig(config))),
           lists_(std::make_unique<IvfLists>(resources, d, nlist)),
-          graphs_(std::make_unique<SearchGraphs>(kSearchGraphsHeld)) {
+          graphs_(std::make_unique<SearchGraphs>()) {
     FAISS_THROW_IF_NOT_FMT(
             config.listChunkVectors == 0 ||
                     (config.listChunkVectors >= 32 && config.listChunkVectors % 32 == 0 &&
@@ -472,7 +469,7 @@ void GpuIndexIVFFlat::searchImpl_(
     // Temporaries of one pass: the scan's and the coarse search's distance rows.
     const size_t tempBytes = plan.bytes + size_t(n) * size_t(nlist_) * 2 * sizeof(float);
     if (!useSearchGraphs || in.allow != nullptr || n > kSearchGraphMaxQueries ||
-        plan.queryTile < n || tempBytes > res_.tempMemoryBytes() / kSearchGraphsHeld) {
+        plan.queryTile < n || !searchGraphFits(res_, tempBytes)) {
         work(xDevice, distancesDevice, labelsDevice);
         return;
     }

@@ -1,11 +1,13 @@
 // The flat radix path for one query (kernels/RadixSelect.h, radixSelectQuery: the
 // product and the first digit pass in one read of the base) against faiss::IndexFlat,
-// beside the same path's separate product and passes where the shape does not fit it.
+// beside the same path's separate product and passes where the shape does not fit it;
+// and its searches replayed from CUDA graphs.
 #include <string>
 #include <vector>
 
 #include <faiss/IndexFlat.h>
 
+#include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <kernels/RadixSelect.h>
 
@@ -101,5 +103,52 @@ TEST(GpuFlatRadix, OneQueryOverDuplicateRows) {
     const auto xq = datasets::uniform(1, d, seed + 1);
     for (int k : {1, 100, 1000}) {
         expectOneQueryMatchesCpu(res, xb, xq, d, k);
+    }
+}
+
+// One query's searches replayed from CUDA graphs (GpuIndexFlat::useSearchGraphs): the
+// first call of a shape runs kernel by kernel, the second is captured, later ones
+// replay it; each call must answer its own queries over the contents of that moment.
+TEST(GpuFlatRadix, OneQuerySearchesReplayCudaGraphs) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = test::testSeed();
+    const int d = 16, k = 10;
+    const int64_t nb = test::underSanitizer() ? 66000 : 100000; // the radix path's base
+    const auto xb = datasets::uniform(nb, d, seed);
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        SCOPED_TRACE(m == faiss::METRIC_L2 ? "L2" : "IP");
+        faiss::IndexFlat cpu(d, m);
+        GpuIndexFlat gpu(res, d, m);
+        cpu.add(nb, xb.data());
+        gpu.add(nb, xb.data());
+        auto expectCall = [&](uint64_t querySeed) {
+            const auto xq = datasets::uniform(1, d, querySeed);
+            std::vector<float> refD(k), D(k, 12345.f);
+            std::vector<int64_t> refI(k), I(k, 777);
+            cpu.search(1, xq.data(), k, refD.data(), refI.data());
+            gpu.search(1, xq.data(), k, D.data(), I.data());
+            EXPECT_EQ(compareKnn(refD, refI, D, I, 1, k, 1e-4f, 1e-5f), 0);
+        };
+        // Direct, captured, replayed twice: each with a query of its own.
+        for (int call = 0; call < 4; ++call) {
+            expectCall(seed + 10 + call);
+        }
+        EXPECT_EQ(gpu.searchGraphCount(), 1u);
+        // New contents: a new shape key, so the old graph is not replayed.
+        const auto more = datasets::uniform(1000, d, seed + 1);
+        cpu.add(1000, more.data());
+        gpu.add(1000, more.data());
+        for (int call = 0; call < 3; ++call) {
+            expectCall(seed + 20 + call);
+        }
+        EXPECT_EQ(gpu.searchGraphCount(), 2u);
+        gpu.useSearchGraphs = false;
+        for (int call = 0; call < 3; ++call) {
+            expectCall(seed + 30 + call);
+        }
+        EXPECT_EQ(gpu.searchGraphCount(), 2u);
+        gpu.reset();
+        EXPECT_EQ(gpu.searchGraphCount(), 0u);
     }
 }

@@ -19,6 +19,15 @@
 
 namespace faiss_ext {
 
+/// Shapes an index holds as graphs; each one's temporaries are at most 1 /
+/// kSearchGraphsHeld of the temp budget, so all of them stay within it.
+constexpr size_t kSearchGraphsHeld = 16;
+
+/// Whether a search whose temporaries take tempBytes may be held as a graph.
+inline bool searchGraphFits(const GpuResources& res, size_t tempBytes) {
+    return tempBytes <= res.tempMemoryBytes() / kSearchGraphsHeld;
+}
+
 class SearchGraphs {
    public:
     /// The device work of one search: reads nq x d queries at x, writes nq x k
@@ -27,7 +36,7 @@ class SearchGraphs {
 
     /// At most `capacity` shapes are remembered (captured or seen once); the least
     /// recently used one goes first.
-    explicit SearchGraphs(size_t capacity = 16);
+    explicit SearchGraphs(size_t capacity = kSearchGraphsHeld);
     ~SearchGraphs();
     SearchGraphs(const SearchGraphs&) = delete;
     SearchGraphs& operator=(const SearchGraphs&) = delete;

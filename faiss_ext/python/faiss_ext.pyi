@@ -96,6 +96,9 @@ class GpuIndex:
     def device_memory_bytes(self) -> int: ...
 
 class GpuIndexFlat(GpuIndex):
+    use_search_graphs: bool
+    @property
+    def search_graph_count(self) -> int: ...
     def __init__(
         self,
         res: GpuResources,
