@@ -58,6 +58,12 @@ inline int shapeCount(int n, int small = 2) {
     return underSanitizer() ? std::min(n, small) : n;
 }
 
+/// A size of a test (vectors, queries, lists, rounds): `n`, or `small` under
+/// compute-sanitizer.
+inline int64_t smallUnderSanitizer(int64_t n, int64_t small) {
+    return underSanitizer() ? small : n;
+}
+
 /// Compares k-NN results against a reference, row by row.
 /// - distances at each rank agree within relTol (relative, with absTol as a floor);
 /// - an id that is not in the reference row is allowed only as a tie: its distance

@@ -79,10 +79,11 @@ double recallAt10(const std::vector<int64_t>& gt, const std::vector<int64_t>& I,
 }
 
 /// 100K x 32 clustered vectors (200 blobs, spread 0.1), 1000 queries and their exact 10
-/// nearest (GpuIndexFlat).
+/// nearest (GpuIndexFlat). Under compute-sanitizer 1000 vectors and 200 queries: the
+/// builds and walks are the time there.
 struct Clustered100K {
     int d = 32;
-    int64_t nb = 100000, nq = 1000;
+    int64_t nb = smallUnderSanitizer(100000, 1000), nq = smallUnderSanitizer(1000, 200);
     std::vector<float> xb, xq;
     std::vector<int64_t> gtI;
 };
@@ -129,15 +130,17 @@ TEST(GpuIndexBang, MatchesCpuReferenceOnBuiltGraphs) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     std::mt19937_64 rng(testSeed());
+    // Under compute-sanitizer builds of 200 to 400 vectors, 20 queries.
+    const int64_t least = smallUnderSanitizer(2000, 200);
     for (int d : {24, 13}) {
-        const int64_t nb = 2000 + int64_t(rng() % 2000);
+        const int64_t nb = least + int64_t(rng() % least);
         GpuIndexBangConfig cfg;
         cfg.build.graphDegree = d == 24 ? 16 : 40; // a power of two and not
         cfg.build.candidates = 48;
         GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
         datasets::ClusteredSpec spec{nb, d, 20, 0.1f, rng()};
         auto xb = datasets::clustered(spec, 0);
-        spec.n = 100;
+        spec.n = smallUnderSanitizer(100, 20);
         auto xq = datasets::clustered(spec, 1);
         index.add(nb, xb.data());
         SCOPED_TRACE("d=" + std::to_string(d) + " nb=" + std::to_string(nb));
@@ -246,12 +249,17 @@ TEST(GpuIndexBang, RecallOnClustered100KFromEitherCandidateSource) {
 // lies. BangEntry::kNearestHub (the default) starts each walk at the query's nearest hub
 // instead. Both ways of finding the hubs (BangHubPath) are checked against a CPU scan,
 // and the search runs on each: 16 queries take the direct kernel, 200 the flat search.
+// Under compute-sanitizer 25 blobs of 40 vectors in a graph of degree 8 (a walk's step
+// reads R d floats: the time there), and 300 queries, which the flat search then needs
+// (nq H d above 2^25): a blob holds none of the 252 hubs with probability e^(-10)
+// (e^(-11) with 20000 vectors in 100 blobs).
 TEST(GpuIndexBang, NearestHubEntryFindsSeparatedClusters) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 512, k = 10;
-    const int64_t nb = 20000, nq = 200, nqSmall = 16;
-    datasets::ClusteredSpec spec{nb, d, 100, 0.1f, 7};
+    const int64_t nb = smallUnderSanitizer(20000, 1000), nq = smallUnderSanitizer(200, 300),
+                  nqSmall = 16;
+    datasets::ClusteredSpec spec{nb, d, int(smallUnderSanitizer(100, 25)), 0.1f, 7};
     const std::vector<float> xb = datasets::clustered(spec, 0);
     spec.n = nq;
     std::vector<float> xq = datasets::clustered(spec, 1);
@@ -261,7 +269,9 @@ TEST(GpuIndexBang, NearestHubEntryFindsSeparatedClusters) {
     std::vector<int64_t> gtI(nq * k);
     flat.search(nq, xq.data(), k, gtD.data(), gtI.data());
 
-    GpuIndexBang index(res, d);
+    GpuIndexBangConfig cfg;
+    cfg.build.graphDegree = int(smallUnderSanitizer(64, 8));
+    GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
     index.add(nb, xb.data());
     const int64_t H = bangEntryHubCount(nb);
     ASSERT_EQ(bangHubPathFor(nqSmall, H, d), BangHubPath::kDirect);
@@ -341,12 +351,13 @@ TEST(GpuIndexBang, NearestHubEntryFindsSeparatedClusters) {
 }
 
 // Exact candidates, then IVF candidates from lists of ~5 vectors probed twice: each
-// vector finds ~10 of the 65 it asks for, the rest of its row is -1.
+// vector finds ~10 of the 65 it asks for, the rest of its row is -1. Under
+// compute-sanitizer a fifth of the vectors and of the lists.
 TEST(GpuIndexBang, BuiltGraphIsWellFormedFromEitherCandidateSource) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16;
-    const int64_t nb = 5000;
+    const int64_t nb = smallUnderSanitizer(5000, 1000);
     datasets::ClusteredSpec spec{nb, d, 50, 0.05f, 5};
     auto xb = datasets::clustered(spec, 0);
     // The entry point is the vector nearest the centroid.
@@ -368,7 +379,7 @@ TEST(GpuIndexBang, BuiltGraphIsWellFormedFromEitherCandidateSource) {
     for (int64_t v = 0; v < nb; ++v) {
         bestDist = std::min(bestDist, toCentroid(v));
     }
-    for (int64_t lists : {int64_t(0), int64_t(1000)}) {
+    for (int64_t lists : {int64_t(0), nb / 5}) {
         SCOPED_TRACE("candidate lists " + std::to_string(lists));
         GpuIndexBangConfig cfg;
         cfg.build.graphDegree = 24;
@@ -409,7 +420,7 @@ TEST(GpuIndexBang, KAboveSearchLRaisesL) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16;
-    const int64_t nb = 3000;
+    const int64_t nb = smallUnderSanitizer(3000, 400);
     auto xb = datasets::uniform(nb, d, 8);
     auto xq = datasets::uniform(20, d, 9);
     GpuIndexBang index(res, d);
@@ -487,7 +498,7 @@ TEST(GpuIndexBang, DuplicateVectors) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 20, copies = 4, k = 8;
-    const int64_t distinct = 400, nb = distinct * copies;
+    const int64_t distinct = smallUnderSanitizer(400, 200), nb = distinct * copies;
     auto base = datasets::uniform(distinct, d, 3);
     std::vector<float> xb;
     for (int c = 0; c < copies; ++c) {
@@ -520,10 +531,11 @@ TEST(GpuIndexBang, NonFiniteQueriesGetMissingResults) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, k = 4;
-    auto xb = datasets::uniform(1000, d, 4);
+    const int64_t nb = smallUnderSanitizer(1000, 300);
+    auto xb = datasets::uniform(nb, d, 4);
     auto xq = datasets::uniform(4, d, 5);
     GpuIndexBang index(res, d);
-    index.add(1000, xb.data());
+    index.add(nb, xb.data());
     std::vector<float> Dok(4 * k);
     std::vector<int64_t> Iok(4 * k);
     index.search(4, xq.data(), k, Dok.data(), Iok.data());
@@ -551,42 +563,48 @@ TEST(GpuIndexBang, SecondAddExtendsTheGraph) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, R = 24;
-    auto xa = datasets::uniform(2000, d, 6);
-    auto xb = datasets::uniform(1500, d, 7);
+    // Under compute-sanitizer a graph of 400, then 5 new vectors (a bound of kept rows
+    // that still says something) and 195.
+    const int64_t first = smallUnderSanitizer(2000, 400), second = smallUnderSanitizer(1500, 200),
+                  few = smallUnderSanitizer(20, 5), total = first + second;
+    auto xa = datasets::uniform(first, d, 6);
+    auto xb = datasets::uniform(second, d, 7);
     GpuIndexBangConfig cfg;
     cfg.build.graphDegree = R;
     GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
-    index.add(2000, xa.data());
+    index.add(first, xa.data());
     const std::vector<int32_t> before = index.graph();
     const int64_t entry = index.entryPoint();
     // 20 new vectors: only the old rows they point at may change (re-pruned with them),
     // at most 20 R of the 2000 (more in-edges come with each pass, but still from them).
-    index.add(20, xb.data());
-    ASSERT_EQ(index.ntotal, 2020);
+    index.add(few, xb.data());
+    ASSERT_EQ(index.ntotal, first + few);
     EXPECT_EQ(index.entryPoint(), entry);
     const std::vector<int32_t> after = index.graph();
     int64_t kept = 0;
-    for (int64_t u = 0; u < 2000; ++u) {
+    for (int64_t u = 0; u < first; ++u) {
         kept += std::equal(
                 after.begin() + u * R, after.begin() + (u + 1) * R, before.begin() + u * R);
     }
-    std::printf("old rows kept %lld of 2000 after 20 new vectors\n", (long long)kept);
-    EXPECT_GE(kept, 2000 - 20 * R * (1 + cfg.build.passes));
-    EXPECT_LT(kept, 2000);
-    index.add(1480, xb.data() + 20 * d);
-    ASSERT_EQ(index.ntotal, 3500);
+    std::printf(
+            "old rows kept %lld of %lld after %lld new vectors\n", (long long)kept,
+            (long long)first, (long long)few);
+    EXPECT_GE(kept, first - few * R * (1 + cfg.build.passes));
+    EXPECT_LT(kept, first);
+    index.add(second - few, xb.data() + few * d);
+    ASSERT_EQ(index.ntotal, total);
     std::vector<float> v(d);
-    index.reconstruct(2100, v.data());
+    index.reconstruct(first + 100, v.data());
     EXPECT_TRUE(std::equal(v.begin(), v.end(), xb.begin() + 100 * d));
     const std::vector<int32_t> g = index.graph();
-    for (int64_t u = 0; u < 3500; ++u) {
+    for (int64_t u = 0; u < total; ++u) {
         std::vector<int32_t> row(g.begin() + u * R, g.begin() + (u + 1) * R);
         const auto end = std::find(row.begin(), row.end(), -1);
         EXPECT_TRUE(std::all_of(end, row.end(), [](int32_t x) { return x == -1; }))
                 << "row " << u << " is not padded at the end";
         EXPECT_GE(end - row.begin(), 1) << "vector " << u << " has no neighbour";
         for (auto it = row.begin(); it != end; ++it) {
-            EXPECT_TRUE(*it >= 0 && *it < 3500 && *it != u) << "row " << u;
+            EXPECT_TRUE(*it >= 0 && *it < total && *it != u) << "row " << u;
         }
         std::sort(row.begin(), end);
         EXPECT_EQ(std::adjacent_find(row.begin(), end), end) << "row " << u;
@@ -594,20 +612,20 @@ TEST(GpuIndexBang, SecondAddExtendsTheGraph) {
     // Every stored vector finds itself.
     std::vector<float> all(xa);
     all.insert(all.end(), xb.begin(), xb.end());
-    std::vector<float> D(3500);
-    std::vector<int64_t> I(3500);
-    index.search(3500, all.data(), 1, D.data(), I.data());
+    std::vector<float> D(total);
+    std::vector<int64_t> I(total);
+    index.search(total, all.data(), 1, D.data(), I.data());
     int64_t self = 0;
-    for (int64_t i = 0; i < 3500; ++i) {
+    for (int64_t i = 0; i < total; ++i) {
         self += I[i] == i;
     }
-    EXPECT_GE(self, 3500 * 99 / 100);
+    EXPECT_GE(self, total * 99 / 100);
     // After a removal the next add rebuilds over what remains (ids compacted).
-    faiss::IDSelectorRange first(0, 10);
-    EXPECT_EQ(index.remove_ids(first), 10u);
+    faiss::IDSelectorRange removed(0, 10);
+    EXPECT_EQ(index.remove_ids(removed), 10u);
     index.add(10, xa.data());
-    EXPECT_EQ(index.ntotal, 3500);
-    EXPECT_EQ(index.nodeCount(), 3500);
+    EXPECT_EQ(index.ntotal, total);
+    EXPECT_EQ(index.nodeCount(), total);
     index.reconstruct(0, v.data());
     EXPECT_TRUE(std::equal(v.begin(), v.end(), xa.begin() + 10 * d));
 }

@@ -56,10 +56,11 @@ TEST(GpuIndexBangErrors, BadInputsThrowAndLeaveIndexUnchanged) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, k = 4;
+    const int64_t n = smallUnderSanitizer(800, 200);
     GpuIndexBang index(res, d);
-    auto xb = datasets::uniform(800, d, 1);
+    auto xb = datasets::uniform(n, d, 1);
     auto q = datasets::uniform(1, d, 2);
-    index.add(800, xb.data());
+    index.add(n, xb.data());
     index.search_L = 20;
     Snapshot before = snapshot(index, q, k);
     std::vector<float> D(3000);
@@ -108,8 +109,8 @@ TEST(GpuIndexBangErrors, BadInputsThrowAndLeaveIndexUnchanged) {
         params.search_L = 30;
     }
 
-    expectThrowNaming([&] { index.reconstruct(800, D.data()); }, "800");
-    EXPECT_THROW(index.reconstruct_n(790, 11, D.data()), faiss::FaissException);
+    expectThrowNaming([&] { index.reconstruct(n, D.data()); }, std::to_string(n));
+    EXPECT_THROW(index.reconstruct_n(n - 10, 11, D.data()), faiss::FaissException);
 
     // setGraph: bad ids, a repeated neighbour, a bad entry point, NaN vectors.
     const int R = index.graphDegree();
@@ -193,18 +194,19 @@ TEST(GpuIndexBangErrors, FileWithAGraphIdOutOfRangeIsRefused) {
     GpuIndexBangConfig cfg;
     cfg.build.graphDegree = 20;
     GpuIndexBang index(res, d, faiss::METRIC_L2, cfg);
-    auto xb = datasets::uniform(3000, d, 11);
-    index.add(3000, xb.data());
+    const int32_t n = int32_t(smallUnderSanitizer(3000, 300));
+    auto xb = datasets::uniform(n, d, 11);
+    index.add(n, xb.data());
     // A file whose checksums hold (version 3 has none), so that the graph check itself
     // answers: the graph is the last array before the end marker (exact mode).
     std::vector<uint8_t> broken = version3File(faiss_ext::serialize_index(&index));
-    const size_t graphStart = broken.size() - 8 - size_t(3000) * 20 * 4;
+    const size_t graphStart = broken.size() - 8 - size_t(n) * 20 * 4;
     int32_t first = -2;
     std::memcpy(&first, broken.data() + graphStart, 4);
     ASSERT_EQ(first, index.graph()[0]);
-    const int32_t outside = 3000;
+    const int32_t outside = n;
     std::memcpy(broken.data() + graphStart, &outside, 4);
     expectThrowNaming(
             [&] { faiss_ext::deserialize_index(broken.data(), broken.size(), res); },
-            "graph id 3000");
+            "graph id " + std::to_string(n));
 }

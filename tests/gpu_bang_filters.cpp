@@ -30,8 +30,9 @@ namespace {
 constexpr int kD = 32;
 constexpr int kK = 10;
 
+/// Under compute-sanitizer 1000 vectors (1% of them still k) and 100 queries.
 struct BangData {
-    int64_t nb = 20000, nq = 300;
+    int64_t nb = smallUnderSanitizer(20000, 1000), nq = smallUnderSanitizer(300, 100);
     std::vector<float> xb, xq;
 };
 
@@ -117,7 +118,7 @@ TEST(GpuBangFilters, SmallAndEmptySelections) {
     const uint64_t seed = testSeed();
     GpuResources res;
     BangData b = bangData();
-    b.nb = 3000;
+    b.nb = smallUnderSanitizer(3000, 500);
     b.xb.resize(size_t(b.nb) * kD);
     GpuIndexBang index(res, kD);
     index.add(b.nb, b.xb.data());
@@ -229,7 +230,8 @@ TEST(GpuBangFilters, ExactFallbackMatchesCpuAcrossChunks) {
     GpuResources res(rc);
     cudaStream_t stream = res.stream();
     const int d = 256, k = 10;
-    const int64_t nb = 20011, nq = 40;
+    // Under compute-sanitizer 8 queries (the chunks are the same: they depend on d alone).
+    const int64_t nb = 20011, nq = smallUnderSanitizer(40, 8);
     const std::vector<float> xb = datasets::uniform(nb, d, seed);
     const std::vector<float> xq = datasets::uniform(nq, d, seed + 1);
     BangGraph g(res, d, 16, 0);
@@ -293,7 +295,7 @@ TEST(GpuBangFilters, TombstonesSkippedKeptThroughSaveLoadClearedByAdd) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     BangData b = bangData();
-    b.nb = 4000;
+    b.nb = smallUnderSanitizer(4000, 500);
     b.xb.resize(size_t(b.nb) * kD);
     GpuIndexBang index(res, kD);
     index.add(b.nb - 100, b.xb.data());

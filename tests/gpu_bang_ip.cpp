@@ -110,7 +110,8 @@ TEST(GpuIndexBangInnerProduct, RecallAndDistancesOnUnitAndVariedNorms) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 32, k = 10;
-    const int64_t nb = 50000, nq = 500;
+    const int64_t nb = test::smallUnderSanitizer(50000, 500),
+                  nq = test::smallUnderSanitizer(500, 100);
     // scale 0: unit vectors (cosine); 0.5: norms spread over [0.5, 1.5].
     for (float scale : {0.f, 0.5f}) {
         const std::vector<float> xb = rows(nb, d, 3, 0, scale), xq = rows(nq, d, 3, 1, scale);
@@ -139,7 +140,8 @@ TEST(GpuIndexBangInnerProduct, MissingResultsSaveLoadAndReconstruct) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, k = 8;
-    const std::vector<float> xb = rows(2000, d, 5, 0, 0.3f), xq = rows(20, d, 5, 1, 0.3f);
+    const int64_t nb = test::smallUnderSanitizer(2000, 400), row = std::min<int64_t>(1234, nb - 1);
+    const std::vector<float> xb = rows(nb, d, 5, 0, 0.3f), xq = rows(20, d, 5, 1, 0.3f);
     GpuIndexBang empty(res, d, faiss::METRIC_INNER_PRODUCT);
     const Results none = searchOf(empty, xq, k);
     for (size_t i = 0; i < none.I.size(); ++i) {
@@ -159,13 +161,13 @@ TEST(GpuIndexBangInnerProduct, MissingResultsSaveLoadAndReconstruct) {
     }
 
     GpuIndexBang index(res, d, faiss::METRIC_INNER_PRODUCT);
-    index.add(2000, xb.data());
+    index.add(nb, xb.data());
     std::vector<float> back(d);
-    index.reconstruct(1234, back.data());
-    EXPECT_TRUE(std::equal(back.begin(), back.end(), xb.begin() + 1234 * d));
+    index.reconstruct(row, back.data());
+    EXPECT_TRUE(std::equal(back.begin(), back.end(), xb.begin() + row * d));
     EXPECT_EQ(
             index.deviceMemoryBytes(),
-            size_t(2000) * (d + 2) * 4 + size_t(2000) * 64 * 4 + test::entryHubBytes(2000, d + 1));
+            size_t(nb) * (d + 2) * 4 + size_t(nb) * 64 * 4 + test::entryHubBytes(nb, d + 1));
     const std::vector<uint8_t> bytes = serialize_index(&index);
     auto loaded = deserialize_index(bytes.data(), bytes.size(), res);
     auto* again = dynamic_cast<GpuIndexBang*>(loaded.get());
@@ -185,22 +187,24 @@ TEST(GpuIndexBangInnerProduct, LongerVectorsRebuildAndEveryDistanceStaysExact) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, k = 10;
-    std::vector<float> xb = rows(6000, d, 8, 0, 0.2f);
+    // Under compute-sanitizer 360 vectors in all.
+    const int64_t nb = test::smallUnderSanitizer(6000, 360), half = nb / 2, longer = nb / 6;
+    std::vector<float> xb = rows(nb, d, 8, 0, 0.2f);
     const std::vector<float> xq = rows(100, d, 8, 1, 0.2f);
-    for (int64_t v = 5000; v < 6000; ++v) { // the last 1000 twice as long
+    for (int64_t v = nb - longer; v < nb; ++v) { // the last sixth twice as long
         for (int j = 0; j < d; ++j) {
             xb[v * d + j] *= 2.f;
         }
     }
     GpuIndexBang index(res, d, faiss::METRIC_INNER_PRODUCT);
-    index.add(3000, xb.data());
+    index.add(half, xb.data());
     const int64_t entry = index.entryPoint();
-    index.add(2000, xb.data() + 3000 * d); // within the norms: an extension
+    index.add(nb - half - longer, xb.data() + half * d); // within the norms: an extension
     EXPECT_EQ(index.entryPoint(), entry);
-    index.add(1000, xb.data() + 5000 * d); // longer: a rebuild
-    ASSERT_EQ(index.ntotal, 6000);
+    index.add(longer, xb.data() + (nb - longer) * d); // longer: a rebuild
+    ASSERT_EQ(index.ntotal, nb);
     GpuIndexFlat flat(res, d, faiss::METRIC_INNER_PRODUCT);
-    flat.add(6000, xb.data());
+    flat.add(nb, xb.data());
     const Results gt = searchOf(flat, xq, k), r = searchOf(index, xq, k, 100);
     expectExactInnerProducts(r, xq, xb, d, k);
     std::printf("after the rebuild: recall@10 %.4f at L=100\n", recallAt10(gt, r, k));
@@ -211,7 +215,8 @@ TEST(GpuIndexBangInnerProduct, FilteredSearchOnBothPaths) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, k = 10;
-    const int64_t nb = 20000;
+    // Under compute-sanitizer 1000 vectors: 1% of them is still k.
+    const int64_t nb = test::smallUnderSanitizer(20000, 1000);
     const std::vector<float> xb = rows(nb, d, 9, 0, 0.f), xq = rows(50, d, 9, 1, 0.f);
     GpuIndexBang bang(res, d, faiss::METRIC_INNER_PRODUCT);
     bang.add(nb, xb.data());
@@ -245,13 +250,14 @@ TEST(GpuIndexBangInnerProduct, PqModeCodesTheTransformedRows) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 32, k = 10, M = 8;
-    const int64_t nb = 20000;
-    const std::vector<float> xb = rows(nb, d, 11, 0, 0.f), xq = rows(200, d, 11, 1, 0.f);
+    const int64_t nb = test::smallUnderSanitizer(20000, 600), extra = nb / 10;
+    const std::vector<float> xb = rows(nb, d, 11, 0, 0.f),
+                             xq = rows(test::smallUnderSanitizer(200, 50), d, 11, 1, 0.f);
     GpuIndexBangConfig cfg;
     cfg.pqSubquantizers = M;
     GpuIndexBang index(res, d, faiss::METRIC_INNER_PRODUCT, cfg);
-    index.add(nb - 2000, xb.data());
-    index.add(2000, xb.data() + (nb - 2000) * d); // an extension: codes of the codebooks
+    index.add(nb - extra, xb.data());
+    index.add(extra, xb.data() + (nb - extra) * d); // an extension: codes of the codebooks
     EXPECT_EQ(index.pqCentroids().size(), size_t(256) * (d + d / M));
     EXPECT_EQ(index.pqCodes().size(), size_t(nb) * (M + 1));
     EXPECT_EQ(index.traversalBytesPerVector(), size_t(M + 1));

@@ -6,6 +6,7 @@
 // recall, the training rows' placement the result; the device memory stays within
 // ivfSelfKnnPeakBytes.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <unordered_set>
@@ -173,7 +174,9 @@ std::vector<float> clusteredRows(int64_t n, int d, uint64_t seed) {
 TEST(IvfSelfKnn, RecallAtLeastTheIvfFlatSearchsOnTheSameListsAndProbes) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const SelfKnnCase c{20000, 32, 33, 141, 8}; // sqrt(n) lists, as the build
+    const int64_t n = smallUnderSanitizer(20000, 3000);
+    // sqrt(n) lists, as the build.
+    const SelfKnnCase c{n, 32, 33, int64_t(std::sqrt(double(n))), 8};
     for (int shape = 0; shape < shapeCount(2, 1); ++shape) {
         const bool clustered = shape == 0;
         SCOPED_TRACE(clustered ? "clustered" : "uniform");
@@ -199,10 +202,11 @@ TEST(IvfSelfKnn, RecallAtLeastTheIvfFlatSearchsOnTheSameListsAndProbes) {
 TEST(IvfSelfKnn, EveryListProbedIsTheExactKnnUpToK1024) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const std::vector<float> x = clusteredRows(5000, 24, testSeed() + 3);
+    const int64_t n = smallUnderSanitizer(5000, 1500);
+    const std::vector<float> x = clusteredRows(n, 24, testSeed() + 3);
     for (const int k : {1, 10, 65, 1024}) {
         SCOPED_TRACE(k);
-        expectExactSelfKnn(res, x, SelfKnnCase{5000, 24, k, 70, 70});
+        expectExactSelfKnn(res, x, SelfKnnCase{n, 24, k, 70, 70});
     }
 }
 
@@ -210,8 +214,8 @@ TEST(IvfSelfKnn, OneListIsTheExactKnn) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     // 8 probes, more than the lists: the one list.
-    expectExactSelfKnn(
-            res, datasets::uniform(3000, 16, testSeed() + 4), SelfKnnCase{3000, 16, 20, 1, 8});
+    const int64_t n = smallUnderSanitizer(3000, 1000);
+    expectExactSelfKnn(res, datasets::uniform(n, 16, testSeed() + 4), SelfKnnCase{n, 16, 20, 1, 8});
 }
 
 TEST(IvfSelfKnn, FewerThanKInTheProbedListsPadsWithMinusOne) {
@@ -251,7 +255,10 @@ TEST(IvfSelfKnn, FewerThanKInTheProbedListsPadsWithMinusOne) {
 
 TEST(IvfSelfKnn, PagesChunksAndTrainingPlacementKeepTheResult) {
     FAISS_EXT_REQUIRE_GPU();
-    SelfKnnCase c{20000, 32, 33, 141, 8};
+    // Under compute-sanitizer a quarter of the vectors: the 4 long lists below still take
+    // more than one chunk each.
+    const int64_t n = smallUnderSanitizer(20000, 5000);
+    SelfKnnCase c{n, 32, 33, int64_t(std::sqrt(double(n))), 8};
     const std::vector<float> x = clusteredRows(c.n, c.d, testSeed() + 7);
     GpuResources res;
     const std::vector<int64_t> one = selfKnn(res, x, c);
@@ -263,9 +270,10 @@ TEST(IvfSelfKnn, PagesChunksAndTrainingPlacementKeepTheResult) {
     exactKnn(res, x, c.n, c.d, c.k, refD, refI);
     const double oneRecall = recall(refI, one, c.n, c.k);
     // Seven pages.
+    const int64_t pageQueries = c.n * 3 / 20;
     SelfKnnCase paged = c;
-    paged.pageBytes = 3000 * ivfSelfKnnBytesPerPageQuery(c.k, c.nprobe);
-    ASSERT_EQ(ivfSelfKnnPageQueries(c.n, c.k, c.nprobe, paged.pageBytes), 3000);
+    paged.pageBytes = pageQueries * ivfSelfKnnBytesPerPageQuery(c.k, c.nprobe);
+    ASSERT_EQ(ivfSelfKnnPageQueries(c.n, c.k, c.nprobe, paged.pageBytes), pageQueries);
     const std::vector<int64_t> pages = selfKnn(res, x, paged);
     EXPECT_GE(paddedRows(pages, c.n, c.k), 0);
     EXPECT_NEAR(recall(refI, pages, c.n, c.k), oneRecall, 0.002);

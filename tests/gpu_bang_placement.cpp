@@ -122,10 +122,11 @@ TEST(GpuIndexBangPlacement, HostVectorsNeedPqMode) {
 TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const int64_t nb = 3000, more = 500;
+    // Under compute-sanitizer a fifth of the vectors and a twenty-fifth of the queries.
+    const int64_t nb = smallUnderSanitizer(3000, 600), more = smallUnderSanitizer(500, 150);
     datasets::ClusteredSpec spec{nb + more, kD, 30, 0.1f, testSeed() + 71};
     const std::vector<float> all = datasets::clustered(spec, 0);
-    spec.n = 1500;
+    spec.n = smallUnderSanitizer(1500, 60);
     std::vector<float> xq = datasets::clustered(spec, 1);
     xq[7 * kD + 3] = std::numeric_limits<float>::quiet_NaN();
     GpuIndexBang host(res, kD, faiss::METRIC_L2, placedConfig(BangVectorPlacement::kHost));
@@ -148,10 +149,11 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
 
     // Filtered: at this size the index searches the allowed rows exactly (gathered from
     // the host rows)...
-    faiss::IDSelectorRange sel(100, 1600);
-    ASSERT_TRUE(
-            planBangFilteredSearch(1500, nb, kL, host.graphDegree(), kK, GpuIndexBang::kMaxSearchL)
-                    .exact);
+    const int64_t lo = 100, hi = lo + nb / 2;
+    faiss::IDSelectorRange sel(lo, hi);
+    ASSERT_TRUE(planBangFilteredSearch(
+                        hi - lo, nb, kL, host.graphDegree(), kK, GpuIndexBang::kMaxSearchL)
+                        .exact);
     const Results h = searchOf(host, xq, BangEntry::kNearestHub, &sel);
     const Results d = searchOf(device, xq, BangEntry::kNearestHub, &sel);
     EXPECT_EQ(h.I, d.I);
@@ -159,7 +161,7 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     // ... and the filtered walk (its own list of allowed results, re-ranked the same way)
     // runs when the state is searched with the allowed bits.
     std::vector<uint32_t> words(size_t(kernels::idFilterWords(nb)), 0u);
-    for (int64_t v = 100; v < 1600; ++v) {
+    for (int64_t v = lo; v < hi; ++v) {
         words[size_t(v >> 5)] |= 1u << (v & 31);
     }
     auto allow = res.alloc<uint32_t>(words.size());
@@ -181,7 +183,7 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     EXPECT_EQ(walkI[0], walkI[1]);
     EXPECT_EQ(walkD[0], walkD[1]);
     for (int64_t id : walkI[0]) {
-        EXPECT_TRUE(id == -1 || (id >= 100 && id < 1600)) << id;
+        EXPECT_TRUE(id == -1 || (id >= lo && id < hi)) << id;
     }
 
     // A later add extends the graph over the uploaded rows; the vectors go back to the host.
@@ -229,10 +231,10 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
 TEST(GpuIndexBangPlacement, InnerProductKeepsTheTransformedRowsOnTheHost) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const int64_t nb = 2000;
+    const int64_t nb = smallUnderSanitizer(2000, 500);
     datasets::ClusteredSpec spec{nb, kD, 25, 0.1f, testSeed() + 72};
     const std::vector<float> xb = datasets::clustered(spec, 0);
-    spec.n = 80;
+    spec.n = smallUnderSanitizer(80, 20);
     const std::vector<float> xq = datasets::clustered(spec, 1);
     GpuIndexBang host(
             res, kD, faiss::METRIC_INNER_PRODUCT, placedConfig(BangVectorPlacement::kHost));

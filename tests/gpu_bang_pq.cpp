@@ -121,15 +121,18 @@ TEST(GpuIndexBangPq, MatchesCpuReferenceOnBuiltGraphs) {
     struct Case {
         int d, M, R;
     };
+    // Under compute-sanitizer builds of 256 to 511 vectors (PQ mode takes 256 or more),
+    // 20 queries.
+    const int64_t least = smallUnderSanitizer(2000, 256);
     // M below the 8 lanes, a multiple of them, and one sub-dimension per code.
     for (Case c : {Case{24, 6, 16}, Case{36, 12, 40}, Case{16, 16, 20}}) {
-        const int64_t nb = 2000 + int64_t(rng() % 2000);
+        const int64_t nb = least + int64_t(rng() % least);
         GpuIndexBangConfig cfg = pqConfig(c.M, c.R);
         cfg.build.candidates = 48;
         GpuIndexBang index(res, c.d, faiss::METRIC_L2, cfg);
         datasets::ClusteredSpec spec{nb, c.d, 20, 0.1f, rng()};
         auto xb = datasets::clustered(spec, 0);
-        spec.n = 60;
+        spec.n = smallUnderSanitizer(60, 20);
         auto xq = datasets::clustered(spec, 1);
         index.add(nb, xb.data());
         SCOPED_TRACE(
@@ -342,29 +345,31 @@ TEST(GpuIndexBangPq, SecondAddKeepsTheCodebooksAndEncodesTheNewVectors) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, M = 4;
-    auto xa = datasets::uniform(1500, d, 6);
-    auto xb = datasets::uniform(1000, d, 7);
+    const int64_t first = smallUnderSanitizer(1500, 300), second = smallUnderSanitizer(1000, 150),
+                  total = first + second;
+    auto xa = datasets::uniform(first, d, 6);
+    auto xb = datasets::uniform(second, d, 7);
     GpuIndexBang twice(res, d, faiss::METRIC_L2, pqConfig(M, 24));
-    twice.add(1500, xa.data());
+    twice.add(first, xa.data());
     const std::vector<float> centroids = twice.pqCentroids();
     const std::vector<uint8_t> codesBefore = twice.pqCodes();
-    twice.add(1000, xb.data());
+    twice.add(second, xb.data());
     EXPECT_EQ(twice.pqCentroids(), centroids);
     std::vector<uint8_t> expected = codesBefore;
-    const std::vector<uint8_t> newCodes = encodeBangPq(1000, d, M, centroids.data(), xb.data());
+    const std::vector<uint8_t> newCodes = encodeBangPq(second, d, M, centroids.data(), xb.data());
     expected.insert(expected.end(), newCodes.begin(), newCodes.end());
     EXPECT_EQ(twice.pqCodes(), expected);
     // Every stored vector finds itself at distance 0 (exact re-rank).
     std::vector<float> all(xa);
     all.insert(all.end(), xb.begin(), xb.end());
-    std::vector<float> D(2500);
-    std::vector<int64_t> I(2500);
-    twice.search(2500, all.data(), 1, D.data(), I.data());
+    std::vector<float> D(total);
+    std::vector<int64_t> I(total);
+    twice.search(total, all.data(), 1, D.data(), I.data());
     int64_t self = 0;
-    for (int64_t i = 0; i < 2500; ++i) {
+    for (int64_t i = 0; i < total; ++i) {
         self += I[i] == i && D[i] == 0.f;
     }
-    EXPECT_GE(self, 2500 * 99 / 100);
+    EXPECT_GE(self, total * 99 / 100);
     twice.reset();
     EXPECT_EQ(twice.deviceMemoryBytes(), 0u);
     EXPECT_TRUE(twice.pqCodes().empty());
@@ -375,13 +380,14 @@ TEST(GpuIndexBangPq, SaveLoadRoundTrip) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, k = 10;
-    datasets::ClusteredSpec spec{3000, d, 30, 0.1f, 12};
+    const int64_t nb = smallUnderSanitizer(3000, 400);
+    datasets::ClusteredSpec spec{nb, d, 30, 0.1f, 12};
     auto xb = datasets::clustered(spec, 0);
-    spec.n = 200;
+    spec.n = smallUnderSanitizer(200, 50);
     auto xq = datasets::clustered(spec, 1);
     GpuIndexBang index(res, d, faiss::METRIC_L2, pqConfig(8, 20));
     index.search_L = 48;
-    index.add(3000, xb.data());
+    index.add(nb, xb.data());
     const std::string path = std::string(::testing::TempDir()) + "bang_pq.fxidx";
     faiss_ext::write_index(&index, path.c_str());
     auto loaded = faiss_ext::read_index(path.c_str(), res);
@@ -404,7 +410,7 @@ TEST(GpuIndexBangPq, SaveLoadRoundTrip) {
     // Truncated anywhere (the codes come last): refused.
     const std::vector<uint8_t> bytes = faiss_ext::serialize_index(&index);
     for (size_t cut :
-         {size_t(74), bytes.size() / 2, bytes.size() - 8 - 3000 * 8 + 5, bytes.size() - 9}) {
+         {size_t(74), bytes.size() / 2, bytes.size() - 8 - size_t(nb) * 8 + 5, bytes.size() - 9}) {
         EXPECT_THROW(faiss_ext::deserialize_index(bytes.data(), cut, res), faiss::FaissException)
                 << "cut at " << cut;
     }
@@ -426,10 +432,11 @@ TEST(GpuIndexBangPq, ReadsVersion1Files) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 12;
-    auto xb = datasets::uniform(800, d, 13);
+    const int64_t nb = smallUnderSanitizer(800, 300);
+    auto xb = datasets::uniform(nb, d, 13);
     auto xq = datasets::uniform(20, d, 14);
     GpuIndexBang index(res, d);
-    index.add(800, xb.data());
+    index.add(nb, xb.data());
     // A version 1 file of the same index (no configuration struct, no PQ state).
     BangImage im;
     im.d = d;

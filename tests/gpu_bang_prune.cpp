@@ -349,8 +349,10 @@ TEST(GpuBangPrune, SharedAndGlobalSortsGiveTheSameGraph) {
 TEST(GpuBangPrune, PagesDoNotChangeTheGraphAndANodeTooLargeIsRefused) {
     FAISS_EXT_REQUIRE_GPU();
     std::mt19937_64 rng(testSeed() + 43);
-    const int64_t n = 20000;
-    const int d = 24, R = 32;
+    // Under compute-sanitizer 14000 nodes (~1.8M entries: still 3 pages or more) of lower
+    // d and R, which the prune's shared-memory work grows with.
+    const int64_t n = smallUnderSanitizer(20000, 14000);
+    const int d = int(smallUnderSanitizer(24, 8)), R = int(smallUnderSanitizer(32, 8));
     CandidateSpec spec;
     spec.maxCandidates = 300; // ~3M entries: 21 bytes each, 4 pages of 16 MiB
     spec.fans = 200;
@@ -402,7 +404,9 @@ TEST(GpuBangBuild, PassRangesGiveTheSameGraph) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 24;
-    const int64_t n = 6000;
+    // Under compute-sanitizer 240 nodes, in ranges of the same proportions: each range
+    // is a search and a prune of its own.
+    const int64_t n = smallUnderSanitizer(6000, 240);
     datasets::ClusteredSpec spec{n, d, 40, 0.1f, testSeed() + 3};
     const std::vector<float> x = datasets::clustered(spec, 0);
     BangBuildConfig cfg;
@@ -418,7 +422,7 @@ TEST(GpuBangBuild, PassRangesGiveTheSameGraph) {
         return std::make_pair(work.graph(), work.entry());
     };
     const auto whole = build(n);
-    for (int64_t range : {int64_t(1000), int64_t(777), int64_t(1)}) {
+    for (int64_t range : {n / 6, n * 777 / 6000, int64_t(1)}) {
         SCOPED_TRACE(range);
         const auto paged = build(range);
         EXPECT_EQ(paged.second, whole.second);

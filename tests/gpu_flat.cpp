@@ -28,6 +28,9 @@ struct FlatCase {
     int k;
     faiss::MetricType metric;
     uint64_t seed;
+    /// GpuIndexFlat's own choice of path at its default precision only, not every path
+    /// and precision forced (which the other cases run).
+    bool autoOnly = false;
 };
 
 const char* precisionName(GpuFlatPrecision p) {
@@ -80,10 +83,16 @@ void runCase(GpuResources& res, const FlatCase& c) {
     std::vector<float> refD(c.nq * c.k);
     std::vector<int64_t> refI(c.nq * c.k);
     cpu.search(c.nq, xq.data(), c.k, refD.data(), refI.data());
-    for (FlatSearchPath path :
-         {FlatSearchPath::kAuto, FlatSearchPath::kTiles, FlatSearchPath::kThreshold,
-          FlatSearchPath::kRadix, FlatSearchPath::kRerank}) {
-        for (GpuFlatPrecision p : precisionsFor(c.d, path)) {
+    const std::vector<FlatSearchPath> paths = c.autoOnly
+            ? std::vector<FlatSearchPath>{FlatSearchPath::kAuto}
+            : std::vector<FlatSearchPath>{
+                      FlatSearchPath::kAuto, FlatSearchPath::kTiles, FlatSearchPath::kThreshold,
+                      FlatSearchPath::kRadix, FlatSearchPath::kRerank};
+    for (FlatSearchPath path : paths) {
+        const std::vector<GpuFlatPrecision> precisions = c.autoOnly
+                ? std::vector<GpuFlatPrecision>{GpuFlatPrecision::kAuto}
+                : precisionsFor(c.d, path);
+        for (GpuFlatPrecision p : precisions) {
             SCOPED_TRACE(pathName(path) + ", " + precisionName(p));
             std::vector<float> D(c.nq * c.k, 12345.f);
             std::vector<int64_t> I(c.nq * c.k, 777);
@@ -115,12 +124,15 @@ TEST(GpuIndexFlat, MatchesCpuOnFixedShapes) {
     for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
         if (test::underSanitizer()) {
             // One case of each kind below, smaller: the largest k, an odd d, several
-            // base tiles and segments, a batch the automatic choice sends down the
-            // threshold path (each case runs every path anyway).
-            runCase(res, {3000, 9, 64, 2048, m, seed + 1});
-            runCase(res, {1000, 20, 7, 10, m, seed + 2});
-            runCase(res, {70000, 2, 8, 100, m, seed + 3});
-            runCase(res, {40000, 300, 48, 10, m, seed + 7});
+            // segments and a query the automatic choice sends down the radix path (at
+            // least kRadixMinBase vectors), each on every path. Then the smallest batch
+            // and base the automatic choice sends down the threshold path (256 queries,
+            // 16 times its capacity of 1024 ids), through GpuIndexFlat alone: the forced
+            // paths above run the same kernels.
+            runCase(res, {2500, 3, 64, 2048, m, seed + 1});
+            runCase(res, {500, 5, 7, 10, m, seed + 2});
+            runCase(res, {70000, 1, 8, 100, m, seed + 3});
+            runCase(res, {16384, 256, 8, 10, m, seed + 7, true});
             continue;
         }
         for (int k : {1, 10, 100, 1024, 2048}) {

@@ -26,7 +26,6 @@ namespace {
 constexpr int kDim = 16;
 constexpr int64_t kDistinct = 15000;
 constexpr int kCopies = 4;
-constexpr int64_t kQueries = 300;
 /// Grid step 1/3 (not a bf16 or FP32 value) from 100/3: products ~1500 a dimension, so
 /// the bf16x3 key error (~2^-16 of them) is a few squared steps (1/9).
 constexpr float kScale = 1.f / 3.f;
@@ -103,21 +102,25 @@ TEST(GpuFlatSearch, ThresholdPathBandKeepsNearTiesAtLargeK) {
         xb.insert(xb.end(), distinct.begin(), distinct.end());
     }
     const int64_t nb = kDistinct * kCopies;
-    const std::vector<float> xq = gridRows(kQueries, rng);
+    // Under compute-sanitizer 20 queries: the band (each query's ~8000 listed ids
+    // re-ranked) is the same per query, in one re-rank slice instead of two (170
+    // queries a slice at this capacity).
+    const int64_t nq = test::smallUnderSanitizer(300, 20);
+    const std::vector<float> xq = gridRows(nq, rng);
     for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
         const bool l2 = m == faiss::METRIC_L2;
         faiss::IndexFlat cpu(kDim, m);
         cpu.add(nb, xb.data());
         for (int k : {1024, 2048}) {
             const FlatThresholdPlan plan = planFlatThreshold(
-                    kQueries, nb, kDim, k, kernels::GemmProduct::kBF16x3, res.tempMemoryBytes());
+                    nq, nb, kDim, k, kernels::GemmProduct::kBF16x3, res.tempMemoryBytes());
             ASSERT_LT(mostListed(xb, xq, k, l2, plan), plan.capacity) << "k=" << k;
             // The reference in FAISS's direct sums (fewer than 20 queries a call: no
             // norms formula, whose cancellation at these norms is near a grid step).
-            std::vector<float> refD(kQueries * k);
-            std::vector<int64_t> refI(kQueries * k);
-            for (int64_t q0 = 0; q0 < kQueries; q0 += 16) {
-                const int64_t n = std::min<int64_t>(16, kQueries - q0);
+            std::vector<float> refD(nq * k);
+            std::vector<int64_t> refI(nq * k);
+            for (int64_t q0 = 0; q0 < nq; q0 += 16) {
+                const int64_t n = std::min<int64_t>(16, nq - q0);
                 cpu.search(n, xq.data() + q0 * kDim, k, refD.data() + q0 * k, refI.data() + q0 * k);
             }
             for (GpuFlatPrecision p :
@@ -130,7 +133,7 @@ TEST(GpuFlatSearch, ThresholdPathBandKeepsNearTiesAtLargeK) {
                 test::searchPath(res, xb, xq, kDim, k, m, FlatSearchPath::kThreshold, p, D, I);
                 // A grid step is 1/9 of a squared distance (L2, ~100 at the k-th) and of a
                 // product (inner product, ~24000): the tolerances are well under one step.
-                EXPECT_EQ(compareKnn(refD, refI, D, I, kQueries, k, l2 ? 1e-5f : 1e-6f, 1e-3f), 0);
+                EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, l2 ? 1e-5f : 1e-6f, 1e-3f), 0);
             }
         }
     }

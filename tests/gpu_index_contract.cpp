@@ -232,7 +232,7 @@ TYPED_TEST(GpuIndexContract, BadInputsThrowAndLeaveIndexUnchanged) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, k = 4;
-    const int64_t n = 800;
+    const int64_t n = smallUnderSanitizer(800, 200);
     auto index = this->filled(res, d, n, 1);
     const auto xb = datasets::uniform(n, d, 1);
     const auto q = datasets::uniform(1, d, 2);
@@ -303,20 +303,20 @@ TYPED_TEST(GpuIndexContract, AddThenSearchFindsTheStoredVectors) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, k = 10;
-    const int64_t n = 3000, nq = 100;
+    const int64_t n = smallUnderSanitizer(3000, 400), nq = 100, every = n / nq;
     auto index = this->filled(res, d, n, 7);
     ASSERT_EQ(index->ntotal, n);
-    // Queries: every 30th stored vector.
+    // Queries: every (n / nq)-th stored vector.
     std::vector<float> xq(size_t(nq) * d);
     for (int64_t i = 0; i < nq; ++i) {
-        index->reconstruct(i * 30, xq.data() + i * d);
+        index->reconstruct(i * every, xq.data() + i * d);
     }
     std::vector<float> D(nq * k);
     std::vector<int64_t> I(nq * k);
     index->search(nq, xq.data(), k, D.data(), I.data());
     int64_t found = 0;
     for (int64_t i = 0; i < nq; ++i) {
-        found += I[i * k] == i * 30 && std::fabs(D[i * k]) <= 1e-4f;
+        found += I[i * k] == i * every && std::fabs(D[i * k]) <= 1e-4f;
         EXPECT_TRUE(std::is_sorted(D.begin() + i * k, D.begin() + (i + 1) * k)) << "query " << i;
         for (int j = 0; j < k; ++j) {
             EXPECT_TRUE(I[i * k + j] >= 0 && I[i * k + j] < n) << "query " << i;
@@ -343,12 +343,13 @@ TYPED_TEST(GpuIndexContract, EmptyIndexAndNanQueriesGiveMissingResults) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, k = 5;
-    const auto xb = datasets::uniform(1000, d, 3);
+    const int64_t n = smallUnderSanitizer(1000, 200);
+    const auto xb = datasets::uniform(n, d, 3);
     const auto xq = datasets::uniform(2, d, 1);
     for (faiss::MetricType m : TestFixture::Traits::metrics()) {
         SCOPED_TRACE("metric " + std::to_string(int(m)));
         auto index = TestFixture::Traits::make(res, d, m);
-        TestFixture::Traits::prepare(*index, 1000, xb.data());
+        TestFixture::Traits::prepare(*index, n, xb.data());
         const float missing = m == faiss::METRIC_L2 ? std::numeric_limits<float>::infinity()
                                                     : -std::numeric_limits<float>::infinity();
         std::vector<float> D(2 * k, 0.f);
@@ -358,7 +359,7 @@ TYPED_TEST(GpuIndexContract, EmptyIndexAndNanQueriesGiveMissingResults) {
             EXPECT_EQ(I[i], -1);
             EXPECT_EQ(D[i], missing);
         }
-        index->add(1000, xb.data());
+        index->add(n, xb.data());
         expectNanQueryGivesMissing(*index, k, 4);
     }
 }
@@ -371,7 +372,7 @@ TYPED_TEST(GpuIndexContract, NonFiniteQueriesGetOnlyMissingResults) {
     const float inf = std::numeric_limits<float>::infinity();
     for (faiss::MetricType m : TestFixture::Traits::metrics()) {
         SCOPED_TRACE("metric " + std::to_string(int(m)));
-        auto index = this->filled(res, d, 1500, 21, m);
+        auto index = this->filled(res, d, smallUnderSanitizer(1500, 300), 21, m);
         const float missing = m == faiss::METRIC_L2 ? inf : -inf;
         std::vector<float> xq = datasets::uniform(nq, d, 22);
         // Rows 1, 3, 4, 6 get a NaN, +inf, -inf, and every component +inf.
@@ -429,7 +430,7 @@ TYPED_TEST(GpuIndexContract, SaveLoadRoundTrip) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 12, k = 10;
-    const int64_t n = 3000, nq = 50;
+    const int64_t n = smallUnderSanitizer(3000, 400), nq = 50;
     for (faiss::MetricType m : TestFixture::Traits::metrics()) {
         SCOPED_TRACE("metric " + std::to_string(int(m)));
         auto index = this->filled(res, d, n, 11, m);
@@ -516,7 +517,7 @@ TYPED_TEST(GpuIndexContract, DeviceArraysWorkAsHostArrays) {
     GpuResources res;
     using Traits = typename TestFixture::Traits;
     const int d = 16, k = 10;
-    const int64_t n = 2000, nq = 64;
+    const int64_t n = smallUnderSanitizer(2000, 400), nq = 64;
     const std::vector<float> x = datasets::uniform(n, d, 21);
     const std::vector<float> xq = datasets::uniform(nq, d, 22);
     auto xDev = res.alloc<float>(x.size());
@@ -583,14 +584,15 @@ TYPED_TEST(GpuIndexContract, DeviceArraysWorkAsHostArrays) {
     const Snapshot before = snapshot(*index, q, k);
     for (float bad :
          {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
-        const int64_t row = 1234;
+        const int64_t row = std::min<int64_t>(1234, n - 1);
         copyToDevice(xDev.data() + row * d + 5, &bad, 1, res.stream());
         try {
             index->add(n, xDev.data());
             ADD_FAILURE() << "add of a non-finite device vector did not throw";
         } catch (const faiss::FaissException& e) {
             EXPECT_NE(
-                    std::string(e.what()).find("vector 1234 has a NaN or infinite"),
+                    std::string(e.what()).find(
+                            "vector " + std::to_string(row) + " has a NaN or infinite"),
                     std::string::npos)
                     << e.what();
         }

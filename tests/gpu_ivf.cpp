@@ -2,7 +2,6 @@
 // ids except ties, distances within 1e-4 relative; and against exact search.
 #include <algorithm>
 #include <cstring>
-#include <iterator>
 #include <limits>
 #include <random>
 #include <set>
@@ -142,12 +141,15 @@ TEST(GpuIndexIVFFlat, MatchesCpuOnRandomShapes) {
     std::mt19937_64 rng(testSeed());
     const int dims[] = {4, 7, 16, 33, 64, 128};
     const int ks[] = {1, 10, 100, 1000, 2048};
+    // Under compute-sanitizer an eighth of the vectors, a twentieth of the large batch
+    // and a quarter of the others.
     for (int iter = 0; iter < shapeCount(12); ++iter) {
         IvfCase c;
         c.d = dims[rng() % 6];
         c.k = iter == 0 ? 10 : ks[rng() % 5]; // iteration 0: 10000 queries
-        c.nb = 1 + int64_t(rng() % 30000);
-        c.nq = iter == 0 ? 10000 : 1 + int64_t(rng() % 400);
+        c.nb = 1 + int64_t(rng() % smallUnderSanitizer(30000, 3750));
+        c.nq = iter == 0 ? smallUnderSanitizer(10000, 500)
+                         : 1 + int64_t(rng() % smallUnderSanitizer(400, 100));
         c.nlist = 1 + int64_t(rng() % 300);
         c.nprobe = 1 + int64_t(rng() % (c.nlist + 3));
         c.metric = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
@@ -161,10 +163,15 @@ TEST(GpuIndexIVFFlat, LargestKAndNprobe) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const uint64_t seed = testSeed();
+    // Under compute-sanitizer 2 queries (each probe of each query is a selection of
+    // 2048) over 2500 vectors (more than k) in 2048 lists, all probed at nprobe 2048:
+    // no query has a coarse tie, which runCase's guard would need more queries for.
+    const int64_t nb = smallUnderSanitizer(30000, 2500), nq = smallUnderSanitizer(16, 2),
+                  nlist = smallUnderSanitizer(2100, 2048);
     for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
-        runCase(res, {30000, 16, 8, 2100, 2048, 2048, m, seed + 1, true});
-        runCase(res, {30000, 16, 8, 2100, 2048, 1, m, seed + 2, false});
-        runCase(res, {30000, 16, 8, 2100, 1, 2048, m, seed + 3, false});
+        runCase(res, {nb, nq, 8, nlist, 2048, 2048, m, seed + 1, true});
+        runCase(res, {nb, nq, 8, nlist, 2048, 1, m, seed + 2, false});
+        runCase(res, {nb, nq, 8, nlist, 1, 2048, m, seed + 3, false});
     }
 }
 
@@ -248,7 +255,8 @@ TEST(GpuIndexIVFFlat, UnevenAndEmptyLists) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16;
-    const int64_t nlist = 32, nb = 40000, nq = 100;
+    const int64_t nlist = 32, nb = smallUnderSanitizer(40000, 4000),
+                  nq = smallUnderSanitizer(100, 20);
     std::mt19937_64 rng(testSeed());
     std::normal_distribution<float> noise(0.f, 0.01f);
     auto cent = datasets::uniform(nlist, d, rng());
@@ -317,8 +325,12 @@ TEST(GpuIndexIVFFlat, ScanPathsGiveIdenticalResults) {
         const int d = dims[iter % 6];
         const int k = ks[rng() % 7];
         const int64_t nlist = 1 + int64_t(rng() % 300);
-        const int64_t nb = (d >= 768 ? 2000 : 1000) + int64_t(rng() % 20000) / (d >= 768 ? 8 : 1);
-        const int64_t nq = iter == 0 ? 5000 : 1 + int64_t(rng() % 600);
+        const int64_t nbDrawn =
+                (d >= 768 ? 2000 : 1000) + int64_t(rng() % 20000) / (d >= 768 ? 8 : 1);
+        const int64_t nqDrawn = iter == 0 ? 5000 : 1 + int64_t(rng() % 600);
+        // Under compute-sanitizer a tenth of them.
+        const int64_t nb = smallUnderSanitizer(nbDrawn, nbDrawn / 10);
+        const int64_t nq = smallUnderSanitizer(nqDrawn, nqDrawn / 10 + 1);
         const int64_t nprobe = iter == 1 ? 2048 : 1 + int64_t(rng() % (nlist + 2));
         const auto m = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
         const uint64_t seed = rng();
@@ -353,16 +365,20 @@ TEST(GpuIndexIVFFlat, ListMajorWarpSelectionAtEveryCapacity) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     std::mt19937_64 rng(testSeed());
-    const int ks[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 128, 129, 256};
+    // Under compute-sanitizer one k of each capacity, each side of a power of two in
+    // turn, and fewer vectors and queries.
+    const std::vector<int> ks = underSanitizer()
+            ? std::vector<int>{1, 2, 3, 8, 9, 32, 33, 128, 129}
+            : std::vector<int>{1, 2, 3, 4, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 128, 129, 256};
     // Chunks of 32 and 64 vectors (one or two values a lane) and the planner's own
     // (at least 256: several steps a warp).
     const int64_t chunks[] = {32, 64, 0};
-    for (size_t i = 0; i < std::size(ks); ++i) {
+    for (size_t i = 0; i < ks.size(); ++i) {
         const int k = ks[i];
         const int d = 4 + int(rng() % 30);
         const int64_t nlist = 1 + int64_t(rng() % 60);
-        const int64_t nb = 500 + int64_t(rng() % 8000);
-        const int64_t nq = 1 + int64_t(rng() % 200);
+        const int64_t nb = 500 + int64_t(rng() % smallUnderSanitizer(8000, 4000));
+        const int64_t nq = 1 + int64_t(rng() % smallUnderSanitizer(200, 25));
         const int64_t nprobe = 1 + int64_t(rng() % (nlist + 2));
         const auto m = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
         const uint64_t seed = rng();
@@ -620,11 +636,14 @@ TEST(GpuIndexIVFFlat, CoarsePrecisionsMatchCpu) {
                 tf32 ? GpuFlatPrecision::kTF32x3 : GpuFlatPrecision::kFloat32)
                 << "nq=" << nq;
     }
+    // Under compute-sanitizer the fewest queries kAuto takes 3xTF32 for, over a tenth of
+    // the vectors.
+    const int64_t nb = smallUnderSanitizer(30000, 3000), nq = smallUnderSanitizer(2048, 1024);
     for (GpuFlatPrecision p :
          {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
         SCOPED_TRACE("coarse precision " + std::to_string(int(p)));
         for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
-            runCase(res, {30000, 2048, 64, 256, 8, 10, m, seed + 11, false}, {}, p);
+            runCase(res, {nb, nq, 64, 256, 8, 10, m, seed + 11, false}, {}, p);
         }
     }
 }

@@ -56,8 +56,10 @@ TEST(GpuIvfSearchGraphs, EveryCallMatchesCpuOnEveryPath) {
     rc.tempMemoryBytes = size_t(4) << 30;
     GpuResources res(rc);
     std::mt19937_64 rng(testSeed());
+    // Under compute-sanitizer a tenth of the vectors, and a largest batch of 256.
     const int d = 24;
-    const int64_t nb = 20000, nlist = 64;
+    const int64_t nb = smallUnderSanitizer(20000, 2000), nlist = 64;
+    const int64_t largest = smallUnderSanitizer(1024, 256);
     for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
         auto xb = datasets::uniform(nb, d, rng());
         auto cent = datasets::uniform(nlist, d, rng());
@@ -68,7 +70,7 @@ TEST(GpuIvfSearchGraphs, EveryCallMatchesCpuOnEveryPath) {
         heap.mergePath = IvfMergePath::kHeap;
         for (const GpuIndexIVFFlatConfig& cfg : {GpuIndexIVFFlatConfig(), list, heap}) {
             GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
-            for (int64_t nq : {int64_t(1), int64_t(16), int64_t(128), int64_t(1024)}) {
+            for (int64_t nq : {int64_t(1), int64_t(16), int64_t(128), largest}) {
                 for (int k : {1, 10, 100}) {
                     SCOPED_TRACE(
                             "metric " + std::to_string(int(m)) + " nq " + std::to_string(nq) +

@@ -92,7 +92,11 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
     const float inf = std::numeric_limits<float>::infinity();
     constexpr int64_t kIdBase = 1000;
 
-    // Few rows, and (the short path only) more than kShortSelectMaxBlocks (row, segment)s.
+    // Few rows, and (the short path only) more than kShortSelectMaxBlocks (row, segment)s,
+    // in segments of each of its block shapes (at most 2048, 4096 and 8192 columns). Under
+    // compute-sanitizer: the fewest such rows (7 of each kind, 3 segments a row), and
+    // shorter segments of the same shapes.
+    const int64_t manyPerKind = smallUnderSanitizer(20, 7);
     for (const auto& [segLen, rowsPerKind] : std::vector<std::pair<int64_t, int64_t>>{
                  {1, 2},
                  {31, 2},
@@ -100,9 +104,9 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
                  {33, 2},
                  {1000, 2},
                  {4096, 2},
-                 {1000, 20},
-                 {4096, 20},
-                 {6000, 20}}) {
+                 {1000, manyPerKind},
+                 {smallUnderSanitizer(4096, 2049), manyPerKind},
+                 {smallUnderSanitizer(6000, 4097), manyPerKind}}) {
         // Three segments, the last one short (one column where segLen is 1).
         const int64_t ncols = 2 * segLen + (segLen + 1) / 2;
         const int64_t nseg = (ncols + segLen - 1) / segLen;
@@ -141,12 +145,24 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
         copyToDevice(dBound.data(), bound.data(), bound.size(), stream);
 
         // The warp path at every k it takes; the others at a spread of k up to the most.
+        // Under compute-sanitizer the warp path at one k of each capacity (1, 2, 4, 8,
+        // 16, 32), the others at the least, the least above the warp path's and the most.
+        std::vector<int> warpKs, otherKs{1, 3, 16, 32, 33, 100, 1000, kernels::kMaxSelectK};
+        for (int k = 1; k <= kernels::kMaxWarpRowSelectK; ++k) {
+            warpKs.push_back(k);
+        }
+        if (underSanitizer()) {
+            warpKs = {1, 2, 3, 8, 13, 32};
+            otherKs = {1, 33, kernels::kMaxSelectK};
+        }
         std::vector<std::pair<kernels::SelectPath, int>> runs;
-        for (int k = 1; k <= kernels::kMaxWarpRowSelectK && !manyRows; ++k) {
-            runs.emplace_back(kernels::SelectPath::kWarp, k);
+        for (int k : warpKs) {
+            if (!manyRows) {
+                runs.emplace_back(kernels::SelectPath::kWarp, k);
+            }
         }
         for (kernels::SelectPath p : {kernels::SelectPath::kShort, kernels::SelectPath::kBlock}) {
-            for (int k : {1, 3, 16, 32, 33, 100, 1000, kernels::kMaxSelectK}) {
+            for (int k : otherKs) {
                 if (p == kernels::SelectPath::kShort || !manyRows) {
                     runs.emplace_back(p, k);
                 }

@@ -4,6 +4,9 @@ Tests marked `gpu` need a CUDA device and are skipped without one. CTest runs th
 as a separate entry with --no-device-exit-code=77: without a device the session
 stops at once with status 77, which CTest reports as Skipped (pytest's own status 5
 means "no tests collected" and must not stand for that).
+
+Under compute-sanitizer (scripts/sanitize-gpu-suites.sh sets FAISS_EXT_SANITIZE=1) the
+GPU tests run smaller: `from conftest import small_under_sanitizer`.
 """
 
 import os
@@ -13,6 +16,19 @@ import numpy as np
 import pytest
 
 import faiss_ext
+
+
+def under_sanitizer():
+    """Whether the tests run under compute-sanitizer, which slows kernels down tenfold
+    or more (tests/TestUtil.h's underSanitizer)."""
+    value = os.environ.get("FAISS_EXT_SANITIZE", "")
+    return value != "" and value[0] != "0"
+
+
+def small_under_sanitizer(n, small):
+    """A size of a test (vectors, queries, rounds, a parametrization's values): `n`, or
+    `small` under compute-sanitizer."""
+    return small if under_sanitizer() else n
 
 
 def pytest_addoption(parser):

@@ -3,8 +3,8 @@ file bytes. Every call either succeeds with a correct answer or raises TypeError
 ValueError or FaissException; after a failure the index answers as before. Without a
 device it exercises the argument checks and the file parsing (inspect_index, on files
 written here from the format's description); with one, real indexes of every type.
-FAISS_EXT_FUZZ_ROUNDS sets the number of calls per test (default 300);
-FAISS_EXT_TEST_SEED replays a run."""
+FAISS_EXT_FUZZ_ROUNDS sets the number of calls per test (default 300, 30 under
+compute-sanitizer, whose indexes are smaller too); FAISS_EXT_TEST_SEED replays a run."""
 
 import os
 import struct
@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import faiss_ext
+from conftest import small_under_sanitizer
 
-ROUNDS = int(os.environ.get("FAISS_EXT_FUZZ_ROUNDS", "300"))
+ROUNDS = int(os.environ.get("FAISS_EXT_FUZZ_ROUNDS", small_under_sanitizer(300, 30)))
 REFUSALS = (TypeError, ValueError, faiss_ext.FaissException)
 MAX_K = faiss_ext.MAX_SEARCH_K
 
@@ -237,7 +238,7 @@ class Fuzzed:
     def __init__(self, res, rng, kind, metric):
         self.kind, self.metric = kind, metric
         self.d = int(rng.integers(1, 40))
-        nb = int(rng.integers(200, 1500))
+        nb = int(rng.integers(200, small_under_sanitizer(1500, 400)))
         xb = rng.random((nb, self.d), dtype=np.float32)
         if kind == "flat":
             self.index = faiss_ext.GpuIndexFlat(res, self.d, metric)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import faiss_ext
+from conftest import small_under_sanitizer
 
 pytestmark = pytest.mark.gpu
 
@@ -19,7 +20,7 @@ def recall_at_10(I, gt):
 
 
 def test_build_search_and_params(res, rng):
-    d, nb, nq = 24, 8000, 200
+    d, nb, nq = 24, small_under_sanitizer(8000, 1000), small_under_sanitizer(200, 100)
     centres = rng.random((30, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     flat = faiss_ext.GpuIndexFlat(res, d)
@@ -42,7 +43,8 @@ def test_build_search_and_params(res, rng):
     assert r64 >= 0.95
 
     # First candidates from IVF lists (forced at this size): the same recall.
-    ivf_built = faiss_ext.GpuIndexBang(res, d, R=32, build_lists=90, build_probes=8)
+    lists = small_under_sanitizer(90, 30)
+    ivf_built = faiss_ext.GpuIndexBang(res, d, R=32, build_lists=lists, build_probes=8)
     ivf_built.add(xb)
     r_ivf = recall_at_10(ivf_built.search(xq, 10)[1], gt)
     print(f"recall@10 at L=64, IVF candidates: {r_ivf:.3f}")
@@ -83,7 +85,7 @@ def test_build_search_and_params(res, rng):
 
 
 def test_save_load_and_errors(res, rng, tmp_path):
-    d, nb = 16, 3000
+    d, nb = 16, small_under_sanitizer(3000, 400)
     xb = rng.random((nb, d), dtype=np.float32)
     xq = rng.random((50, d), dtype=np.float32)
     a = faiss_ext.GpuIndexBang(res, d, R=24, search_L=40)
@@ -109,7 +111,7 @@ def test_save_load_and_errors(res, rng, tmp_path):
 
 
 def test_pq_mode(res, rng, tmp_path):
-    d, nb, nq = 24, 6000, 100
+    d, nb, nq = 24, small_under_sanitizer(6000, 800), small_under_sanitizer(100, 50)
     centres = rng.random((300, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     flat = faiss_ext.GpuIndexFlat(res, d)
@@ -143,7 +145,7 @@ def test_pq_mode(res, rng, tmp_path):
 
 
 def test_pq_mode_with_the_vectors_in_host_memory(res, rng, tmp_path):
-    d, nb, nq = 24, 4000, 100
+    d, nb, nq = 24, small_under_sanitizer(4000, 500), small_under_sanitizer(100, 50)
     centres = rng.random((200, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     device = faiss_ext.GpuIndexBang(res, d, R=32, pq_subquantizers=6, search_L=64)
@@ -186,7 +188,7 @@ def test_pq_mode_with_the_vectors_in_host_memory(res, rng, tmp_path):
 
 
 def test_inner_product_on_unit_vectors(res, rng):
-    d, nb, nq = 24, 8000, 200
+    d, nb, nq = 24, small_under_sanitizer(8000, 1000), small_under_sanitizer(200, 100)
     centres = rng.random((30, d), dtype=np.float32) - 0.5
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     xb /= np.linalg.norm(xb, axis=1, keepdims=True)

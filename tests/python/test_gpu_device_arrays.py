@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import faiss_ext
+from conftest import small_under_sanitizer
 
 pytestmark = pytest.mark.gpu
 
@@ -147,7 +148,7 @@ def test_device_search_stages_nothing_through_host_pages(res, rng, fw):
     """Host queries are copied into device pages (queries and results, allocated from
     the library's pool); device queries and results are used in place, so the pool's
     peak stays below the host search's by at least those pages."""
-    d, n, nq, k = 64, 2000, 20000, 8
+    d, n, nq, k = 64, 2000, small_under_sanitizer(20000, 2000), 8
     index = faiss_ext.GpuIndexFlat(res, d)
     index.add(rng.standard_normal((n, d), dtype=np.float32))
     xq = rng.standard_normal((nq, d), dtype=np.float32)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import faiss_ext
+from conftest import small_under_sanitizer
 
 pytestmark = pytest.mark.gpu
 
@@ -26,7 +27,7 @@ def check(D, I, refD, refI):
 
 @pytest.fixture
 def data(rng):
-    xb = rng.standard_normal((2000, 16)).astype(np.float32)
+    xb = rng.standard_normal((small_under_sanitizer(2000, 500), 16)).astype(np.float32)
     xq = rng.standard_normal((20, 16)).astype(np.float32)
     return xb, xq
 

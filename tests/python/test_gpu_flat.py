@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import faiss_ext
+from conftest import small_under_sanitizer
 
 pytestmark = pytest.mark.gpu
 
@@ -43,8 +44,8 @@ def check_results(D, I, xb, xq, k, metric):
 @pytest.mark.parametrize("metric", [faiss_ext.METRIC_L2, faiss_ext.METRIC_INNER_PRODUCT])
 def test_search_matches_numpy(res, rng, metric):
     d = int(rng.integers(1, 130))
-    nb = int(rng.integers(1, 5000))
-    nq = int(rng.integers(1, 300))
+    nb = int(rng.integers(1, small_under_sanitizer(5000, 1000)))
+    nq = int(rng.integers(1, small_under_sanitizer(300, 50)))
     k = int(rng.choice([1, 5, 32, 100, 1000]))
     print(f"d={d} nb={nb} nq={nq} k={k} metric={metric}")
     xb = rng.standard_normal((nb, d), dtype=np.float32)
@@ -151,8 +152,8 @@ def test_index_keeps_its_resources_alive(rng):
 
 def test_threads_share_resources(res, rng):
     d = 32
-    xb = rng.standard_normal((20000, d), dtype=np.float32)
-    xq = rng.standard_normal((500, d), dtype=np.float32)
+    xb = rng.standard_normal((small_under_sanitizer(20000, 2000), d), dtype=np.float32)
+    xq = rng.standard_normal((small_under_sanitizer(500, 100), d), dtype=np.float32)
     indexes = [faiss_ext.GpuIndexFlat(res, d) for _ in range(2)]
     for index in indexes:
         index.add(xb)
@@ -191,12 +192,13 @@ def test_threads_share_resources(res, rng):
 def test_search_releases_the_gil(res, rng):
     """While one thread searches, another runs Python code: the longest pause the
     main thread sees stays far below the search time (it would equal it if the
-    search held the GIL)."""
+    search held the GIL). The batch doubles until a search takes 0.2 s: under
+    compute-sanitizer far fewer vectors and queries take that long."""
     import time
     d = 64
     index = faiss_ext.GpuIndexFlat(res, d)
-    index.add(rng.standard_normal((200_000, d), dtype=np.float32))
-    xq = rng.standard_normal((2_000, d), dtype=np.float32)
+    index.add(rng.standard_normal((small_under_sanitizer(200_000, 20_000), d), dtype=np.float32))
+    xq = rng.standard_normal((small_under_sanitizer(2_000, 200), d), dtype=np.float32)
     while True:
         t0 = time.perf_counter()
         index.search(xq, 100)
@@ -226,7 +228,7 @@ def test_repr(res):
 
 
 def test_precisions_give_the_same_results(res, rng):
-    d, nb, nq, k = 64, 4000, 200, 3
+    d, nb, nq, k = 64, small_under_sanitizer(4000, 1000), small_under_sanitizer(200, 50), 3
     xb = rng.random((nb, d), dtype=np.float32)
     xq = rng.random((nq, d), dtype=np.float32)
     results = []

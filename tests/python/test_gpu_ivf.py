@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import faiss_ext
+from conftest import small_under_sanitizer
 from test_gpu_flat import check_results
 
 pytestmark = pytest.mark.gpu
@@ -18,7 +19,8 @@ def clustered(rng, n, d, centres):
 @pytest.mark.parametrize("metric", [faiss_ext.METRIC_L2, faiss_ext.METRIC_INNER_PRODUCT])
 def test_all_lists_probed_is_exact(res, rng, metric):
     d, nlist = int(rng.integers(4, 70)), int(rng.integers(2, 40))
-    nb, nq, k = int(rng.integers(nlist * 40, 6000)), 100, int(rng.choice([1, 10, 100]))
+    nb = int(rng.integers(nlist * 40, small_under_sanitizer(6000, 2000)))
+    nq, k = small_under_sanitizer(100, 30), int(rng.choice([1, 10, 100]))
     print(f"d={d} nlist={nlist} nb={nb} k={k} metric={metric}")
     centres = rng.random((nlist, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
@@ -58,7 +60,8 @@ def test_add_with_ids_and_reconstruct(res, rng):
 
 def test_faiss_ivf_index_in_and_out(res, rng):
     faiss = pytest.importorskip("faiss")
-    d, nlist, nb, nq, k = 32, 64, 20000, 500, 10
+    # 500 queries whatever the base (the share of equal ids below counts 5000 of them).
+    d, nlist, nb, nq, k = 32, 64, small_under_sanitizer(20000, 4000), 500, 10
     centres = rng.random((200, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     cpu = faiss.IndexIVFFlat(faiss.IndexFlatL2(d), d, nlist)
@@ -122,7 +125,8 @@ def test_write_and_read_index(res, rng, tmp_path, kind):
 
 
 def test_scan_paths_are_exact_with_every_list_probed(res, rng):
-    d, nlist, nb, nq, k = 32, 16, 5000, 400, 10
+    d, nlist, k = 32, 16, 10
+    nb, nq = small_under_sanitizer(5000, 1000), small_under_sanitizer(400, 100)
     centres = rng.random((nlist, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     for path in ("per_query", "list_major", "auto"):
@@ -137,7 +141,9 @@ def test_scan_paths_are_exact_with_every_list_probed(res, rng):
 
 
 def test_coarse_precisions_agree(res, rng):
-    d, nlist, nb, nq, k = 48, 64, 20000, 2048, 10
+    # Under compute-sanitizer the fewest queries "auto" takes 3xTF32 for.
+    d, nlist, k = 48, 64, 10
+    nb, nq = small_under_sanitizer(20000, 4000), small_under_sanitizer(2048, 1024)
     centres = rng.random((nlist, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     index = faiss_ext.GpuIndexIVFFlat(res, d, nlist)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import faiss_ext
+from conftest import small_under_sanitizer
 
 pytestmark = pytest.mark.gpu
 
@@ -45,7 +46,7 @@ def test_ivf_train_and_add_report_when_verbose(res, rng, capfd):
 
 
 def test_bang_build_reports_its_stages(res, rng, capfd):
-    x = rng.standard_normal((2000, 8), dtype=np.float32)
+    x = rng.standard_normal((small_under_sanitizer(2000, 400), 8), dtype=np.float32)
     index = faiss_ext.GpuIndexBang(res, 8, 16, build_passes=1)
     index.verbose = True
     index.add(x)
