@@ -10,6 +10,7 @@
 #include <faiss_ext/impl/HostPaging.h>
 #include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/NonFiniteQueries.h>
+#include <faiss_ext/impl/SearchGraphs.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
 namespace faiss_ext {
@@ -18,7 +19,8 @@ GpuIndex::GpuIndex(GpuResources& resources, int d, faiss::MetricType metric, Gpu
         : faiss::Index(d, metric),
           res_(resources),
           config_(config),
-          filterCache_(std::make_unique<IdFilterCache>(resources)) {
+          filterCache_(std::make_unique<IdFilterCache>(resources)),
+          graphs_(std::make_unique<SearchGraphs>()) {
     FAISS_THROW_IF_NOT_FMT(d > 0, "dimension d=%d must be > 0", d);
     FAISS_THROW_IF_NOT_FMT(
             metric == faiss::METRIC_L2 || metric == faiss::METRIC_INNER_PRODUCT,
@@ -32,7 +34,17 @@ GpuIndex::~GpuIndex() = default;
 
 void GpuIndex::contentsChanged() {
     filterCache_->invalidate();
+    // Graphs of the old contents would never be replayed: return their memory.
+    graphs_->clear();
     ++contentsVersion_;
+}
+
+size_t GpuIndex::searchGraphCount() const {
+    return graphs_->graphCount();
+}
+
+std::vector<int64_t> GpuIndex::searchGraphKey_(int64_t, int, const faiss::SearchParameters*) const {
+    return {};
 }
 
 MemorySpace GpuIndex::memorySpace(const void* p, const char* what) const {
@@ -117,10 +129,28 @@ void GpuIndex::search(
     a.xOnDevice = memorySpace(x, "search queries") == MemorySpace::kDevice;
     a.distancesOnDevice = memorySpace(distances, "search distances") == MemorySpace::kDevice;
     a.labelsOnDevice = memorySpace(labels, "search labels") == MemorySpace::kDevice;
+    // A small search of host arrays may run from a graph that holds the copies too;
+    // until its shape is held it runs kernel by kernel (no graph of device arrays).
+    const bool hostArrays = !a.xOnDevice && !a.distancesOnDevice && !a.labelsOnDevice;
+    const std::vector<int64_t> key = hostArrays && useSearchGraphs
+            ? searchGraphKey_(n, int(k), params)
+            : std::vector<int64_t>();
+    if (!key.empty() &&
+        graphs_->runHost(
+                res_, key, n, d, int(k), x, distances, labels,
+                [&](const float* xDev, float* dDev, int64_t* iDev) {
+                    searchKernels_(n, xDev, int(k), dDev, iDev, params);
+                })) {
+        return;
+    }
     searchInPages(
             res_, n, d, k, config_.pageBytes, a,
             [&](int64_t m, const float* xDev, float* dDev, int64_t* iDev) {
-                searchDevice(m, xDev, k, dDev, iDev, params);
+                if (key.empty()) {
+                    searchDevice(m, xDev, k, dDev, iDev, params);
+                } else {
+                    searchKernels_(m, xDev, int(k), dDev, iDev, params);
+                }
             });
     // Results written in place on the device are complete when search returns, as
     // those copied to the host are.
@@ -148,9 +178,29 @@ void GpuIndex::searchDevice(
             x != nullptr && distances != nullptr && labels != nullptr,
             "searchDevice: null query or output pointer");
     DeviceScope scope(res_.device());
-    searchImpl_(n, x, int(k), distances, labels, params);
+    const std::vector<int64_t> key =
+            useSearchGraphs ? searchGraphKey_(n, int(k), params) : std::vector<int64_t>();
+    if (key.empty()) {
+        searchKernels_(n, x, int(k), distances, labels, params);
+        return;
+    }
+    graphs_->run(
+            res_, key, n, d, int(k), x, distances, labels,
+            [&](const float* xDev, float* dDev, int64_t* iDev) {
+                searchKernels_(n, xDev, int(k), dDev, iDev, params);
+            });
+}
+
+void GpuIndex::searchKernels_(
+        int64_t n,
+        const float* x,
+        int k,
+        float* distances,
+        int64_t* labels,
+        const faiss::SearchParameters* params) const {
+    searchImpl_(n, x, k, distances, labels, params);
     // The same answer for a query with a NaN or an infinity, whatever the index did.
-    clearNonFiniteQueryResults(res_, metric_type, n, d, int(k), x, distances, labels);
+    clearNonFiniteQueryResults(res_, metric_type, n, d, k, x, distances, labels);
 }
 
 void GpuIndex::range_search(

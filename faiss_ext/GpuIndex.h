@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <faiss/Index.h>
 
@@ -20,6 +21,7 @@ struct RangeSearchResult;
 namespace faiss_ext {
 
 class IdFilterCache;
+class SearchGraphs;
 
 /// A faiss::Index whose data lives on one GPU. train, add, add_with_ids and search
 /// take host or device memory, as FAISS's GPU indexes do: each array is located with
@@ -103,6 +105,22 @@ class GpuIndex : public faiss::Index {
         return supportsAddWithIds_();
     }
 
+    /// Small searches without an ID selector run from a CUDA graph once their shape has
+    /// been seen twice: one launch instead of the kernels, temporaries and copies of
+    /// such a search, which are much of its time. Where host arrays come in and go
+    /// out, the graph holds the copies too (through pinned buffers of its own): the
+    /// call is then a host copy in, one launch, one synchronisation and a host copy
+    /// out. Which searches: GpuIndexIVFFlat's of at most 1024 queries, GpuIndexFlat's
+    /// of one to a few queries against a large base (its radix path); GpuIndexBang's
+    /// none. At most 16 shapes are held, each one's temporaries at most 1/16 of the
+    /// resources' temp budget (a larger shape runs kernel by kernel); a change of the
+    /// contents drops them. false: every search issues its kernels one by one. A
+    /// runtime setting (not saved with the index).
+    bool useSearchGraphs = true;
+
+    /// Number of search shapes held as CUDA graphs now (useSearchGraphs).
+    size_t searchGraphCount() const;
+
    protected:
     /// n > 0 finite host vectors (train copies device vectors to the host first).
     /// Default: nothing to learn.
@@ -135,6 +153,15 @@ class GpuIndex : public faiss::Index {
     /// Device set: removes what sel selects, returns the count; must leave the index
     /// unchanged if it throws. Default: refuses.
     virtual size_t removeIdsImpl_(const faiss::IDSelector& sel);
+    /// Everything the launches of searchImpl_(n, ..., k, ..., params) depend on (shape,
+    /// resolved knobs, device pointers, contentsVersion()) when that search may be held
+    /// as a CUDA graph (useSearchGraphs); empty when it may not (a selector, a size, a
+    /// path that waits on the device). Default: empty.
+    virtual std::vector<int64_t> searchGraphKey_(
+            int64_t n,
+            int k,
+            const faiss::SearchParameters* params) const;
+
     /// Where p lives (throws for memory of another device; `what` names it).
     MemorySpace memorySpace(const void* p, const char* what) const;
     /// Throws if p points to device (or managed) memory.
@@ -157,7 +184,17 @@ class GpuIndex : public faiss::Index {
 
    private:
     std::unique_ptr<IdFilterCache> filterCache_;
+    std::unique_ptr<SearchGraphs> graphs_;
     uint64_t contentsVersion_ = 0;
+    /// searchImpl_, then the rule for non-finite queries: a search's device work, on
+    /// res_.stream() (what a search graph holds).
+    void searchKernels_(
+            int64_t n,
+            const float* x,
+            int k,
+            float* distances,
+            int64_t* labels,
+            const faiss::SearchParameters* params) const;
     /// checkFinite of n vectors, on the device for device memory.
     void checkVectorsFinite_(int64_t n, const float* x, bool onDevice, const char* what) const;
 };

@@ -19,6 +19,29 @@
 
 namespace faiss_ext {
 
+namespace {
+
+/// The search's inputs for n queries at x (device) over the index's vectors, without
+/// a filter.
+FlatSearchInput searchInput(
+        const GpuIndexFlat& index,
+        const FlatStorage& storage,
+        int64_t n,
+        const float* x) {
+    FlatSearchInput in;
+    in.queries = x;
+    in.nq = n;
+    in.base = storage.vectors();
+    in.baseNorms = storage.norms();
+    in.nb = index.ntotal;
+    in.d = index.d;
+    in.metric = index.metric_type;
+    in.precision = index.flatConfig().precision;
+    return in;
+}
+
+} // namespace
+
 GpuIndexFlat::GpuIndexFlat(
         GpuResources& resources,
         int d,
@@ -26,8 +49,7 @@ GpuIndexFlat::GpuIndexFlat(
         GpuIndexFlatConfig config)
         : GpuIndex(resources, d, metric, config),
           flatConfig_(config),
-          storage_(std::make_unique<FlatStorage>(resources, d)),
-          graphs_(std::make_unique<SearchGraphs>()) {
+          storage_(std::make_unique<FlatStorage>(resources, d)) {
     FAISS_THROW_IF_NOT_FMT(
             config.precision == GpuFlatPrecision::kAuto ||
                     config.precision == GpuFlatPrecision::kFloat32 ||
@@ -94,7 +116,6 @@ void GpuIndexFlat::reserveMemory(size_t numVecs) {
 void GpuIndexFlat::reset() {
     DeviceScope scope(res_.device());
     storage_->clear();
-    graphs_->clear();
     ntotal = 0;
     contentsChanged();
 }
@@ -131,33 +152,25 @@ void GpuIndexFlat::searchImpl_(
         float* distancesDevice,
         int64_t* labelsDevice,
         const faiss::SearchParameters* params) const {
-    FlatSearchInput in;
-    in.queries = xDevice;
-    in.nq = n;
-    in.base = storage_->vectors();
-    in.baseNorms = storage_->norms();
-    in.nb = ntotal;
-    in.d = d;
-    in.metric = metric_type;
-    in.precision = flatConfig_.precision;
+    FlatSearchInput in = searchInput(*this, *storage_, n, xDevice);
     const auto bits = filterOf_(params);
     in.allow = bits ? bits->words.data() : nullptr;
-    auto work = [&](const float* x, float* dOut, int64_t* iOut) {
-        FlatSearchInput call = in;
-        call.queries = x;
-        flatSearch(res_, call, k, dOut, iOut);
-    };
+    flatSearch(res_, in, k, distancesDevice, labelsDevice);
+}
+
+std::vector<int64_t> GpuIndexFlat::searchGraphKey_(
+        int64_t n,
+        int k,
+        const faiss::SearchParameters* params) const {
     // Only the radix path's few queries: the other paths' searches are long enough
     // that their launches do not show, and some of them wait on the device.
-    if (!useSearchGraphs || in.allow != nullptr ||
+    const FlatSearchInput in = searchInput(*this, *storage_, n, nullptr);
+    if ((params != nullptr && params->sel != nullptr) ||
         flatSearchPathFor(res_, in, k) != FlatSearchPath::kRadix ||
         !searchGraphFits(res_, flatRadixBytes(n, ntotal, k))) {
-        work(xDevice, distancesDevice, labelsDevice);
-        return;
+        return {};
     }
-    // Everything the captured launches depend on.
-    const std::vector<int64_t> key = {
-            n,
+    return {n,
             k,
             d,
             int64_t(metric_type),
@@ -167,11 +180,6 @@ void GpuIndexFlat::searchImpl_(
             int64_t(res_.tempMemoryBytes()),
             int64_t(reinterpret_cast<uintptr_t>(in.base)),
             int64_t(reinterpret_cast<uintptr_t>(in.baseNorms))};
-    graphs_->run(res_, key, n, d, k, xDevice, distancesDevice, labelsDevice, work);
-}
-
-size_t GpuIndexFlat::searchGraphCount() const {
-    return graphs_->graphCount();
 }
 
 std::shared_ptr<IdFilterBits> GpuIndexFlat::filterOf_(const faiss::SearchParameters* params) const {

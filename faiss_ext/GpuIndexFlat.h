@@ -15,7 +15,6 @@ namespace faiss_ext {
 
 class FlatStorage;
 struct IdFilterBits;
-class SearchGraphs;
 
 /// Brute-force k-NN (L2 or inner product) over vectors stored on the GPU: batched
 /// cuBLAS GEMM tiles with precomputed norms and a fused streaming k-selection, so the
@@ -55,18 +54,6 @@ class GpuIndexFlat : public GpuIndex {
         return flatConfig_;
     }
 
-    /// Searches of one to a few queries on the radix path (a large base: the whole
-    /// row of each query's distances in one buffer) without an ID selector run from a
-    /// CUDA graph once their shape (queries, k) has been seen twice: one launch instead
-    /// of the half dozen kernels and temporaries of such a search, whose own time is
-    /// ~0.2 ms. At most 16 shapes are held, each one's temporaries at most 1/16 of the
-    /// resources' temp budget. false: every search issues its kernels one by one. A
-    /// runtime setting (not saved with the index), as GpuIndexIVFFlat's.
-    bool useSearchGraphs = true;
-
-    /// Number of search shapes held as CUDA graphs (useSearchGraphs).
-    size_t searchGraphCount() const;
-
    protected:
     void addImpl_(int64_t n, const float* x, const int64_t* ids) override;
     void searchImpl_(
@@ -82,6 +69,10 @@ class GpuIndexFlat : public GpuIndex {
             float radius,
             faiss::RangeSearchResult* result,
             const faiss::SearchParameters* params) const override;
+    /// One to a few queries on the radix path (a large base: the whole row of each
+    /// query's distances in one buffer) without a selector.
+    std::vector<int64_t> searchGraphKey_(int64_t n, int k, const faiss::SearchParameters* params)
+            const override;
     /// As faiss::IndexFlat: the remaining vectors move down, ids stay 0 .. ntotal - 1.
     size_t removeIdsImpl_(const faiss::IDSelector& sel) override;
 
@@ -96,7 +87,6 @@ class GpuIndexFlat : public GpuIndex {
 
     GpuIndexFlatConfig flatConfig_;
     std::unique_ptr<FlatStorage> storage_;
-    std::unique_ptr<SearchGraphs> graphs_;
 };
 
 } // namespace faiss_ext

@@ -70,8 +70,7 @@ GpuIndexIVFFlat::GpuIndexIVFFlat(
           ivfConfig_(config),
           nlist_(checkedNlist(nlist)),
           quantizer_(std::make_unique<GpuIndexFlat>(resources, d, metric, quantizerConfig(config))),
-          lists_(std::make_unique<IvfLists>(resources, d, nlist)),
-          graphs_(std::make_unique<SearchGraphs>()) {
+          lists_(std::make_unique<IvfLists>(resources, d, nlist)) {
     FAISS_THROW_IF_NOT_FMT(
             config.listChunkVectors == 0 ||
                     (config.listChunkVectors >= 32 && config.listChunkVectors % 32 == 0 &&
@@ -462,21 +461,27 @@ void GpuIndexIVFFlat::searchImpl_(
         const faiss::SearchParameters* params) const {
     std::shared_ptr<IdFilterBits> bits;
     const IvfSearchInput in = searchInput_(params, bits);
+    ivfSearch(res_, in, xDevice, n, k, plan_(n, k, in.nprobe), distancesDevice, labelsDevice);
+}
+
+std::vector<int64_t> GpuIndexIVFFlat::searchGraphKey_(
+        int64_t n,
+        int k,
+        const faiss::SearchParameters* params) const {
+    if (n > kSearchGraphMaxQueries || (params != nullptr && params->sel != nullptr)) {
+        return {};
+    }
+    std::shared_ptr<IdFilterBits> bits;
+    const IvfSearchInput in = searchInput_(params, bits);
     const IvfSearchPlan plan = plan_(n, k, in.nprobe);
-    auto work = [&](const float* x, float* dOut, int64_t* iOut) {
-        ivfSearch(res_, in, x, n, k, plan, dOut, iOut);
-    };
     // Temporaries of one pass: the scan's and the coarse search's distance rows.
     const size_t tempBytes = plan.bytes + size_t(n) * size_t(nlist_) * 2 * sizeof(float);
-    if (!useSearchGraphs || in.allow != nullptr || n > kSearchGraphMaxQueries ||
-        plan.queryTile < n || !searchGraphFits(res_, tempBytes)) {
-        work(xDevice, distancesDevice, labelsDevice);
-        return;
+    if (plan.queryTile < n || !searchGraphFits(res_, tempBytes)) {
+        return {};
     }
     // Everything the captured launches depend on (the coarse product is resolved from
     // coarsePrecision and the shape).
-    const std::vector<int64_t> key = {
-            n,
+    return {n,
             k,
             in.nprobe,
             d,
@@ -497,11 +502,6 @@ void GpuIndexIVFFlat::searchImpl_(
             int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceData())),
             int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceIds())),
             int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceLengths()))};
-    graphs_->run(res_, key, n, d, k, xDevice, distancesDevice, labelsDevice, work);
-}
-
-size_t GpuIndexIVFFlat::searchGraphCount() const {
-    return graphs_->graphCount();
 }
 
 void GpuIndexIVFFlat::rangeSearchImpl_(

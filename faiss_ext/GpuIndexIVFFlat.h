@@ -20,7 +20,6 @@ struct IndexIVFFlat;
 namespace faiss_ext {
 
 class IvfLists;
-class SearchGraphs;
 struct IvfSearchPlan;
 struct IvfSearchInput;
 struct IdFilterBits;
@@ -50,14 +49,6 @@ class GpuIndexIVFFlat : public GpuIndex {
     /// k-means parameters of train (as faiss::IndexIVF: 10 iterations; spherical for
     /// inner product).
     faiss::ClusteringParameters cp;
-    /// Searches of at most 1024 queries without an ID selector run from a CUDA graph
-    /// once their shape (queries, k, nprobe) has been seen twice: one launch instead of
-    /// a dozen kernels and their temporaries, which is most of a small search's time.
-    /// At most 16 shapes are held, each one's temporaries at most 1/16 of the
-    /// resources' temp budget (a larger shape runs kernel by kernel).
-    /// false: every search issues its kernels one by one. A runtime setting like
-    /// nprobe (not saved with the index).
-    bool useSearchGraphs = true;
     /// The coarse search's product (query-centroid distances, which pick the probed
     /// lists). kAuto: 3xTF32 on tensor cores for batches of at least 1024 queries on
     /// devices of compute capability 8.0 and newer (it halves the coarse GEMM), FP32
@@ -66,8 +57,6 @@ class GpuIndexIVFFlat : public GpuIndex {
     /// be probed in its place; kFloat32 keeps FP32 throughout. A runtime setting like
     /// nprobe (not saved with the index).
     GpuFlatPrecision coarsePrecision = GpuFlatPrecision::kAuto;
-    /// How many search shapes are held as CUDA graphs now.
-    size_t searchGraphCount() const;
 
     /// Uses the centroids of an already trained quantizer (d dimensions, nlist
     /// vectors) instead of train(); its metric becomes the coarse metric. The index
@@ -124,6 +113,9 @@ class GpuIndexIVFFlat : public GpuIndex {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const override;
+    /// Searches of at most 1024 queries without a selector, in one pass.
+    std::vector<int64_t> searchGraphKey_(int64_t n, int k, const faiss::SearchParameters* params)
+            const override;
     /// As faiss::IndexIVF::range_search: the nprobe probed lists (params as search).
     void rangeSearchImpl_(
             int64_t n,
@@ -156,8 +148,6 @@ class GpuIndexIVFFlat : public GpuIndex {
     int64_t nlist_;
     std::unique_ptr<GpuIndexFlat> quantizer_;
     std::unique_ptr<IvfLists> lists_;
-    /// Small searches replayed from CUDA graphs (declared last: destroyed first).
-    std::unique_ptr<SearchGraphs> graphs_;
 };
 
 } // namespace faiss_ext

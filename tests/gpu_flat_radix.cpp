@@ -9,6 +9,7 @@
 
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/utils/DeviceBuffer.h>
 #include <kernels/RadixSelect.h>
 
 #include "FlatTestUtil.h"
@@ -106,9 +107,10 @@ TEST(GpuFlatRadix, OneQueryOverDuplicateRows) {
     }
 }
 
-// One query's searches replayed from CUDA graphs (GpuIndexFlat::useSearchGraphs): the
+// One query's searches replayed from CUDA graphs (GpuIndex::useSearchGraphs): the
 // first call of a shape runs kernel by kernel, the second is captured, later ones
-// replay it; each call must answer its own queries over the contents of that moment.
+// replay it; each call must answer its own query over the contents of that moment.
+// Host arrays (the graph holds their copies) and device arrays (searchDevice) alike.
 TEST(GpuFlatRadix, OneQuerySearchesReplayCudaGraphs) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
@@ -116,38 +118,52 @@ TEST(GpuFlatRadix, OneQuerySearchesReplayCudaGraphs) {
     const int d = 16, k = 10;
     const int64_t nb = test::underSanitizer() ? 66000 : 100000; // the radix path's base
     const auto xb = datasets::uniform(nb, d, seed);
+    auto qDev = res.alloc<float>(d);
+    auto dDev = res.alloc<float>(k);
+    auto iDev = res.alloc<int64_t>(k);
     for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
         SCOPED_TRACE(m == faiss::METRIC_L2 ? "L2" : "IP");
         faiss::IndexFlat cpu(d, m);
         GpuIndexFlat gpu(res, d, m);
         cpu.add(nb, xb.data());
         gpu.add(nb, xb.data());
-        auto expectCall = [&](uint64_t querySeed) {
+        auto expectCall = [&](uint64_t querySeed, bool onDevice) {
+            SCOPED_TRACE(onDevice ? "device arrays" : "host arrays");
             const auto xq = datasets::uniform(1, d, querySeed);
             std::vector<float> refD(k), D(k, 12345.f);
             std::vector<int64_t> refI(k), I(k, 777);
             cpu.search(1, xq.data(), k, refD.data(), refI.data());
-            gpu.search(1, xq.data(), k, D.data(), I.data());
+            if (onDevice) {
+                copyToDevice(qDev.data(), xq.data(), size_t(d), res.stream());
+                gpu.searchDevice(1, qDev.data(), k, dDev.data(), iDev.data());
+                D = copyToHostVector(dDev.data(), size_t(k), res.stream());
+                I = copyToHostVector(iDev.data(), size_t(k), res.stream());
+            } else {
+                gpu.search(1, xq.data(), k, D.data(), I.data());
+            }
             EXPECT_EQ(compareKnn(refD, refI, D, I, 1, k, 1e-4f, 1e-5f), 0);
         };
         // Direct, captured, replayed twice: each with a query of its own.
-        for (int call = 0; call < 4; ++call) {
-            expectCall(seed + 10 + call);
+        for (bool onDevice : {false, true}) {
+            for (int call = 0; call < 4; ++call) {
+                expectCall(seed + 10 + call, onDevice);
+            }
         }
-        EXPECT_EQ(gpu.searchGraphCount(), 1u);
-        // New contents: a new shape key, so the old graph is not replayed.
+        EXPECT_EQ(gpu.searchGraphCount(), 2u); // one of host arrays, one of device arrays
+        // New contents: the graphs are dropped, and new ones made for them.
         const auto more = datasets::uniform(1000, d, seed + 1);
         cpu.add(1000, more.data());
         gpu.add(1000, more.data());
+        EXPECT_EQ(gpu.searchGraphCount(), 0u);
         for (int call = 0; call < 3; ++call) {
-            expectCall(seed + 20 + call);
+            expectCall(seed + 20 + call, false);
         }
-        EXPECT_EQ(gpu.searchGraphCount(), 2u);
+        EXPECT_EQ(gpu.searchGraphCount(), 1u);
         gpu.useSearchGraphs = false;
         for (int call = 0; call < 3; ++call) {
-            expectCall(seed + 30 + call);
+            expectCall(seed + 30 + call, call % 2 == 1);
         }
-        EXPECT_EQ(gpu.searchGraphCount(), 2u);
+        EXPECT_EQ(gpu.searchGraphCount(), 1u);
         gpu.reset();
         EXPECT_EQ(gpu.searchGraphCount(), 0u);
     }

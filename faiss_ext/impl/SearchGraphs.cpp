@@ -1,19 +1,46 @@
 #include <faiss_ext/impl/SearchGraphs.h>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 
 #include <faiss_ext/utils/CudaCheck.h>
 
 namespace faiss_ext {
 
+/// Page-locked host memory (null when bytes is 0).
+class PinnedHostBuffer {
+   public:
+    PinnedHostBuffer() = default;
+    explicit PinnedHostBuffer(size_t bytes) {
+        if (bytes > 0) {
+            FAISS_EXT_CUDA_CHECK(cudaHostAlloc(&p_, bytes, cudaHostAllocDefault));
+        }
+    }
+    ~PinnedHostBuffer() {
+        if (p_) {
+            cudaFreeHost(p_);
+        }
+    }
+    PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+    PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+    void* data() const {
+        return p_;
+    }
+
+   private:
+    void* p_ = nullptr;
+};
+
 struct SearchGraphs::Entry {
     std::vector<int64_t> key;
+    bool host = false; ///< the graph copies from and to hostX / hostD / hostI
     uint64_t lastUse = 0;
     cudaGraphExec_t exec = nullptr; ///< null until captured
     bool failed = false;            ///< the capture failed: always run directly
     DeviceBuffer<float> x, distances;
     DeviceBuffer<int64_t> labels;
+    std::unique_ptr<PinnedHostBuffer> hostX, hostD, hostI;
 
     ~Entry() {
         if (exec) {
@@ -51,16 +78,19 @@ void SearchGraphs::releaseGraphMemory_() {
     }
 }
 
-SearchGraphs::Entry* SearchGraphs::find_(const std::vector<int64_t>& key) {
+SearchGraphs::Entry& SearchGraphs::entry_(
+        const std::vector<int64_t>& key,
+        bool host,
+        cudaStream_t stream,
+        bool& seen) {
     for (auto& e : entries_) {
-        if (e->key == key) {
-            return e.get();
+        if (e->key == key && e->host == host) {
+            seen = true;
+            e->lastUse = ++clock_;
+            return *e;
         }
     }
-    return nullptr;
-}
-
-SearchGraphs::Entry& SearchGraphs::insert_(const std::vector<int64_t>& key, cudaStream_t stream) {
+    seen = false;
     if (entries_.size() >= capacity_) {
         auto oldest = std::min_element(
                 entries_.begin(), entries_.end(),
@@ -76,6 +106,7 @@ SearchGraphs::Entry& SearchGraphs::insert_(const std::vector<int64_t>& key, cuda
     }
     entries_.push_back(std::make_unique<Entry>());
     entries_.back()->key = key;
+    entries_.back()->host = host;
     entries_.back()->lastUse = ++clock_;
     return *entries_.back();
 }
@@ -88,15 +119,33 @@ void SearchGraphs::capture_(
         int k,
         const Work& work) {
     cudaStream_t stream = res.stream();
+    const size_t xBytes = size_t(nq) * d * sizeof(float);
+    const size_t dBytes = size_t(nq) * k * sizeof(float);
+    const size_t iBytes = size_t(nq) * k * sizeof(int64_t);
     e.x = res.alloc<float>(size_t(nq) * d);
     e.distances = res.alloc<float>(size_t(nq) * k);
     e.labels = res.alloc<int64_t>(size_t(nq) * k);
+    if (e.host) {
+        e.hostX = std::make_unique<PinnedHostBuffer>(xBytes);
+        e.hostD = std::make_unique<PinnedHostBuffer>(dBytes);
+        e.hostI = std::make_unique<PinnedHostBuffer>(iBytes);
+    }
     // Relaxed: the work may make calls that are not stream-ordered (an attribute set on
     // first use, say); a synchronisation on the stream still ends the capture in error.
     FAISS_EXT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
     bool ok = true;
     try {
+        if (e.host) {
+            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                    e.x.data(), e.hostX->data(), xBytes, cudaMemcpyHostToDevice, stream));
+        }
         work(e.x.data(), e.distances.data(), e.labels.data());
+        if (e.host) {
+            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                    e.hostD->data(), e.distances.data(), dBytes, cudaMemcpyDeviceToHost, stream));
+            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                    e.hostI->data(), e.labels.data(), iBytes, cudaMemcpyDeviceToHost, stream));
+        }
     } catch (const std::exception&) {
         ok = false; // run directly below, where the error (if real) is thrown again
     }
@@ -115,6 +164,9 @@ void SearchGraphs::capture_(
         e.x = {};
         e.distances = {};
         e.labels = {};
+        e.hostX.reset();
+        e.hostD.reset();
+        e.hostI.reset();
     }
 }
 
@@ -132,13 +184,12 @@ void SearchGraphs::run(
     cudaStream_t stream = res.stream();
     stream_ = stream;
     device_ = res.device();
-    Entry* e = find_(key);
-    if (e == nullptr) {
-        insert_(key, stream);
+    bool seen = false;
+    Entry* e = &entry_(key, false, stream, seen);
+    if (!seen) {
         work(x, distances, labels);
         return;
     }
-    e->lastUse = ++clock_;
     if (!e->exec && !e->failed) {
         capture_(res, *e, nq, d, k, work);
     }
@@ -156,6 +207,40 @@ void SearchGraphs::run(
     FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
             labels, e->labels.data(), outCount * sizeof(int64_t), cudaMemcpyDeviceToDevice,
             stream));
+}
+
+bool SearchGraphs::runHost(
+        const GpuResources& res,
+        const std::vector<int64_t>& key,
+        int64_t nq,
+        int d,
+        int k,
+        const float* x,
+        float* distances,
+        int64_t* labels,
+        const Work& work) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cudaStream_t stream = res.stream();
+    stream_ = stream;
+    device_ = res.device();
+    bool seen = false;
+    Entry& e = entry_(key, true, stream, seen);
+    if (!seen) {
+        return false;
+    }
+    if (!e.exec && !e.failed) {
+        capture_(res, e, nq, d, k, work);
+    }
+    if (e.failed) {
+        return false;
+    }
+    const size_t outCount = size_t(nq) * k;
+    std::memcpy(e.hostX->data(), x, size_t(nq) * d * sizeof(float));
+    FAISS_EXT_CUDA_CHECK(cudaGraphLaunch(e.exec, stream));
+    FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::memcpy(distances, e.hostD->data(), outCount * sizeof(float));
+    std::memcpy(labels, e.hostI->data(), outCount * sizeof(int64_t));
+    return true;
 }
 
 } // namespace faiss_ext

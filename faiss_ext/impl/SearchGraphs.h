@@ -3,7 +3,8 @@
 // while the GPU waits on each. A search shape seen a second time is captured once
 // (stream capture: kernels, cuBLAS, the temporaries as graph memory nodes) and then
 // runs as one graph launch, its queries and results copied through buffers the graph
-// owns.
+// owns: device buffers for device arrays, pinned host buffers (and their transfers in
+// the graph) for host arrays.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +58,23 @@ class SearchGraphs {
             int64_t* labels,
             const Work& work);
 
+    /// As run, for queries x (nq x d) and results (nq x k) in pageable host memory: a
+    /// held shape's graph also holds pinned copies of them and their transfers, so that
+    /// a replay is a host copy in, one graph launch, one synchronisation and a host
+    /// copy out. Returns false, having done nothing, where the shape is not held (its
+    /// first sighting, a failed capture): the caller then searches as usual. Returns
+    /// true once the results are in distances and labels.
+    bool runHost(
+            const GpuResources& res,
+            const std::vector<int64_t>& key,
+            int64_t nq,
+            int d,
+            int k,
+            const float* x,
+            float* distances,
+            int64_t* labels,
+            const Work& work);
+
     /// Number of shapes held as graphs.
     size_t graphCount() const;
 
@@ -66,8 +84,9 @@ class SearchGraphs {
 
    private:
     struct Entry;
-    Entry* find_(const std::vector<int64_t>& key);
-    Entry& insert_(const std::vector<int64_t>& key, cudaStream_t stream);
+    /// The entry of key (the host flag is part of it: the two kinds of graph differ),
+    /// inserted if new; `seen` says whether it was there.
+    Entry& entry_(const std::vector<int64_t>& key, bool host, cudaStream_t stream, bool& seen);
     void capture_(const GpuResources& res, Entry& e, int64_t nq, int d, int k, const Work& work);
     void releaseGraphMemory_();
 

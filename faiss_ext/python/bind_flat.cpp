@@ -52,15 +52,7 @@ void bindFlat(py::module_& m) {
                  "precision='auto'): page_bytes bounds the device memory staging host "
                  "queries; precision 'fp32' or 'tf32x3' forces how the products are "
                  "computed (FP32-level error either way; 'auto' takes 3xTF32 for batches "
-                 ">= 64).")
-            .def_readwrite(
-                    "use_search_graphs", &GpuIndexFlat::useSearchGraphs,
-                    "Searches of one to a few queries against a large base without a "
-                    "selector replay a CUDA graph once their shape has been seen twice "
-                    "(default True).")
-            .def_property_readonly(
-                    "search_graph_count", &GpuIndexFlat::searchGraphCount,
-                    "Search shapes held as CUDA graphs now.");
+                 ">= 64).");
 
     CpuConverter flat;
     flat.gpuClass = "GpuIndexFlat";

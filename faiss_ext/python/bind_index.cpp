@@ -146,6 +146,15 @@ void bindIndex(py::module_& m) {
                     [](GpuIndex& i, bool v) { i.verbose = v; },
                     "Print the phases of train and add (the Bang graph build) with the "
                     "fraction done and the elapsed time (off by default).")
+            .def_readwrite(
+                    "use_search_graphs", &GpuIndex::useSearchGraphs,
+                    "Small searches without a selector replay a CUDA graph once their "
+                    "shape has been seen twice, with the copies of numpy arrays in it "
+                    "(GpuIndexIVFFlat: up to 1024 queries; GpuIndexFlat: a few queries "
+                    "against a large base; default True).")
+            .def_property_readonly(
+                    "search_graph_count", &GpuIndex::searchGraphCount,
+                    "Search shapes held as CUDA graphs now.")
             .def("train", &train, py::arg("x"))
             .def("add", &add, py::arg("x"),
                  "Adds (n, d) vectors with ids ntotal, ntotal + 1, ... (an empty batch "

@@ -69,10 +69,6 @@ void bindIvf(py::module_& m) {
             .def_readwrite(
                     "nprobe", &GpuIndexIVFFlat::nprobe,
                     "Lists probed per query when search gets no params.")
-            .def_readwrite(
-                    "use_search_graphs", &GpuIndexIVFFlat::useSearchGraphs,
-                    "Searches of at most 1024 queries without a selector replay a CUDA graph "
-                    "once their shape has been seen twice (default True).")
             .def_property(
                     "coarse_precision",
                     [](const GpuIndexIVFFlat& index) {
@@ -84,9 +80,6 @@ void bindIvf(py::module_& m) {
                     "The coarse search's product: 'auto' (3xTF32 on tensor cores from "
                     "1024 queries on devices of compute capability 8.0 and newer, FP32 "
                     "else), 'fp32' or 'tf32x3'. Not saved with the index.")
-            .def_property_readonly(
-                    "search_graph_count", &GpuIndexIVFFlat::searchGraphCount,
-                    "Search shapes held as CUDA graphs now.")
             .def_property_readonly("nlist", &GpuIndexIVFFlat::nlist)
             .def(
                     "list_length",

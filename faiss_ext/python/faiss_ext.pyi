@@ -78,6 +78,9 @@ class GpuIndex:
     @property
     def is_trained(self) -> bool: ...
     verbose: bool
+    use_search_graphs: bool
+    @property
+    def search_graph_count(self) -> int: ...
     @property
     def resources(self) -> GpuResources: ...
     def train(self, x: ArrayLike) -> None: ...
@@ -96,9 +99,6 @@ class GpuIndex:
     def device_memory_bytes(self) -> int: ...
 
 class GpuIndexFlat(GpuIndex):
-    use_search_graphs: bool
-    @property
-    def search_graph_count(self) -> int: ...
     def __init__(
         self,
         res: GpuResources,
@@ -111,10 +111,7 @@ class GpuIndexFlat(GpuIndex):
 
 class GpuIndexIVFFlat(GpuIndex):
     nprobe: int
-    use_search_graphs: bool
     coarse_precision: str
-    @property
-    def search_graph_count(self) -> int: ...
     def __init__(
         self,
         res: GpuResources,
