@@ -1,9 +1,9 @@
 #include <faiss_ext/impl/SearchGraphs.h>
 
 #include <algorithm>
-#include <cstring>
 #include <exception>
 
+#include <faiss_ext/impl/ParallelCopy.h>
 #include <faiss_ext/utils/CudaCheck.h>
 
 namespace faiss_ext {
@@ -235,11 +235,13 @@ bool SearchGraphs::runHost(
         return false;
     }
     const size_t outCount = size_t(nq) * k;
-    std::memcpy(e.hostX->data(), x, size_t(nq) * d * sizeof(float));
+    parallelCopy(e.hostX->data(), x, size_t(nq) * d * sizeof(float));
     FAISS_EXT_CUDA_CHECK(cudaGraphLaunch(e.exec, stream));
     FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::memcpy(distances, e.hostD->data(), outCount * sizeof(float));
-    std::memcpy(labels, e.hostI->data(), outCount * sizeof(int64_t));
+    const CopyPart results[2] = {
+            {distances, e.hostD->data(), outCount * sizeof(float)},
+            {labels, e.hostI->data(), outCount * sizeof(int64_t)}};
+    parallelCopy(results, 2);
     return true;
 }
 

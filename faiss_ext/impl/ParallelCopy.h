@@ -1,0 +1,22 @@
+// Host memcpy by several threads, for copies between pageable and pinned memory.
+#pragma once
+
+#include <cstddef>
+
+namespace faiss_ext {
+
+/// One piece of a parallel copy.
+struct CopyPart {
+    void* dst;
+    const void* src;
+    size_t bytes;
+};
+
+/// memcpy of the parts, laid end to end and shared by up to 8 host threads (one per
+/// 128 KB); small copies stay on the calling thread.
+void parallelCopy(const CopyPart* parts, int nParts);
+
+/// parallelCopy of one part.
+void parallelCopy(void* dst, const void* src, size_t bytes);
+
+} // namespace faiss_ext
