@@ -325,7 +325,10 @@ TEST(GpuIndexBang, NearestHubEntryFindsSeparatedClusters) {
         params.search_L = 40;
         index.search(n, xq.data(), k, D.data(), I.data(), &params);
         const double fromHub = recallAt10(gt, I, n);
-        index.search(n, xq.data(), k, D.data(), I.data()); // no params: the same default
+        // No params: the index's own search_L (set to the same 40) and the same default
+        // entry, so the same walks.
+        index.search_L = params.search_L;
+        index.search(n, xq.data(), k, D.data(), I.data());
         EXPECT_EQ(recallAt10(gt, I, n), fromHub);
         params.entry = BangEntry::kMedoid;
         index.search(n, xq.data(), k, D.data(), I.data(), &params);

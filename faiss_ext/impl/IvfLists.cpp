@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include <faiss_ext/utils/DeviceScope.h>
 #include <faiss_ext/utils/MathUtils.h>
 #include <kernels/IdFilter.h>
 #include <kernels/IvfStore.h>
@@ -45,6 +46,9 @@ IvfLists::IvfLists(const GpuResources& res, int d, int64_t nlist)
           cap_(size_t(nlist), 0),
           data_(size_t(nlist)),
           ids_(size_t(nlist)) {
+    // The resources' device, whichever is current (an index part on a second GPU is
+    // made from the caller's thread): the copies below run on its stream.
+    DeviceScope scope(res.device());
     dataPtrs_ = res.alloc<float*>(size_t(nlist));
     idPtrs_ = res.alloc<int64_t*>(size_t(nlist));
     lenDev_ = res.alloc<int64_t>(size_t(nlist));
