@@ -254,3 +254,29 @@ def test_plain_products_match_numpy(rng):
         index.add(xb)
         D, I = index.search(xq, k)
         check_results(D, I, xb, xq, k, faiss_ext.METRIC_L2)
+
+
+def test_one_query_searches_replay_cuda_graphs(res, rng):
+    # One query against a base large enough for the radix path (65536 vectors or more):
+    # direct, captured, then replayed, each with a query of its own.
+    d, k, nb = 8, 10, 70000
+    xb = rng.random((nb, d), dtype=np.float32)
+    index = faiss_ext.GpuIndexFlat(res, d)
+    index.add(xb)
+    assert index.use_search_graphs and index.search_graph_count == 0
+    for _ in range(3):
+        xq = rng.random((1, d), dtype=np.float32)
+        D, I = index.search(xq, k)
+        check_results(D, I, xb, xq, k, faiss_ext.METRIC_L2)
+    assert index.search_graph_count == 1
+    # New contents drop the graph; the next searches see the new vectors.
+    more = rng.random((100, d), dtype=np.float32)
+    index.add(more)
+    assert index.search_graph_count == 0
+    xb = np.vstack([xb, more])
+    index.use_search_graphs = False
+    for _ in range(3):
+        xq = rng.random((1, d), dtype=np.float32)
+        D, I = index.search(xq, k)
+        check_results(D, I, xb, xq, k, faiss_ext.METRIC_L2)
+    assert index.search_graph_count == 0
