@@ -23,7 +23,8 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
     exit 77
 fi
 
-read -r -a tools <<<"${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}"
+# The slow tools first: their long tests then start while the fast tools fill the gaps.
+read -r -a tools <<<"${SANITIZE_TOOLS:-racecheck initcheck memcheck synccheck}"
 read -r -a suites <<<"${SANITIZE_SUITES:-gpu_flat_tests gpu_ivf_tests gpu_bang_tests gpu_contract_tests gpu_soak_tests gpu_shards_tests python_gpu_tests}"
 # Device-memory exhaustion holds all free memory (the tools need some for their own
 # state); the other tests are left out for their size alone.
