@@ -110,8 +110,11 @@ TEST(GpuIndexBangInnerProduct, RecallAndDistancesOnUnitAndVariedNorms) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 32, k = 10;
-    const int64_t nb = test::smallUnderSanitizer(50000, 500),
-                  nq = test::smallUnderSanitizer(500, 100);
+    // Under compute-sanitizer 200 vectors, 50 queries, L 10 and 100.
+    const int64_t nb = test::smallUnderSanitizer(50000, 200),
+                  nq = test::smallUnderSanitizer(500, 50);
+    const std::vector<int> Ls =
+            test::underSanitizer() ? std::vector<int>{10, 100} : std::vector<int>{10, 40, 100, 200};
     // scale 0: unit vectors (cosine); 0.5: norms spread over [0.5, 1.5].
     for (float scale : {0.f, 0.5f}) {
         const std::vector<float> xb = rows(nb, d, 3, 0, scale), xq = rows(nq, d, 3, 1, scale);
@@ -121,7 +124,7 @@ TEST(GpuIndexBangInnerProduct, RecallAndDistancesOnUnitAndVariedNorms) {
         GpuIndexBang bang(res, d, faiss::METRIC_INNER_PRODUCT);
         bang.add(nb, xb.data());
         double best = 0;
-        for (int L : {10, 40, 100, 200}) {
+        for (int L : Ls) {
             const Results r = searchOf(bang, xq, k, L);
             const double recall = recallAt10(gt, r, k);
             std::printf(
@@ -187,10 +190,10 @@ TEST(GpuIndexBangInnerProduct, LongerVectorsRebuildAndEveryDistanceStaysExact) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 16, k = 10;
-    // Under compute-sanitizer 360 vectors in all.
-    const int64_t nb = test::smallUnderSanitizer(6000, 360), half = nb / 2, longer = nb / 6;
+    // Under compute-sanitizer 150 vectors in all, 30 queries.
+    const int64_t nb = test::smallUnderSanitizer(6000, 150), half = nb / 2, longer = nb / 6;
     std::vector<float> xb = rows(nb, d, 8, 0, 0.2f);
-    const std::vector<float> xq = rows(100, d, 8, 1, 0.2f);
+    const std::vector<float> xq = rows(test::smallUnderSanitizer(100, 30), d, 8, 1, 0.2f);
     for (int64_t v = nb - longer; v < nb; ++v) { // the last sixth twice as long
         for (int j = 0; j < d; ++j) {
             xb[v * d + j] *= 2.f;
@@ -245,14 +248,16 @@ TEST(GpuIndexBangInnerProduct, FilteredSearchOnBothPaths) {
 }
 
 // PQ mode codes the transformed rows: d + d / M wide, M + 1 sub-quantizers (the last one
-// holds the transform's component); the final worklist is re-ranked exactly.
+// holds the transform's component); the final worklist is re-ranked exactly. Under
+// compute-sanitizer M = 1 (2 codebooks to train instead of 9: each is 25 k-means
+// iterations), 300 vectors (the first add still 256 or more) and 20 queries.
 TEST(GpuIndexBangInnerProduct, PqModeCodesTheTransformedRows) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const int d = 32, k = 10, M = 8;
-    const int64_t nb = test::smallUnderSanitizer(20000, 600), extra = nb / 10;
+    const int d = 32, k = 10, M = int(test::smallUnderSanitizer(8, 1));
+    const int64_t nb = test::smallUnderSanitizer(20000, 300), extra = nb / 10;
     const std::vector<float> xb = rows(nb, d, 11, 0, 0.f),
-                             xq = rows(test::smallUnderSanitizer(200, 50), d, 11, 1, 0.f);
+                             xq = rows(test::smallUnderSanitizer(200, 20), d, 11, 1, 0.f);
     GpuIndexBangConfig cfg;
     cfg.pqSubquantizers = M;
     GpuIndexBang index(res, d, faiss::METRIC_INNER_PRODUCT, cfg);

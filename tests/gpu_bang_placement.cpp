@@ -31,9 +31,12 @@ constexpr int kD = 32;
 constexpr int kK = 10;
 constexpr int kL = 48;
 
+/// PQ mode with M = 8, or under compute-sanitizer M = 1: every add that builds trains
+/// M codebooks (M + 1 for inner product) of 25 k-means iterations each, the time there;
+/// where the rows live does not depend on M.
 GpuIndexBangConfig placedConfig(BangVectorPlacement placement) {
     GpuIndexBangConfig c;
-    c.pqSubquantizers = 8;
+    c.pqSubquantizers = int(smallUnderSanitizer(8, 1));
     c.build.graphDegree = 24;
     c.build.candidates = 32;
     c.vectorPlacement = placement;
@@ -122,11 +125,12 @@ TEST(GpuIndexBangPlacement, HostVectorsNeedPqMode) {
 TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    // Under compute-sanitizer a fifth of the vectors and a twenty-fifth of the queries.
-    const int64_t nb = smallUnderSanitizer(3000, 600), more = smallUnderSanitizer(500, 150);
+    // Under compute-sanitizer a fifth of the vectors (the load's pool peak below is
+    // bounded by a quarter of the host rows: kept at 600 of them) and 20 queries.
+    const int64_t nb = smallUnderSanitizer(3000, 600), more = smallUnderSanitizer(500, 100);
     datasets::ClusteredSpec spec{nb + more, kD, 30, 0.1f, testSeed() + 71};
     const std::vector<float> all = datasets::clustered(spec, 0);
-    spec.n = smallUnderSanitizer(1500, 60);
+    spec.n = smallUnderSanitizer(1500, 20);
     std::vector<float> xq = datasets::clustered(spec, 1);
     xq[7 * kD + 3] = std::numeric_limits<float>::quiet_NaN();
     GpuIndexBang host(res, kD, faiss::METRIC_L2, placedConfig(BangVectorPlacement::kHost));
@@ -231,10 +235,10 @@ TEST(GpuIndexBangPlacement, SameResultsAsDeviceVectorsOnEveryPath) {
 TEST(GpuIndexBangPlacement, InnerProductKeepsTheTransformedRowsOnTheHost) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const int64_t nb = smallUnderSanitizer(2000, 500);
+    const int64_t nb = smallUnderSanitizer(2000, 300);
     datasets::ClusteredSpec spec{nb, kD, 25, 0.1f, testSeed() + 72};
     const std::vector<float> xb = datasets::clustered(spec, 0);
-    spec.n = smallUnderSanitizer(80, 20);
+    spec.n = smallUnderSanitizer(80, 10);
     const std::vector<float> xq = datasets::clustered(spec, 1);
     GpuIndexBang host(
             res, kD, faiss::METRIC_INNER_PRODUCT, placedConfig(BangVectorPlacement::kHost));

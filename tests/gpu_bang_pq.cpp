@@ -121,18 +121,25 @@ TEST(GpuIndexBangPq, MatchesCpuReferenceOnBuiltGraphs) {
     struct Case {
         int d, M, R;
     };
-    // Under compute-sanitizer builds of 256 to 511 vectors (PQ mode takes 256 or more),
-    // 20 queries.
-    const int64_t least = smallUnderSanitizer(2000, 256);
-    // M below the 8 lanes, a multiple of them, and one sub-dimension per code.
-    for (Case c : {Case{24, 6, 16}, Case{36, 12, 40}, Case{16, 16, 20}}) {
-        const int64_t nb = least + int64_t(rng() % least);
+    // M below the 8 lanes, a multiple of them, and one sub-dimension per code. Under
+    // compute-sanitizer two cases, whose codebooks (25 k-means iterations each) are the
+    // time there: M below the lanes, and M above them and not a multiple of them (lanes
+    // of one and of two sub-quantizers) with one sub-dimension per code; builds of 256
+    // to 319 vectors (PQ mode takes 256 or more), 10 queries, L without 8.
+    const int64_t least = smallUnderSanitizer(2000, 256), spread = smallUnderSanitizer(2000, 64);
+    const std::vector<Case> cases = underSanitizer()
+            ? std::vector<Case>{Case{8, 2, 16}, Case{9, 9, 40}}
+            : std::vector<Case>{Case{24, 6, 16}, Case{36, 12, 40}, Case{16, 16, 20}};
+    const std::vector<int> Ls =
+            underSanitizer() ? std::vector<int>{1, 33, 100} : std::vector<int>{1, 8, 33, 100};
+    for (Case c : cases) {
+        const int64_t nb = least + int64_t(rng() % spread);
         GpuIndexBangConfig cfg = pqConfig(c.M, c.R);
         cfg.build.candidates = 48;
         GpuIndexBang index(res, c.d, faiss::METRIC_L2, cfg);
         datasets::ClusteredSpec spec{nb, c.d, 20, 0.1f, rng()};
         auto xb = datasets::clustered(spec, 0);
-        spec.n = smallUnderSanitizer(60, 20);
+        spec.n = smallUnderSanitizer(60, 10);
         auto xq = datasets::clustered(spec, 1);
         index.add(nb, xb.data());
         SCOPED_TRACE(
@@ -158,7 +165,7 @@ TEST(GpuIndexBangPq, MatchesCpuReferenceOnBuiltGraphs) {
             }
         }
         EXPECT_EQ(farther, 0);
-        for (int L : {1, 8, 33, 100}) {
+        for (int L : Ls) {
             expectMatchesPqReference(index, xb, xq, L);
         }
     }
@@ -344,8 +351,9 @@ TEST(GpuIndexBangPq, BadConfigsAndInputsThrowAndLeaveIndexUnchanged) {
 TEST(GpuIndexBangPq, SecondAddKeepsTheCodebooksAndEncodesTheNewVectors) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const int d = 16, M = 4;
-    const int64_t first = smallUnderSanitizer(1500, 300), second = smallUnderSanitizer(1000, 150),
+    // Under compute-sanitizer M = 2 (two codebooks to train), 260 + 60 vectors.
+    const int d = 16, M = int(smallUnderSanitizer(4, 2));
+    const int64_t first = smallUnderSanitizer(1500, 260), second = smallUnderSanitizer(1000, 60),
                   total = first + second;
     auto xa = datasets::uniform(first, d, 6);
     auto xb = datasets::uniform(second, d, 7);
@@ -379,13 +387,14 @@ TEST(GpuIndexBangPq, SecondAddKeepsTheCodebooksAndEncodesTheNewVectors) {
 TEST(GpuIndexBangPq, SaveLoadRoundTrip) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const int d = 16, k = 10;
-    const int64_t nb = smallUnderSanitizer(3000, 400);
+    // Under compute-sanitizer M = 2 (two codebooks to train), 260 vectors, 20 queries.
+    const int d = 16, k = 10, M = int(smallUnderSanitizer(8, 2));
+    const int64_t nb = smallUnderSanitizer(3000, 260);
     datasets::ClusteredSpec spec{nb, d, 30, 0.1f, 12};
     auto xb = datasets::clustered(spec, 0);
-    spec.n = smallUnderSanitizer(200, 50);
+    spec.n = smallUnderSanitizer(200, 20);
     auto xq = datasets::clustered(spec, 1);
-    GpuIndexBang index(res, d, faiss::METRIC_L2, pqConfig(8, 20));
+    GpuIndexBang index(res, d, faiss::METRIC_L2, pqConfig(M, 20));
     index.search_L = 48;
     index.add(nb, xb.data());
     const std::string path = std::string(::testing::TempDir()) + "bang_pq.fxidx";
@@ -394,7 +403,7 @@ TEST(GpuIndexBangPq, SaveLoadRoundTrip) {
     auto* back = dynamic_cast<GpuIndexBang*>(loaded.get());
     ASSERT_NE(back, nullptr);
     EXPECT_TRUE(back->pqMode());
-    EXPECT_EQ(back->bangConfig().pqSubquantizers, 8);
+    EXPECT_EQ(back->bangConfig().pqSubquantizers, M);
     EXPECT_EQ(back->search_L, 48);
     EXPECT_EQ(back->graph(), index.graph());
     EXPECT_EQ(back->entryPoint(), index.entryPoint());
@@ -410,7 +419,7 @@ TEST(GpuIndexBangPq, SaveLoadRoundTrip) {
     // Truncated anywhere (the codes come last): refused.
     const std::vector<uint8_t> bytes = faiss_ext::serialize_index(&index);
     for (size_t cut :
-         {size_t(74), bytes.size() / 2, bytes.size() - 8 - size_t(nb) * 8 + 5, bytes.size() - 9}) {
+         {size_t(74), bytes.size() / 2, bytes.size() - 8 - size_t(nb) * M + 5, bytes.size() - 9}) {
         EXPECT_THROW(faiss_ext::deserialize_index(bytes.data(), cut, res), faiss::FaissException)
                 << "cut at " << cut;
     }

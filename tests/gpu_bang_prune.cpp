@@ -404,15 +404,16 @@ TEST(GpuBangBuild, PassRangesGiveTheSameGraph) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 24;
-    // Under compute-sanitizer 240 nodes, in ranges of the same proportions: each range
-    // is a search and a prune of its own.
-    const int64_t n = smallUnderSanitizer(6000, 240);
+    // Under compute-sanitizer 90 nodes, in ranges of the same proportions (15, 11 and 1:
+    // each range is a search and a prune of its own), and one pass: each pass's ranges
+    // search the graph it starts from.
+    const int64_t n = smallUnderSanitizer(6000, 90);
     datasets::ClusteredSpec spec{n, d, 40, 0.1f, testSeed() + 3};
     const std::vector<float> x = datasets::clustered(spec, 0);
     BangBuildConfig cfg;
     cfg.graphDegree = 24;
     cfg.candidates = 24;
-    cfg.passes = 2;
+    cfg.passes = int(smallUnderSanitizer(2, 1));
     cfg.searchL = 32;
     auto build = [&](int64_t passNodes) {
         BangGraph work(res, d, cfg.graphDegree, 0);

@@ -123,15 +123,21 @@ TEST(GpuIndexFlat, MatchesCpuOnFixedShapes) {
     const uint64_t seed = test::testSeed();
     for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
         if (test::underSanitizer()) {
-            // One case of each kind below, smaller: the largest k, an odd d, several
-            // segments and a query the automatic choice sends down the radix path (at
-            // least kRadixMinBase vectors), each on every path. Then the smallest batch
-            // and base the automatic choice sends down the threshold path (256 queries,
-            // 16 times its capacity of 1024 ids), through GpuIndexFlat alone: the forced
-            // paths above run the same kernels.
-            runCase(res, {2500, 3, 64, 2048, m, seed + 1});
-            runCase(res, {500, 5, 7, 10, m, seed + 2});
-            runCase(res, {70000, 1, 8, 100, m, seed + 3});
+            // One case of each kind below, smaller: the largest k (L2), an odd d (inner
+            // product), several segments (L2), each on every path, so that every path
+            // runs in both metrics; a query the automatic choice sends down the radix path
+            // (at least kRadixMinBase vectors), the same shape, through GpuIndexFlat alone
+            // in inner product. Then the smallest batch and base the automatic choice
+            // sends down the threshold path (256 queries, 16 times its capacity of 1024
+            // ids), through GpuIndexFlat alone: the forced paths above run the same
+            // kernels.
+            const bool l2 = m == faiss::METRIC_L2;
+            if (l2) {
+                runCase(res, {2500, 2, 64, 2048, m, seed + 1});
+            } else {
+                runCase(res, {500, 5, 7, 10, m, seed + 2});
+            }
+            runCase(res, {70000, 1, 8, 100, m, seed + 3, !l2});
             runCase(res, {16384, 256, 8, 10, m, seed + 7, true});
             continue;
         }
@@ -184,12 +190,14 @@ TEST(GpuIndexFlat, MatchesCpuOnRandomShapes) {
     std::mt19937_64 rng(test::testSeed());
     const int dims[] = {32, 64, 96, 128, 256, 960};
     const int ks[] = {1, 10, 100, 1024, 2048};
+    // Under compute-sanitizer two shapes, of a fifth of the vectors and a tenth of the
+    // queries.
     for (int iter = 0; iter < test::shapeCount(12); ++iter) {
         FlatCase c;
         c.d = dims[rng() % 6];
         c.k = ks[rng() % 5];
-        c.nb = 1 + int64_t(rng() % 20000);
-        c.nq = 1 + int64_t(rng() % 300);
+        c.nb = 1 + int64_t(rng() % test::smallUnderSanitizer(20000, 4000));
+        c.nq = 1 + int64_t(rng() % test::smallUnderSanitizer(300, 30));
         c.metric = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
         c.seed = rng();
         runCase(res, c);
@@ -351,12 +359,15 @@ TEST(GpuIndexFlat, PrecisionsOnTightlyPackedAndSpreadVectors) {
 }
 
 // Spread data at large d and k: the rerank path's margin holds for every query, so each
-// answer is the band re-ranked in FP32 (not the fallback), and equals FAISS CPU's.
+// answer is the band re-ranked in FP32 (not the fallback), and equals FAISS CPU's. Under
+// compute-sanitizer 3000 vectors (more than the 2048 kept at k 1024; the gap between the
+// k-th and the last kept distance only widens with fewer) and 16 queries.
 TEST(GpuFlatSearch, RerankPathProvesEveryQueryOnSpreadData) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int d = 768;
-    const int64_t nb = 30000, nq = 300;
+    const int64_t nb = test::smallUnderSanitizer(30000, 3000),
+                  nq = test::smallUnderSanitizer(300, 16);
     auto xb = datasets::uniform(nb, d, test::testSeed());
     auto xq = datasets::uniform(nq, d, test::testSeed() + 1);
     for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {

@@ -3,6 +3,7 @@
 // beside the same path's separate product and passes where the shape does not fit it;
 // and its searches replayed from CUDA graphs.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <faiss/IndexFlat.h>
@@ -68,19 +69,28 @@ TEST(GpuFlatRadix, OneQueryProductFitsFloat4Rows) {
 
 // Dimensions on both sides of the float4 rule, every k up to the largest, a base of
 // more blocks than the kernel runs (each walks several row groups) and a short one.
+// Under compute-sanitizer a base of 20000 and a few (d, k): d a multiple of 4 and not,
+// each with a small k and k 2048, and a k of each sort of the taken keys (up to 128, 512
+// and 2048).
 TEST(GpuFlatRadix, OneQueryMatchesCpu) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const uint64_t seed = test::testSeed();
     const bool small = test::underSanitizer();
     const int64_t nb = small ? 20000 : 300000;
-    for (int d : {1, 3, 4, 20, 128, 130, 768}) {
-        if (small && d > 128) {
-            continue;
+    // Each dimension with the k it is searched at.
+    std::vector<std::pair<int, std::vector<int>>> shapes;
+    if (small) {
+        shapes = {{3, {10, 2048}}, {4, {1}}, {20, {300}}, {128, {2048}}};
+    } else {
+        for (int d : {1, 3, 4, 20, 128, 130, 768}) {
+            shapes.push_back({d, {1, 10, 100, 1024, 2048}});
         }
+    }
+    for (const auto& [d, ks] : shapes) {
         const auto xb = datasets::uniform(nb, d, seed + d);
         const auto xq = datasets::uniform(1, d, seed + d + 1);
-        for (int k : {1, 10, 100, 1024, 2048}) {
+        for (int k : ks) {
             expectOneQueryMatchesCpu(res, xb, xq, d, k);
         }
     }

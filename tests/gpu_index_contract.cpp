@@ -517,7 +517,9 @@ TYPED_TEST(GpuIndexContract, DeviceArraysWorkAsHostArrays) {
     GpuResources res;
     using Traits = typename TestFixture::Traits;
     const int d = 16, k = 10;
-    const int64_t n = smallUnderSanitizer(2000, 400), nq = 64;
+    // Under compute-sanitizer 200 vectors (two builds of the graph index) and 16 queries
+    // (eight searches).
+    const int64_t n = smallUnderSanitizer(2000, 200), nq = smallUnderSanitizer(64, 16);
     const std::vector<float> x = datasets::uniform(n, d, 21);
     const std::vector<float> xq = datasets::uniform(nq, d, 22);
     auto xDev = res.alloc<float>(x.size());

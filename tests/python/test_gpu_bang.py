@@ -20,7 +20,7 @@ def recall_at_10(I, gt):
 
 
 def test_build_search_and_params(res, rng):
-    d, nb, nq = 24, small_under_sanitizer(8000, 1000), small_under_sanitizer(200, 100)
+    d, nb, nq = 24, small_under_sanitizer(8000, 300), small_under_sanitizer(200, 50)
     centres = rng.random((30, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     flat = faiss_ext.GpuIndexFlat(res, d)
@@ -43,7 +43,7 @@ def test_build_search_and_params(res, rng):
     assert r64 >= 0.95
 
     # First candidates from IVF lists (forced at this size): the same recall.
-    lists = small_under_sanitizer(90, 30)
+    lists = small_under_sanitizer(90, 17)
     ivf_built = faiss_ext.GpuIndexBang(res, d, R=32, build_lists=lists, build_probes=8)
     ivf_built.add(xb)
     r_ivf = recall_at_10(ivf_built.search(xq, 10)[1], gt)
@@ -85,9 +85,9 @@ def test_build_search_and_params(res, rng):
 
 
 def test_save_load_and_errors(res, rng, tmp_path):
-    d, nb = 16, small_under_sanitizer(3000, 400)
+    d, nb = 16, small_under_sanitizer(3000, 200)
     xb = rng.random((nb, d), dtype=np.float32)
-    xq = rng.random((50, d), dtype=np.float32)
+    xq = rng.random((small_under_sanitizer(50, 20), d), dtype=np.float32)
     a = faiss_ext.GpuIndexBang(res, d, R=24, search_L=40)
     a.add(xb)
     _, Ia = a.search(xq, 10)
@@ -111,15 +111,17 @@ def test_save_load_and_errors(res, rng, tmp_path):
 
 
 def test_pq_mode(res, rng, tmp_path):
-    d, nb, nq = 24, small_under_sanitizer(6000, 800), small_under_sanitizer(100, 50)
+    # Under compute-sanitizer M = 2: each codebook is 25 k-means iterations.
+    d, nb, nq = 24, small_under_sanitizer(6000, 300), small_under_sanitizer(100, 20)
+    M = small_under_sanitizer(6, 2)
     centres = rng.random((300, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     flat = faiss_ext.GpuIndexFlat(res, d)
     flat.add(xb)
     _, gt = flat.search(xq, 10)
 
-    index = faiss_ext.GpuIndexBang(res, d, R=32, pq_subquantizers=6, search_L=100)
-    assert index.pq_subquantizers == 6
+    index = faiss_ext.GpuIndexBang(res, d, R=32, pq_subquantizers=M, search_L=100)
+    assert index.pq_subquantizers == M
     assert faiss_ext.GpuIndexBang(res, d).pq_subquantizers == 0
     index.add(xb)
     D, I = index.search(xq, 10)
@@ -133,7 +135,7 @@ def test_pq_mode(res, rng, tmp_path):
     path = str(tmp_path / "bang_pq.fx")
     faiss_ext.write_index(index, path)
     loaded = faiss_ext.read_index(path, res)
-    assert loaded.pq_subquantizers == 6
+    assert loaded.pq_subquantizers == M
     D2, I2 = loaded.search(xq, 10)
     np.testing.assert_array_equal(I2, I)
     np.testing.assert_array_equal(D2, D)
@@ -145,11 +147,12 @@ def test_pq_mode(res, rng, tmp_path):
 
 
 def test_pq_mode_with_the_vectors_in_host_memory(res, rng, tmp_path):
-    d, nb, nq = 24, small_under_sanitizer(4000, 500), small_under_sanitizer(100, 50)
+    d, nb, nq = 24, small_under_sanitizer(4000, 300), small_under_sanitizer(100, 20)
+    M = small_under_sanitizer(6, 1)
     centres = rng.random((200, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
-    device = faiss_ext.GpuIndexBang(res, d, R=32, pq_subquantizers=6, search_L=64)
-    host = faiss_ext.GpuIndexBang(res, d, R=32, pq_subquantizers=6, search_L=64,
+    device = faiss_ext.GpuIndexBang(res, d, R=32, pq_subquantizers=M, search_L=64)
+    host = faiss_ext.GpuIndexBang(res, d, R=32, pq_subquantizers=M, search_L=64,
                                   vector_placement="host")
     assert device.vector_placement == "device" and host.vector_placement == "host"
     device.add(xb)
@@ -184,11 +187,11 @@ def test_pq_mode_with_the_vectors_in_host_memory(res, rng, tmp_path):
     with pytest.raises(faiss_ext.FaissException, match="vectorPlacement"):
         faiss_ext.GpuIndexBang(res, d, vector_placement="host")
     with pytest.raises(ValueError, match="vector_placement"):
-        faiss_ext.GpuIndexBang(res, d, pq_subquantizers=6, vector_placement="disk")
+        faiss_ext.GpuIndexBang(res, d, pq_subquantizers=M, vector_placement="disk")
 
 
 def test_inner_product_on_unit_vectors(res, rng):
-    d, nb, nq = 24, small_under_sanitizer(8000, 1000), small_under_sanitizer(200, 100)
+    d, nb, nq = 24, small_under_sanitizer(8000, 300), small_under_sanitizer(200, 30)
     centres = rng.random((30, d), dtype=np.float32) - 0.5
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     xb /= np.linalg.norm(xb, axis=1, keepdims=True)
@@ -205,9 +208,10 @@ def test_inner_product_on_unit_vectors(res, rng):
     assert np.all(np.diff(D, axis=1) <= 0)            # largest inner product first
     np.testing.assert_allclose(D, np.einsum("qd,qkd->qk", xq, xb[I]), atol=1e-4)
     # PQ mode codes the transformed rows (M + 1 sub-quantizers) and re-ranks exactly.
-    # (Coarse codes walk less well than exact distances: 0.89 with M = 4 here.)
+    # (Coarse codes walk less well than exact distances: 0.89 with M = 4 here.) Under
+    # compute-sanitizer M = 2: 3 codebooks to train instead of 9.
     pq = faiss_ext.GpuIndexBang(res, d, R=32, metric=faiss_ext.METRIC_INNER_PRODUCT,
-                                pq_subquantizers=8, search_L=100)
+                                pq_subquantizers=small_under_sanitizer(8, 2), search_L=100)
     pq.add(xb)
     Dp, Ip = pq.search(xq, 10)
     assert recall_at_10(Ip, gt) >= 0.85

@@ -61,7 +61,7 @@ def make(kind, res, d):
 
 @pytest.mark.parametrize("kind", ["flat", "ivf"])
 def test_device_arrays_answer_as_numpy(res, rng, fw, kind):
-    d, n, nq, k = 24, 3000, 200, 10
+    d, n, nq, k = 24, small_under_sanitizer(3000, 600), small_under_sanitizer(200, 30), 10
     xb = rng.standard_normal((n, d), dtype=np.float32)
     xq = rng.standard_normal((nq, d), dtype=np.float32)
     host, dev = make(kind, res, d), make(kind, res, d)
@@ -148,7 +148,7 @@ def test_device_search_stages_nothing_through_host_pages(res, rng, fw):
     """Host queries are copied into device pages (queries and results, allocated from
     the library's pool); device queries and results are used in place, so the pool's
     peak stays below the host search's by at least those pages."""
-    d, n, nq, k = 64, 2000, small_under_sanitizer(20000, 2000), 8
+    d, n, nq, k = 64, small_under_sanitizer(2000, 1000), small_under_sanitizer(20000, 500), 8
     index = faiss_ext.GpuIndexFlat(res, d)
     index.add(rng.standard_normal((n, d), dtype=np.float32))
     xq = rng.standard_normal((nq, d), dtype=np.float32)

@@ -18,9 +18,11 @@ def clustered(rng, n, d, centres):
 
 @pytest.mark.parametrize("metric", [faiss_ext.METRIC_L2, faiss_ext.METRIC_INNER_PRODUCT])
 def test_all_lists_probed_is_exact(res, rng, metric):
+    # Under compute-sanitizer 10 to 20 vectors a list (2 to 39 lists), 20 queries.
     d, nlist = int(rng.integers(4, 70)), int(rng.integers(2, 40))
-    nb = int(rng.integers(nlist * 40, small_under_sanitizer(6000, 2000)))
-    nq, k = small_under_sanitizer(100, 30), int(rng.choice([1, 10, 100]))
+    low, high = small_under_sanitizer((nlist * 40, 6000), (nlist * 10, nlist * 20))
+    nb = int(rng.integers(low, high))
+    nq, k = small_under_sanitizer(100, 20), int(rng.choice([1, 10, 100]))
     print(f"d={d} nlist={nlist} nb={nb} k={k} metric={metric}")
     centres = rng.random((nlist, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
@@ -44,9 +46,9 @@ def test_all_lists_probed_is_exact(res, rng, metric):
 
 
 def test_add_with_ids_and_reconstruct(res, rng):
-    d, nlist = 16, 8
-    x = rng.random((1000, d), dtype=np.float32)
-    ids = rng.permutation(10**6)[:1000].astype(np.int64)
+    d, nlist, n = 16, 8, small_under_sanitizer(1000, 400)
+    x = rng.random((n, d), dtype=np.float32)
+    ids = rng.permutation(10**6)[:n].astype(np.int64)
     index = faiss_ext.GpuIndexIVFFlat(res, d, nlist)
     index.train(x)
     index.add_with_ids(x, ids.astype(np.int32))
@@ -54,14 +56,14 @@ def test_add_with_ids_and_reconstruct(res, rng):
     _, I = index.search(x[:50], 1)
     np.testing.assert_array_equal(I[:, 0], ids[:50])
     np.testing.assert_array_equal(index.reconstruct(int(ids[3])), x[3])
-    with pytest.raises(ValueError, match=r"expected 1000 ids"):
+    with pytest.raises(ValueError, match=rf"expected {n} ids"):
         index.add_with_ids(x, ids[:10])
 
 
 def test_faiss_ivf_index_in_and_out(res, rng):
     faiss = pytest.importorskip("faiss")
     # 500 queries whatever the base (the share of equal ids below counts 5000 of them).
-    d, nlist, nb, nq, k = 32, 64, small_under_sanitizer(20000, 4000), 500, 10
+    d, nlist, nb, nq, k = 32, 64, small_under_sanitizer(20000, 2600), 500, 10
     centres = rng.random((200, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     cpu = faiss.IndexIVFFlat(faiss.IndexFlatL2(d), d, nlist)
@@ -126,7 +128,7 @@ def test_write_and_read_index(res, rng, tmp_path, kind):
 
 def test_scan_paths_are_exact_with_every_list_probed(res, rng):
     d, nlist, k = 32, 16, 10
-    nb, nq = small_under_sanitizer(5000, 1000), small_under_sanitizer(400, 100)
+    nb, nq = small_under_sanitizer(5000, 640), small_under_sanitizer(400, 40)
     centres = rng.random((nlist, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     for path in ("per_query", "list_major", "auto"):
@@ -143,7 +145,7 @@ def test_scan_paths_are_exact_with_every_list_probed(res, rng):
 def test_coarse_precisions_agree(res, rng):
     # Under compute-sanitizer the fewest queries "auto" takes 3xTF32 for.
     d, nlist, k = 48, 64, 10
-    nb, nq = small_under_sanitizer(20000, 4000), small_under_sanitizer(2048, 1024)
+    nb, nq = small_under_sanitizer(20000, 2600), small_under_sanitizer(2048, 1024)
     centres = rng.random((nlist, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
     index = faiss_ext.GpuIndexIVFFlat(res, d, nlist)
@@ -167,7 +169,7 @@ def test_coarse_precisions_agree(res, rng):
 def test_small_searches_replay_cuda_graphs(res, rng):
     d, nlist, k = 12, 16, 7
     centres = rng.random((nlist, d), dtype=np.float32)
-    xb = clustered(rng, 4000, d, centres)
+    xb = clustered(rng, small_under_sanitizer(4000, 1000), d, centres)
     index = faiss_ext.GpuIndexIVFFlat(res, d, nlist)
     index.train(xb)
     index.add(xb)

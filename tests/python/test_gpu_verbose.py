@@ -21,7 +21,8 @@ def lines(text):
 
 
 def test_ivf_train_and_add_report_when_verbose(res, rng, capfd):
-    x = rng.standard_normal((4000, 16), dtype=np.float32)
+    n = small_under_sanitizer(4000, 1300)
+    x = rng.standard_normal((n, 16), dtype=np.float32)
     index = faiss_ext.GpuIndexIVFFlat(res, 16, 32)
     assert index.verbose is False
     index.train(x)
@@ -42,11 +43,11 @@ def test_ivf_train_and_add_report_when_verbose(res, rng, capfd):
     index.add(x)
     add = lines(capfd.readouterr().out)
     assert add[0][:3] == ("GpuIndexIVFFlat::add", "assigned to lists", 30.0)
-    assert add[-1][1:3] == ("vectors stored 4000/4000", 100.0)
+    assert add[-1][1:3] == (f"vectors stored {n}/{n}", 100.0)
 
 
 def test_bang_build_reports_its_stages(res, rng, capfd):
-    x = rng.standard_normal((small_under_sanitizer(2000, 400), 8), dtype=np.float32)
+    x = rng.standard_normal((small_under_sanitizer(2000, 200), 8), dtype=np.float32)
     index = faiss_ext.GpuIndexBang(res, 8, 16, build_passes=1)
     index.verbose = True
     index.add(x)
@@ -66,14 +67,15 @@ def test_bang_build_reports_its_stages(res, rng, capfd):
     assert fractions == sorted(fractions) and out[-1][2] == 100.0
 
     # A second add extends the graph and says so (with the default two passes too).
-    index.add(x[:100])
+    extra = small_under_sanitizer(100, 40)
+    index.add(x[:extra])
     out = lines(capfd.readouterr().out)
     assert any(p.startswith("extension: ") for _, p, _, _ in out)
     assert [f for _, _, f, _ in out] == sorted(f for _, _, f, _ in out)
     index = faiss_ext.GpuIndexBang(res, 8, 16)
     index.add(x)
     index.verbose = True
-    index.add(x[:100])
+    index.add(x[:extra])
     out = lines(capfd.readouterr().out)
     assert any(p.startswith("extension: ") for _, p, _, _ in out)
     assert [f for _, _, f, _ in out] == sorted(f for _, _, f, _ in out)
