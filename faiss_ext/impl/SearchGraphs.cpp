@@ -3,34 +3,11 @@
 #include <algorithm>
 #include <exception>
 
+#include <faiss_ext/impl/MappedHostBuffer.h>
 #include <faiss_ext/impl/ParallelCopy.h>
 #include <faiss_ext/utils/CudaCheck.h>
 
 namespace faiss_ext {
-
-/// Page-locked host memory (null when bytes is 0).
-class PinnedHostBuffer {
-   public:
-    PinnedHostBuffer() = default;
-    explicit PinnedHostBuffer(size_t bytes) {
-        if (bytes > 0) {
-            FAISS_EXT_CUDA_CHECK(cudaHostAlloc(&p_, bytes, cudaHostAllocDefault));
-        }
-    }
-    ~PinnedHostBuffer() {
-        if (p_) {
-            cudaFreeHost(p_);
-        }
-    }
-    PinnedHostBuffer(const PinnedHostBuffer&) = delete;
-    PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
-    void* data() const {
-        return p_;
-    }
-
-   private:
-    void* p_ = nullptr;
-};
 
 struct SearchGraphs::Entry {
     std::vector<int64_t> key;
@@ -40,7 +17,8 @@ struct SearchGraphs::Entry {
     bool failed = false;            ///< the capture failed: always run directly
     DeviceBuffer<float> x, distances;
     DeviceBuffer<int64_t> labels;
-    std::unique_ptr<PinnedHostBuffer> hostX, hostD, hostI;
+    MappedHostBuffer<float> hostX, hostD;
+    MappedHostBuffer<int64_t> hostI;
 
     ~Entry() {
         if (exec) {
@@ -126,9 +104,9 @@ void SearchGraphs::capture_(
     e.distances = res.alloc<float>(size_t(nq) * k);
     e.labels = res.alloc<int64_t>(size_t(nq) * k);
     if (e.host) {
-        e.hostX = std::make_unique<PinnedHostBuffer>(xBytes);
-        e.hostD = std::make_unique<PinnedHostBuffer>(dBytes);
-        e.hostI = std::make_unique<PinnedHostBuffer>(iBytes);
+        e.hostX = MappedHostBuffer<float>(size_t(nq) * d, stream);
+        e.hostD = MappedHostBuffer<float>(size_t(nq) * k, stream);
+        e.hostI = MappedHostBuffer<int64_t>(size_t(nq) * k, stream);
     }
     // Relaxed: the work may make calls that are not stream-ordered (an attribute set on
     // first use, say); a synchronisation on the stream still ends the capture in error.
@@ -137,14 +115,14 @@ void SearchGraphs::capture_(
     try {
         if (e.host) {
             FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                    e.x.data(), e.hostX->data(), xBytes, cudaMemcpyHostToDevice, stream));
+                    e.x.data(), e.hostX.data(), xBytes, cudaMemcpyHostToDevice, stream));
         }
         work(e.x.data(), e.distances.data(), e.labels.data());
         if (e.host) {
             FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                    e.hostD->data(), e.distances.data(), dBytes, cudaMemcpyDeviceToHost, stream));
+                    e.hostD.data(), e.distances.data(), dBytes, cudaMemcpyDeviceToHost, stream));
             FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                    e.hostI->data(), e.labels.data(), iBytes, cudaMemcpyDeviceToHost, stream));
+                    e.hostI.data(), e.labels.data(), iBytes, cudaMemcpyDeviceToHost, stream));
         }
     } catch (const std::exception&) {
         ok = false; // run directly below, where the error (if real) is thrown again
@@ -164,10 +142,32 @@ void SearchGraphs::capture_(
         e.x = {};
         e.distances = {};
         e.labels = {};
-        e.hostX.reset();
-        e.hostD.reset();
-        e.hostI.reset();
+        e.hostX = {};
+        e.hostD = {};
+        e.hostI = {};
     }
+}
+
+SearchGraphs::Entry* SearchGraphs::held_(
+        const GpuResources& res,
+        const std::vector<int64_t>& key,
+        bool host,
+        int64_t nq,
+        int d,
+        int k,
+        const Work& work) {
+    cudaStream_t stream = res.stream();
+    stream_ = stream;
+    device_ = res.device();
+    bool seen = false;
+    Entry& e = entry_(key, host, stream, seen);
+    if (!seen) {
+        return nullptr;
+    }
+    if (!e.exec && !e.failed) {
+        capture_(res, e, nq, d, k, work);
+    }
+    return e.failed ? nullptr : &e;
 }
 
 void SearchGraphs::run(
@@ -181,22 +181,12 @@ void SearchGraphs::run(
         int64_t* labels,
         const Work& work) {
     std::lock_guard<std::mutex> lock(mutex_);
+    Entry* e = held_(res, key, false, nq, d, k, work);
+    if (e == nullptr) {
+        work(x, distances, labels);
+        return;
+    }
     cudaStream_t stream = res.stream();
-    stream_ = stream;
-    device_ = res.device();
-    bool seen = false;
-    Entry* e = &entry_(key, false, stream, seen);
-    if (!seen) {
-        work(x, distances, labels);
-        return;
-    }
-    if (!e->exec && !e->failed) {
-        capture_(res, *e, nq, d, k, work);
-    }
-    if (e->failed) {
-        work(x, distances, labels);
-        return;
-    }
     const size_t xBytes = size_t(nq) * d * sizeof(float);
     const size_t outCount = size_t(nq) * k;
     FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(e->x.data(), x, xBytes, cudaMemcpyDeviceToDevice, stream));
@@ -220,27 +210,18 @@ bool SearchGraphs::runHost(
         int64_t* labels,
         const Work& work) {
     std::lock_guard<std::mutex> lock(mutex_);
+    Entry* e = held_(res, key, true, nq, d, k, work);
+    if (e == nullptr) {
+        return false;
+    }
     cudaStream_t stream = res.stream();
-    stream_ = stream;
-    device_ = res.device();
-    bool seen = false;
-    Entry& e = entry_(key, true, stream, seen);
-    if (!seen) {
-        return false;
-    }
-    if (!e.exec && !e.failed) {
-        capture_(res, e, nq, d, k, work);
-    }
-    if (e.failed) {
-        return false;
-    }
     const size_t outCount = size_t(nq) * k;
-    parallelCopy(e.hostX->data(), x, size_t(nq) * d * sizeof(float));
-    FAISS_EXT_CUDA_CHECK(cudaGraphLaunch(e.exec, stream));
+    parallelCopy(e->hostX.data(), x, size_t(nq) * d * sizeof(float));
+    FAISS_EXT_CUDA_CHECK(cudaGraphLaunch(e->exec, stream));
     FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
     const CopyPart results[2] = {
-            {distances, e.hostD->data(), outCount * sizeof(float)},
-            {labels, e.hostI->data(), outCount * sizeof(int64_t)}};
+            {distances, e->hostD.data(), outCount * sizeof(float)},
+            {labels, e->hostI.data(), outCount * sizeof(int64_t)}};
     parallelCopy(results, 2);
     return true;
 }

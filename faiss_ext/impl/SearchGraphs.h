@@ -88,6 +88,17 @@ class SearchGraphs {
     /// inserted if new; `seen` says whether it was there.
     Entry& entry_(const std::vector<int64_t>& key, bool host, cudaStream_t stream, bool& seen);
     void capture_(const GpuResources& res, Entry& e, int64_t nq, int d, int k, const Work& work);
+    /// The entry of key as a graph ready to replay: inserted on its first sighting,
+    /// captured on its second; null where it is not (first sighting, failed capture).
+    /// Called with mutex_ held.
+    Entry* held_(
+            const GpuResources& res,
+            const std::vector<int64_t>& key,
+            bool host,
+            int64_t nq,
+            int d,
+            int k,
+            const Work& work);
     void releaseGraphMemory_();
 
     size_t capacity_;
