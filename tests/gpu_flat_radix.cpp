@@ -2,6 +2,7 @@
 // product and the first digit pass in one read of the base) against faiss::IndexFlat,
 // beside the same path's separate product and passes where the shape does not fit it;
 // and its searches replayed from CUDA graphs.
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,15 +24,16 @@ using faiss_ext::test::searchPath;
 
 namespace {
 
-/// One query over xb on the forced radix path against FAISS CPU, both metrics.
+/// One query over xb on the forced radix path against FAISS CPU, in each metric.
 void expectOneQueryMatchesCpu(
         GpuResources& res,
         const std::vector<float>& xb,
         const std::vector<float>& xq,
         int d,
-        int k) {
+        int k,
+        std::vector<faiss::MetricType> metrics = {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
     const int64_t nb = int64_t(xb.size()) / d;
-    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+    for (faiss::MetricType m : metrics) {
         SCOPED_TRACE(
                 "nb=" + std::to_string(nb) + " d=" + std::to_string(d) + " k=" + std::to_string(k) +
                 (m == faiss::METRIC_L2 ? " L2" : " IP"));
@@ -114,6 +116,40 @@ TEST(GpuFlatRadix, OneQueryOverDuplicateRows) {
     const auto xq = datasets::uniform(1, d, seed + 1);
     for (int k : {1, 100, 1000}) {
         expectOneQueryMatchesCpu(res, xb, xq, d, k);
+    }
+}
+
+// The k-th key settled by each digit of the select: inner products with the query
+// (1, 0, 0, 0) are the base rows' first components, chosen so that the k-th largest
+// lies alone in its first digit (powers of two), alone in its second (1 + i 2^-12: the
+// first digit shared, the second distinct) or shares both with the others (1 + i 2^-23:
+// only the last digit tells them apart); and a mix where the keys below the k-th's
+// first-digit bin are taken before the bin's own.
+TEST(GpuFlatRadix, OneQuerySettlesTheKthAtEachDigit) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int d = 4;
+    const std::vector<float> xq = {1.f, 0.f, 0.f, 0.f};
+    auto rowsOf = [&](const std::vector<float>& first) {
+        std::vector<float> xb(first.size() * d, 0.f);
+        for (size_t i = 0; i < first.size(); ++i) {
+            xb[i * d] = first[i];
+        }
+        return xb;
+    };
+    std::vector<float> powers, secondDigit, lastDigit, mixed;
+    for (int i = 0; i < 30; ++i) {
+        powers.push_back(std::ldexp(1.f, i - 10));
+    }
+    for (int i = 0; i < 500; ++i) {
+        secondDigit.push_back(1.f + std::ldexp(float(i), -12));
+        lastDigit.push_back(1.f + std::ldexp(float(i), -23));
+        mixed.push_back(i % 10 == 0 ? 4.f + float(i) : 1.f + std::ldexp(float(i), -23));
+    }
+    for (const auto& first : {powers, secondDigit, lastDigit, mixed}) {
+        for (int k : {1, 10, 60}) {
+            expectOneQueryMatchesCpu(res, rowsOf(first), xq, d, k, {faiss::METRIC_INNER_PRODUCT});
+        }
     }
 }
 

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string>
 
+#include <pybind11/numpy.h>
+
 #include <faiss_ext/utils/CudaCheck.h>
 
 namespace faiss_ext {
@@ -222,6 +224,10 @@ void expectLayout(
 } // namespace
 
 bool isDeviceArray(py::handle x) {
+    // numpy arrays offer __dlpack_device__ too (the CPU): settle them without a call.
+    if (py::isinstance<py::array>(x)) {
+        return false;
+    }
     return dlpackOnCuda(x) || py::hasattr(x, "__cuda_array_interface__");
 }
 

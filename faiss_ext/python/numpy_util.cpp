@@ -10,8 +10,25 @@ namespace python {
 
 namespace {
 
+/// numpy's name of a's dtype. The native-order real and integer types are named here
+/// (str(dtype) runs Python code, a microsecond or two of every call), the others by numpy.
 std::string dtypeString(const py::array& a) {
-    return py::str(a.dtype()).cast<std::string>();
+    py::dtype dt = a.dtype();
+    const char order = dt.byteorder();
+    if (order == '=' || order == '|') {
+        const std::string bits = std::to_string(8 * dt.itemsize());
+        switch (dt.kind()) {
+            case 'f':
+                return "float" + bits;
+            case 'i':
+                return "int" + bits;
+            case 'u':
+                return "uint" + bits;
+            default:
+                break;
+        }
+    }
+    return py::str(dt).cast<std::string>();
 }
 
 std::string typeName(py::handle x) {
