@@ -2,12 +2,10 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
-#include <string>
 #include <vector>
 
 #include <faiss/Clustering.h>
 #include <faiss/IndexFlat.h>
-#include <faiss/impl/IDSelector.h>
 
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/impl/FlatSearch.h>
@@ -227,57 +225,6 @@ TEST(GpuIndexFlat, TenThousandQueriesInSmallPages) {
     cpu.search(nq, xq.data(), k, refD.data(), refI.data());
     gpu.search(nq, xq.data(), k, D.data(), I.data());
     EXPECT_EQ(compareKnn(refD, refI, D, I, nq, k, 1e-4f, 1e-5f), 0);
-}
-
-// Host arrays over several pages are searched with the copies beside the searches
-// (impl/HostPaging.h, searchHostPagesPipelined): every page answers as it does searched
-// alone (one page, no pipeline), with and without a selector whose bitmap goes through
-// the same pinned slots as the pages. Pages cut by pageBytes (k 1024: 83 queries a
-// MiB) and by the quarter rule for many queries (4096 queries: two of 2048).
-TEST(GpuIndexFlat, PipelinedHostPagesAnswerAsEachPageAlone) {
-    FAISS_EXT_REQUIRE_GPU();
-    GpuResources res;
-    const uint64_t seed = test::testSeed();
-    struct Case {
-        int d;
-        int k;
-        int64_t nq;
-        int64_t page;
-    };
-    const Case cases[] = {{64, 1024, 300, 83}, {16, 10, 4096, 2048}};
-    for (const Case& c : cases) {
-        SCOPED_TRACE("d=" + std::to_string(c.d) + " k=" + std::to_string(c.k));
-        GpuIndexFlatConfig cfg;
-        cfg.pageBytes = size_t(1) << 20;
-        GpuIndexFlat gpu(res, c.d, faiss::METRIC_L2, cfg);
-        const int64_t nb = 3000;
-        const auto xb = datasets::uniform(nb, c.d, seed);
-        const auto xq = datasets::uniform(c.nq, c.d, seed + 1);
-        gpu.add(nb, xb.data());
-        std::vector<uint8_t> bits(size_t(nb + 7) / 8);
-        for (size_t i = 0; i < bits.size(); ++i) {
-            bits[i] = uint8_t(0x5a ^ (i * 37));
-        }
-        faiss::IDSelectorBitmap sel(bits.size(), bits.data());
-        faiss::SearchParameters filtered;
-        filtered.sel = &sel;
-        for (const faiss::SearchParameters* params :
-             {(const faiss::SearchParameters*)nullptr, (const faiss::SearchParameters*)&filtered}) {
-            SCOPED_TRACE(params ? "selector" : "no selector");
-            const size_t k = size_t(c.k);
-            std::vector<float> D(c.nq * k);
-            std::vector<int64_t> I(c.nq * k);
-            gpu.search(c.nq, xq.data(), c.k, D.data(), I.data(), params);
-            for (int64_t i0 = 0; i0 < c.nq; i0 += c.page) {
-                const int64_t m = std::min(c.page, c.nq - i0);
-                std::vector<float> pageD(m * k);
-                std::vector<int64_t> pageI(m * k);
-                gpu.search(m, xq.data() + i0 * c.d, c.k, pageD.data(), pageI.data(), params);
-                EXPECT_TRUE(std::equal(pageD.begin(), pageD.end(), D.begin() + i0 * k)) << i0;
-                EXPECT_TRUE(std::equal(pageI.begin(), pageI.end(), I.begin() + i0 * k)) << i0;
-            }
-        }
-    }
 }
 
 TEST(GpuIndexFlat, KMeansAssignerMatchesCpuObjective) {

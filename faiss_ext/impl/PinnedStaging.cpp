@@ -73,7 +73,6 @@ void PinnedStaging::toHost(void* dst, const void* src, size_t bytes, cudaStream_
         if (c < chunks) {
             const size_t off = c * kSlotBytes;
             const size_t len = std::min(kSlotBytes, bytes - off);
-            FAISS_EXT_CUDA_CHECK(cudaStreamWaitEvent(stream, done_[c % 2], 0));
             FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
                     slots_[c % 2], static_cast<const char*>(src) + off, len, cudaMemcpyDeviceToHost,
                     stream));
@@ -101,10 +100,9 @@ void PinnedStaging::toHost2(
         toHost(dstB, srcB, bytesB, stream);
         return;
     }
-    // Both DMAs into slot 0 (B after A), one event, one wait; after the slot's last DMA,
-    // whatever stream that was on.
+    // Both DMAs into slot 0 (B after A), one event, one wait. Stream order keeps them
+    // after any earlier DMA that read the slot.
     char* slot = static_cast<char*>(slots_[0]);
-    FAISS_EXT_CUDA_CHECK(cudaStreamWaitEvent(stream, done_[0], 0));
     if (bytesA > 0) {
         FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(slot, srcA, bytesA, cudaMemcpyDeviceToHost, stream));
     }

@@ -12,8 +12,7 @@ namespace faiss_ext {
 /// other slot's chunk runs. Pageable copies go through the driver's own staging at a
 /// fraction of the bus rate (6.4 GB/s in, 1.1 GB/s out, measured on an H100 host;
 /// benchs/NOTES.md); this keeps the bus busy and adds host threads for the memcpy.
-/// Owned by one GpuResources, so used by one host thread at a time; the copies may be
-/// on different streams (a slot's next DMA waits for its last one, on either side).
+/// Owned by one GpuResources, so used by one host thread at a time.
 class PinnedStaging {
    public:
     /// Allocates nothing yet: the slots come on first use (on the resources' device).
