@@ -16,7 +16,8 @@ std::string dtypeString(const py::array& a) {
     py::dtype dt = a.dtype();
     const char order = dt.byteorder();
     if (order == '=' || order == '|') {
-        const std::string bits = std::to_string(8 * dt.itemsize());
+        // The attribute, not dtype::itemsize(): older pybind11 reads numpy 1's struct.
+        const std::string bits = std::to_string(8 * dt.attr("itemsize").cast<int>());
         switch (dt.kind()) {
             case 'f':
                 return "float" + bits;
