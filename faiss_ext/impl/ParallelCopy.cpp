@@ -1,16 +1,49 @@
 #include <faiss_ext/impl/ParallelCopy.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include <omp.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace faiss_ext {
+
+namespace {
+
+/// memcpy with streaming (non-temporal) stores where the CPU has them.
+void streamingCopy(void* dst, const void* src, size_t bytes) {
+#if defined(__SSE2__)
+    char* d = static_cast<char*>(dst);
+    const char* s = static_cast<const char*>(src);
+    // Plain stores up to a 16-byte boundary of dst and for the last partial vector.
+    const size_t head = std::min(bytes, (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15);
+    std::memcpy(d, s, head);
+    d += head;
+    s += head;
+    const size_t vectors = (bytes - head) / 16;
+    auto* dv = reinterpret_cast<__m128i*>(d);
+    const auto* sv = reinterpret_cast<const __m128i*>(s);
+    for (size_t i = 0; i < vectors; ++i) {
+        _mm_stream_si128(dv + i, _mm_loadu_si128(sv + i));
+    }
+    std::memcpy(d + vectors * 16, s + vectors * 16, bytes - head - vectors * 16);
+    // The streaming stores are visible before the caller issues the DMA.
+    _mm_sfence();
+#else
+    std::memcpy(dst, src, bytes);
+#endif
+}
+
+using CopyFn = void (*)(void*, const void*, size_t);
 
 // One thread copies ~9 GB/s from pageable memory, eight ~60 GB/s (benchs/NOTES.md,
 // twelfth session). A thread per 128 KB: at 512 KB a thread a 512 KB copy (batch 1024 x
 // 128 queries) took one thread 60 us against 18 us by four.
-void parallelCopy(const CopyPart* parts, int nParts) {
+void copyParts(const CopyPart* parts, int nParts, CopyFn copy) {
     constexpr size_t kPerThread = size_t(128) << 10;
     size_t total = 0;
     for (int p = 0; p < nParts; ++p) {
@@ -20,15 +53,16 @@ void parallelCopy(const CopyPart* parts, int nParts) {
             int(std::min<size_t>({size_t(8), size_t(omp_get_max_threads()), total / kPerThread}));
     if (threads <= 1) {
         for (int p = 0; p < nParts; ++p) {
-            std::memcpy(parts[p].dst, parts[p].src, parts[p].bytes);
+            copy(parts[p].dst, parts[p].src, parts[p].bytes);
         }
         return;
     }
-    const size_t share = (total + threads - 1) / threads;
+    // Shares of whole 64-byte lines: no two threads write parts of one line.
+    const size_t share = ((total + threads - 1) / threads + 63) / 64 * 64;
 #pragma omp parallel for num_threads(threads)
     for (int t = 0; t < threads; ++t) {
         // This thread's bytes [begin, end) of the parts laid end to end.
-        const size_t begin = size_t(t) * share;
+        const size_t begin = std::min(total, size_t(t) * share);
         const size_t end = std::min(total, begin + share);
         size_t partStart = 0;
         for (int p = 0; p < nParts; ++p) {
@@ -36,18 +70,32 @@ void parallelCopy(const CopyPart* parts, int nParts) {
             const size_t from = std::max(begin, partStart);
             const size_t to = std::min(end, partEnd);
             if (from < to) {
-                std::memcpy(
-                        static_cast<char*>(parts[p].dst) + (from - partStart),
-                        static_cast<const char*>(parts[p].src) + (from - partStart), to - from);
+                copy(static_cast<char*>(parts[p].dst) + (from - partStart),
+                     static_cast<const char*>(parts[p].src) + (from - partStart), to - from);
             }
             partStart = partEnd;
         }
     }
 }
 
+void plainCopy(void* dst, const void* src, size_t bytes) {
+    std::memcpy(dst, src, bytes);
+}
+
+} // namespace
+
+void parallelCopy(const CopyPart* parts, int nParts) {
+    copyParts(parts, nParts, plainCopy);
+}
+
 void parallelCopy(void* dst, const void* src, size_t bytes) {
     const CopyPart part{dst, src, bytes};
-    parallelCopy(&part, 1);
+    copyParts(&part, 1, plainCopy);
+}
+
+void parallelCopyForDma(void* dst, const void* src, size_t bytes) {
+    const CopyPart part{dst, src, bytes};
+    copyParts(&part, 1, streamingCopy);
 }
 
 } // namespace faiss_ext

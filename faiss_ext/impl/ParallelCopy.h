@@ -19,4 +19,9 @@ void parallelCopy(const CopyPart* parts, int nParts);
 /// parallelCopy of one part.
 void parallelCopy(void* dst, const void* src, size_t bytes);
 
+/// parallelCopy into pinned memory that a DMA reads next. Its stores bypass the CPU
+/// caches: a DMA of lines just written through them snoops the caches and ran at half
+/// the bus rate (5 MB in 201 us against 102; benchs/NOTES.md, twenty-third session).
+void parallelCopyForDma(void* dst, const void* src, size_t bytes);
+
 } // namespace faiss_ext

@@ -51,7 +51,7 @@ void PinnedStaging::toDevice(void* dst, const void* src, size_t bytes, cudaStrea
         const size_t len = std::min(kSlotBytes, bytes - off);
         // The DMA that last read this slot has finished.
         FAISS_EXT_CUDA_CHECK(cudaEventSynchronize(done_[slot]));
-        parallelCopy(slots_[slot], static_cast<const char*>(src) + off, len);
+        parallelCopyForDma(slots_[slot], static_cast<const char*>(src) + off, len);
         FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
                 static_cast<char*>(dst) + off, slots_[slot], len, cudaMemcpyHostToDevice, stream));
         FAISS_EXT_CUDA_CHECK(cudaEventRecord(done_[slot], stream));

@@ -216,7 +216,7 @@ bool SearchGraphs::runHost(
     }
     cudaStream_t stream = res.stream();
     const size_t outCount = size_t(nq) * k;
-    parallelCopy(e->hostX.data(), x, size_t(nq) * d * sizeof(float));
+    parallelCopyForDma(e->hostX.data(), x, size_t(nq) * d * sizeof(float));
     FAISS_EXT_CUDA_CHECK(cudaGraphLaunch(e->exec, stream));
     FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
     const CopyPart results[2] = {
