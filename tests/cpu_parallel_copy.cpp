@@ -38,8 +38,8 @@ void checkCopy(size_t bytes, size_t srcOff, size_t dstOff, Copy copy) {
     }
 }
 
-const size_t kSizes[] = {0, 1, 15, 16, 17, 63, 64, 100, 4095, (128 << 10) - 1, (128 << 10) * 3 + 5,
-                         (1 << 20) + 13};
+const size_t kSizes[] = {
+        0, 1, 15, 16, 17, 63, 64, 100, 4095, (128 << 10) - 1, (128 << 10) * 3 + 5, (1 << 20) + 13};
 
 TEST(ParallelCopy, ForDmaCopiesEveryByteAtAnyAlignment) {
     for (size_t bytes : kSizes) {
