@@ -720,3 +720,57 @@ TEST(GpuIndexIVFFlat, ReconstructLikeFaiss) {
     gpu.reconstruct(43, row.data());
     EXPECT_EQ(0, std::memcmp(row.data(), xb.data() + 43 * d, d * sizeof(float)));
 }
+
+// Host queries are copied in a chunk at a time (impl/QueryFeed.h) and the coarse search
+// starts on each chunk as it lands: FAISS CPU's results, and bitwise those of the same
+// queries searched from device memory, on both scan paths and both metrics. Chunks of
+// 2048 queries at d 32; at d 1536 a chunk is one pinned slot (682 queries).
+TEST(GpuIndexIVFFlat, HostQueriesArrivingInChunksMatchDeviceQueries) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = testSeed();
+    struct Shape {
+        int64_t nq;
+        int d;
+    };
+    for (Shape s : {Shape{5000, 32}, Shape{smallUnderSanitizer(1500, 1400), 1536}}) {
+        ASSERT_LT(queryChunkRows(s.nq, s.d), s.nq);
+        const int64_t nb = smallUnderSanitizer(20000, 4000), nlist = 64, nprobe = 4;
+        const int k = 10;
+        auto xb = datasets::uniform(nb, s.d, seed);
+        auto xq = datasets::uniform(s.nq, s.d, seed + 1);
+        auto xqDev = res.alloc<float>(xq.size());
+        copyToDevice(xqDev.data(), xq.data(), xq.size(), res.stream());
+        for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+            SCOPED_TRACE(
+                    "nq=" + std::to_string(s.nq) + " d=" + std::to_string(s.d) +
+                    (m == faiss::METRIC_L2 ? " L2" : " IP"));
+            auto cpu = cpuIvf(s.d, nlist, m, xb.data());
+            cpu->add(nb, xb.data());
+            cpu->nprobe = size_t(nprobe);
+            std::vector<float> refD(s.nq * k);
+            std::vector<int64_t> refI(s.nq * k);
+            cpu->search(s.nq, xq.data(), k, refD.data(), refI.data());
+            infForMissing(refD, refI, m);
+            const auto skip = coarseTies(*cpu->quantizer, s.nq, xq.data(), nprobe);
+            for (IvfScanPath path : {IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
+                SCOPED_TRACE(pathName(path));
+                GpuIndexIVFFlatConfig cfg;
+                cfg.scanPath = path;
+                GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
+                std::vector<float> D(s.nq * k);
+                std::vector<int64_t> I(s.nq * k);
+                gpu.search(s.nq, xq.data(), k, D.data(), I.data());
+                EXPECT_EQ(compareKnnRows(refD, refI, D, I, s.nq, k, skip, 1e-4f, 1e-4f), 0);
+                auto dDev = res.alloc<float>(D.size());
+                auto iDev = res.alloc<int64_t>(I.size());
+                gpu.search(s.nq, xqDev.data(), k, dDev.data(), iDev.data());
+                EXPECT_EQ(
+                        compareExact(
+                                D, I, copyToHostVector(dDev.data(), D.size(), res.stream()),
+                                copyToHostVector(iDev.data(), I.size(), res.stream()), s.nq, k),
+                        0);
+            }
+        }
+    }
+}

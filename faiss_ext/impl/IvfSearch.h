@@ -13,6 +13,7 @@
 #include <faiss_ext/IndexConfig.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/IvfLists.h>
+#include <faiss_ext/impl/QueryFeed.h>
 
 namespace faiss_ext {
 
@@ -88,11 +89,13 @@ GpuFlatPrecision ivfCoarsePrecision(
         int nprobe);
 
 /// Runs the pipeline for nq device queries, writing n x k FAISS results to device
-/// memory, all on res.stream() with no host synchronisation.
+/// memory, all on res.stream() with no host synchronisation. The coarse search runs on
+/// chunks of queryChunkRows(nq, d) queries, each queued once `queries` has it on the
+/// device (host queries still arriving, or all there).
 void ivfSearch(
         const GpuResources& res,
         const IvfSearchInput& in,
-        const float* queries,
+        QueryFeed& queries,
         int64_t nq,
         int k,
         const IvfSearchPlan& plan,

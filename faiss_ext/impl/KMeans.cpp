@@ -54,9 +54,10 @@ class DeviceAssigner : public faiss::Index {
         arrays.labels = labels;
         searchInPages(
                 res_, n, d, k, pageBytes_, arrays,
-                [&](int64_t m, const float* xDev, float* dDev, int64_t* iDev) {
+                [&](int64_t m, QueryFeed& queries, float* dDev, int64_t* iDev) {
+                    queries.ready(m);
                     FlatSearchInput in;
-                    in.queries = xDev;
+                    in.queries = queries.device();
                     in.nq = m;
                     in.base = centroids_.vectors();
                     in.baseNorms = centroids_.norms();
