@@ -10,7 +10,6 @@
 #include <faiss_ext/impl/HostPaging.h>
 #include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/NonFiniteQueries.h>
-#include <faiss_ext/impl/QueryFeed.h>
 #include <faiss_ext/impl/SearchGraphs.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
@@ -140,22 +139,17 @@ void GpuIndex::search(
         graphs_->runHost(
                 res_, key, n, d, int(k), x, distances, labels,
                 [&](const float* xDev, float* dDev, int64_t* iDev) {
-                    QueryFeed queries(xDev, n, d);
-                    searchKernels_(n, queries, int(k), dDev, iDev, params);
+                    searchKernels_(n, xDev, int(k), dDev, iDev, params);
                 })) {
         return;
     }
-    // A shape held as a graph of device arrays (queries or results on the device).
-    const bool deviceGraph =
-            !hostArrays && useSearchGraphs && !searchGraphKey_(n, int(k), params).empty();
     searchInPages(
             res_, n, d, k, config_.pageBytes, a,
-            [&](int64_t m, QueryFeed& queries, float* dDev, int64_t* iDev) {
-                if (deviceGraph) {
-                    queries.ready(m);
-                    searchDevice(m, queries.device(), k, dDev, iDev, params);
+            [&](int64_t m, const float* xDev, float* dDev, int64_t* iDev) {
+                if (key.empty()) {
+                    searchDevice(m, xDev, k, dDev, iDev, params);
                 } else {
-                    searchKernels_(m, queries, int(k), dDev, iDev, params);
+                    searchKernels_(m, xDev, int(k), dDev, iDev, params);
                 }
             });
     // Results written in place on the device are complete when search returns, as
@@ -187,40 +181,26 @@ void GpuIndex::searchDevice(
     const std::vector<int64_t> key =
             useSearchGraphs ? searchGraphKey_(n, int(k), params) : std::vector<int64_t>();
     if (key.empty()) {
-        QueryFeed queries(x, n, d);
-        searchKernels_(n, queries, int(k), distances, labels, params);
+        searchKernels_(n, x, int(k), distances, labels, params);
         return;
     }
     graphs_->run(
             res_, key, n, d, int(k), x, distances, labels,
             [&](const float* xDev, float* dDev, int64_t* iDev) {
-                QueryFeed queries(xDev, n, d);
-                searchKernels_(n, queries, int(k), dDev, iDev, params);
+                searchKernels_(n, xDev, int(k), dDev, iDev, params);
             });
 }
 
 void GpuIndex::searchKernels_(
         int64_t n,
-        QueryFeed& queries,
+        const float* x,
         int k,
         float* distances,
         int64_t* labels,
         const faiss::SearchParameters* params) const {
-    searchFedImpl_(n, queries, k, distances, labels, params);
-    queries.ready(n);
+    searchImpl_(n, x, k, distances, labels, params);
     // The same answer for a query with a NaN or an infinity, whatever the index did.
-    clearNonFiniteQueryResults(res_, metric_type, n, d, k, queries.device(), distances, labels);
-}
-
-void GpuIndex::searchFedImpl_(
-        int64_t n,
-        QueryFeed& queries,
-        int k,
-        float* distances,
-        int64_t* labels,
-        const faiss::SearchParameters* params) const {
-    queries.ready(n);
-    searchImpl_(n, queries.device(), k, distances, labels, params);
+    clearNonFiniteQueryResults(res_, metric_type, n, d, k, x, distances, labels);
 }
 
 void GpuIndex::range_search(

@@ -21,7 +21,6 @@ struct RangeSearchResult;
 namespace faiss_ext {
 
 class IdFilterCache;
-class QueryFeed;
 class SearchGraphs;
 
 /// A faiss::Index whose data lives on one GPU. train, add, add_with_ids and search
@@ -143,17 +142,6 @@ class GpuIndex : public faiss::Index {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const = 0;
-    /// searchImpl_ on queries that may still be arriving from host memory: `queries`
-    /// (impl/QueryFeed.h) copies them in as the search asks for them. The default asks
-    /// for all of them first; an index whose first stage can start on part of them
-    /// overrides it.
-    virtual void searchFedImpl_(
-            int64_t n,
-            QueryFeed& queries,
-            int k,
-            float* distancesDevice,
-            int64_t* labelsDevice,
-            const faiss::SearchParameters* params) const;
     /// n > 0 host queries, finite radius, device set: fills result (see range_search).
     /// Default: refuses.
     virtual void rangeSearchImpl_(
@@ -198,11 +186,11 @@ class GpuIndex : public faiss::Index {
     std::unique_ptr<IdFilterCache> filterCache_;
     std::unique_ptr<SearchGraphs> graphs_;
     uint64_t contentsVersion_ = 0;
-    /// searchFedImpl_, then the rule for non-finite queries: a search's device work, on
+    /// searchImpl_, then the rule for non-finite queries: a search's device work, on
     /// res_.stream() (what a search graph holds).
     void searchKernels_(
             int64_t n,
-            QueryFeed& queries,
+            const float* x,
             int k,
             float* distances,
             int64_t* labels,

@@ -16,7 +16,6 @@
 #include <faiss_ext/impl/IvfSearch.h>
 #include <faiss_ext/impl/KMeans.h>
 #include <faiss_ext/impl/Progress.h>
-#include <faiss_ext/impl/QueryFeed.h>
 #include <faiss_ext/impl/RangeSearch.h>
 #include <faiss_ext/impl/SearchGraphs.h>
 #include <faiss_ext/utils/DeviceScope.h>
@@ -460,20 +459,9 @@ void GpuIndexIVFFlat::searchImpl_(
         float* distancesDevice,
         int64_t* labelsDevice,
         const faiss::SearchParameters* params) const {
-    QueryFeed queries(xDevice, n, d);
-    searchFedImpl_(n, queries, k, distancesDevice, labelsDevice, params);
-}
-
-void GpuIndexIVFFlat::searchFedImpl_(
-        int64_t n,
-        QueryFeed& queries,
-        int k,
-        float* distancesDevice,
-        int64_t* labelsDevice,
-        const faiss::SearchParameters* params) const {
     std::shared_ptr<IdFilterBits> bits;
     const IvfSearchInput in = searchInput_(params, bits);
-    ivfSearch(res_, in, queries, n, k, plan_(n, k, in.nprobe), distancesDevice, labelsDevice);
+    ivfSearch(res_, in, xDevice, n, k, plan_(n, k, in.nprobe), distancesDevice, labelsDevice);
 }
 
 std::vector<int64_t> GpuIndexIVFFlat::searchGraphKey_(

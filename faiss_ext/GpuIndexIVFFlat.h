@@ -113,14 +113,6 @@ class GpuIndexIVFFlat : public GpuIndex {
             float* distancesDevice,
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const override;
-    /// The coarse search runs on each chunk of queries as it arrives.
-    void searchFedImpl_(
-            int64_t n,
-            QueryFeed& queries,
-            int k,
-            float* distancesDevice,
-            int64_t* labelsDevice,
-            const faiss::SearchParameters* params) const override;
     /// Searches of at most 1024 queries without a selector, in one pass.
     std::vector<int64_t> searchGraphKey_(int64_t n, int k, const faiss::SearchParameters* params)
             const override;

@@ -8,7 +8,6 @@
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/impl/PinnedStaging.h>
-#include <faiss_ext/impl/QueryFeed.h>
 
 namespace faiss_ext {
 
@@ -24,12 +23,10 @@ struct SearchArrays {
 };
 
 /// Calls
-///   searchPage(m, queries, distancesDevice, labelsDevice)
-/// for pages of m of the n queries (it writes m x k results on res.stream()); queries
-/// is the page's QueryFeed: the search asks for its queries before queuing work that
-/// reads them (host queries are copied in meanwhile). A host array goes through a
-/// device page (queries copied in, results copied out); a device array is read or
-/// written in place. The host arrays' pages take at most pageBytes
+///   searchPage(m, queriesDevice, distancesDevice, labelsDevice)
+/// for pages of m of the n queries (it writes m x k results on res.stream()). A host
+/// array goes through a device page (queries copied in, results copied out); a device
+/// array is read or written in place. The host arrays' pages take at most pageBytes
 /// (at least one query a page); with every array on the device, one page holds all n.
 /// Host copies go through the resources' pinned staging (impl/PinnedStaging.h).
 template <typename SearchPage>
@@ -54,15 +51,13 @@ void searchInPages(
     for (int64_t i0 = 0; i0 < n; i0 += page) {
         const int64_t m = std::min(page, n - i0);
         const float* x = a.x + i0 * d;
-        QueryFeed queries = a.xOnDevice
-                ? QueryFeed(x, m, d)
-                : QueryFeed(res.pinnedStaging(), xDev.data(), x, m, d, stream);
+        if (!a.xOnDevice) {
+            res.pinnedStaging().toDevice(xDev.data(), x, size_t(m) * d * sizeof(float), stream);
+            x = xDev.data();
+        }
         float* dOut = a.distancesOnDevice ? a.distances + i0 * k : dDev.data();
         int64_t* iOut = a.labelsOnDevice ? a.labels + i0 * k : iDev.data();
-        searchPage(m, queries, dOut, iOut);
-        // Every copy in is queued and waited for before the page's results and memory
-        // are used again.
-        queries.ready(m);
+        searchPage(m, x, dOut, iOut);
         const size_t dBytes = size_t(m) * k * sizeof(float);
         const size_t iBytes = size_t(m) * k * sizeof(int64_t);
         if (!a.distancesOnDevice && !a.labelsOnDevice) {

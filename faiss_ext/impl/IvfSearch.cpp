@@ -258,7 +258,7 @@ void listMajorDistances(
 void ivfSearch(
         const GpuResources& res,
         const IvfSearchInput& in,
-        QueryFeed& queries,
+        const float* queries,
         int64_t nq,
         int k,
         const IvfSearchPlan& plan,
@@ -275,27 +275,15 @@ void ivfSearch(
     auto coarseI = res.alloc<int64_t>(size_t(tile) * nprobe);
     // Chunk offsets: the per-query scan's slots (the list-major ones are row windows).
     auto offsets = res.alloc<int>(plan.listMajor ? 0 : size_t(tile) * (nprobe + 1));
-    const int64_t chunk = queryChunkRows(nq, d);
     for (int64_t q0 = 0; q0 < nq; q0 += tile) {
         const int64_t m = std::min(tile, nq - q0);
-        const float* q = queries.device() + q0 * d;
-        // Coarse search: coarse distances (GEMM with centroid norms) and top nprobe, a
-        // chunk of queries at a time (host queries: as each arrives), on the product and
-        // path the whole tile would take, so that host and device queries get the same.
+        const float* q = queries + q0 * d;
+        // Coarse search: coarse distances (GEMM with centroid norms) and top nprobe.
         FlatSearchInput coarse = in.coarse;
         coarse.queries = q;
         coarse.nq = m;
         coarse.precision = ivfCoarsePrecision(res, coarse, nprobe);
-        coarse.path = flatSearchPathFor(res, coarse, nprobe);
-        for (int64_t c0 = 0; c0 < m; c0 += chunk) {
-            FlatSearchInput part = coarse;
-            part.queries = q + c0 * d;
-            part.nq = std::min(chunk, m - c0);
-            queries.ready(q0 + c0 + part.nq);
-            flatSearch(
-                    res, part, nprobe, coarseD.data() + c0 * nprobe, coarseI.data() + c0 * nprobe);
-        }
-        queries.ready(q0 + m);
+        flatSearch(res, coarse, nprobe, coarseD.data(), coarseI.data());
         if (!plan.listMajor) {
             kernels::ivfChunkOffsets(
                     coarseI.data(), m, nprobe, in.lists->deviceLengths(), plan.chunkLen,

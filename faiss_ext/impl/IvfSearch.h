@@ -13,7 +13,6 @@
 #include <faiss_ext/IndexConfig.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/IvfLists.h>
-#include <faiss_ext/impl/QueryFeed.h>
 
 namespace faiss_ext {
 
@@ -89,13 +88,11 @@ GpuFlatPrecision ivfCoarsePrecision(
         int nprobe);
 
 /// Runs the pipeline for nq device queries, writing n x k FAISS results to device
-/// memory, all on res.stream() with no host synchronisation. The coarse search runs on
-/// chunks of queryChunkRows(nq, d) queries, each queued once `queries` has it on the
-/// device (host queries still arriving, or all there).
+/// memory, all on res.stream() with no host synchronisation.
 void ivfSearch(
         const GpuResources& res,
         const IvfSearchInput& in,
-        QueryFeed& queries,
+        const float* queries,
         int64_t nq,
         int k,
         const IvfSearchPlan& plan,

@@ -54,10 +54,9 @@ class DeviceAssigner : public faiss::Index {
         arrays.labels = labels;
         searchInPages(
                 res_, n, d, k, pageBytes_, arrays,
-                [&](int64_t m, QueryFeed& queries, float* dDev, int64_t* iDev) {
-                    queries.ready(m);
+                [&](int64_t m, const float* xDev, float* dDev, int64_t* iDev) {
                     FlatSearchInput in;
-                    in.queries = queries.device();
+                    in.queries = xDev;
                     in.nq = m;
                     in.base = centroids_.vectors();
                     in.baseNorms = centroids_.norms();

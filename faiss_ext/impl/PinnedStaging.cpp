@@ -10,13 +10,6 @@
 namespace faiss_ext {
 
 PinnedStaging::~PinnedStaging() {
-    if (copyStream_ != nullptr) {
-        cudaStreamSynchronize(copyStream_);
-        cudaStreamDestroy(copyStream_);
-    }
-    if (ordered_ != nullptr) {
-        cudaEventDestroy(ordered_);
-    }
     for (int s = 0; s < 2; ++s) {
         if (done_[s] != nullptr) {
             cudaEventSynchronize(done_[s]);
@@ -31,20 +24,15 @@ PinnedStaging::~PinnedStaging() {
 bool PinnedStaging::ready() {
     if (!tried_) {
         tried_ = true;
-        bool ok = true;
         for (int s = 0; s < 2; ++s) {
-            ok = ok &&
-                    cudaHostAlloc(&slots_[s], kSlotBytes, cudaHostAllocPortable) == cudaSuccess &&
-                    cudaEventCreateWithFlags(&done_[s], cudaEventDisableTiming) == cudaSuccess;
+            if (cudaHostAlloc(&slots_[s], kSlotBytes, cudaHostAllocPortable) != cudaSuccess ||
+                cudaEventCreateWithFlags(&done_[s], cudaEventDisableTiming) != cudaSuccess) {
+                (void)cudaGetLastError();
+                slots_[s] = nullptr;
+            }
         }
-        ok = ok && cudaStreamCreateWithFlags(&copyStream_, cudaStreamNonBlocking) == cudaSuccess &&
-                cudaEventCreateWithFlags(&ordered_, cudaEventDisableTiming) == cudaSuccess;
-        if (!ok) {
-            (void)cudaGetLastError(); // what was made is released with the staging
-        }
-        ready_ = ok;
     }
-    return ready_;
+    return slots_[0] != nullptr && slots_[1] != nullptr;
 }
 
 void PinnedStaging::toDevice(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
@@ -56,30 +44,6 @@ void PinnedStaging::toDevice(void* dst, const void* src, size_t bytes, cudaStrea
         FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
         return;
     }
-    stageIn(dst, src, bytes, stream);
-}
-
-void PinnedStaging::orderCopiesAfter(cudaStream_t stream) {
-    if (ready()) {
-        FAISS_EXT_CUDA_CHECK(cudaEventRecord(ordered_, stream));
-        FAISS_EXT_CUDA_CHECK(cudaStreamWaitEvent(copyStream_, ordered_, 0));
-    }
-}
-
-void PinnedStaging::toDeviceBeside(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-    if (bytes == 0) {
-        return;
-    }
-    if (!ready()) {
-        toDevice(dst, src, bytes, stream);
-        return;
-    }
-    stageIn(dst, src, bytes, copyStream_);
-    // done_ of the slot just used follows this copy's last DMA.
-    FAISS_EXT_CUDA_CHECK(cudaStreamWaitEvent(stream, done_[nextDeviceSlot_ ^ 1], 0));
-}
-
-void PinnedStaging::stageIn(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
     // Starts on the slot the last toDevice left alone: a small copy right after another
     // (a selector's bitmap after the queries) does not wait for the other's DMA.
     int& slot = nextDeviceSlot_;
@@ -137,8 +101,7 @@ void PinnedStaging::toHost2(
         return;
     }
     // Both DMAs into slot 0 (B after A), one event, one wait. Stream order keeps them
-    // after any earlier DMA that read the slot (a search's stream has waited for the
-    // toDeviceBeside copies of its queries).
+    // after any earlier DMA that read the slot.
     char* slot = static_cast<char*>(slots_[0]);
     if (bytesA > 0) {
         FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(slot, srcA, bytesA, cudaMemcpyDeviceToHost, stream));

@@ -25,13 +25,6 @@ class PinnedStaging {
     /// been read: the caller may free it; the DMA may still be running, ordered before
     /// later work on `stream`.
     void toDevice(void* dst, const void* src, size_t bytes, cudaStream_t stream);
-    /// Later toDeviceBeside copies start after the work queued on `stream` so far (the
-    /// allocation of their destination, say).
-    void orderCopiesAfter(cudaStream_t stream);
-    /// toDevice on the staging's own copy stream; `stream` waits for it. Work queued on
-    /// `stream` before the call (the search of an earlier chunk) runs beside the DMA.
-    /// Returns once src has been read.
-    void toDeviceBeside(void* dst, const void* src, size_t bytes, cudaStream_t stream);
     /// dst (pageable host) <- src (device), bytes, after the work queued on `stream`.
     /// Returns once dst holds the bytes.
     void toHost(void* dst, const void* src, size_t bytes, cudaStream_t stream);
@@ -53,20 +46,12 @@ class PinnedStaging {
     /// False when pinned memory cannot be had (a locked-memory limit, say): copies
     /// then go straight from and to pageable memory.
     bool ready();
-    /// Host copies of src into the slots and their DMAs on `stream`, one slot-sized
-    /// chunk at a time (the next slot's copy beside the last one's DMA).
-    void stageIn(void* dst, const void* src, size_t bytes, cudaStream_t stream);
 
     void* slots_[2] = {nullptr, nullptr};
-    /// Recorded after the last DMA that read or wrote each slot (on either stream).
     cudaEvent_t done_[2] = {nullptr, nullptr};
-    /// toDeviceBeside's DMAs, and the event that orders them after a search's stream.
-    cudaStream_t copyStream_ = nullptr;
-    cudaEvent_t ordered_ = nullptr;
     /// The slot the next toDevice fills first (they alternate across calls too).
     int nextDeviceSlot_ = 0;
     bool tried_ = false;
-    bool ready_ = false;
 };
 
 } // namespace faiss_ext
