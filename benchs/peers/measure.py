@@ -40,9 +40,9 @@ def recall_at(gt, I, r):
 # ---------------------------------------------------------------------------- timing
 
 # Timed calls per batch size after one warm-up (--quick uses QUICK_REPS), and the
-# seconds after which a point stops repeating (at least MIN_REPS calls are kept). The
-# medians of 5 and 3 calls used before let single points at batch 1024 and 10000 move
-# by 1.5-3x between runs (benchs/NOTES.md, twenty-third session).
+# seconds after which a point stops repeating (at least MIN_REPS calls are kept). With
+# medians of 5 and 3 calls single points at batch 1024 and 10000 moved by 1.5-3x
+# between runs (benchs/NOTES.md, twenty-third session).
 REPS = {16: 40, 128: 20, 1024: 11}
 REPS_LARGE = 7
 QUICK_REPS = {16: 10, 128: 5, 1024: 3}
