@@ -8,7 +8,9 @@ CUPTI activity records.
         --index ivf --nb 1000000 --nlist 4096 --nprobe 4 --k 10 --batch 10000
 
 Queries and results are PyTorch tensors on the device (no host copies in the trace)
-unless --host is given. The index is built on Gaussian blobs (synthetic.py).
+unless --host is given. The index is built on Gaussian blobs (synthetic.py). Searches of
+at most 1024 queries replay a CUDA graph, whose kernels the profiler does not show one
+by one: --no-graphs runs them kernel by kernel.
 """
 
 import argparse
@@ -106,10 +108,14 @@ def main():
     p.add_argument("--batch", type=int, action="append")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--host", action="store_true", help="numpy queries and results")
+    p.add_argument("--no-graphs", action="store_true",
+                   help="no CUDA graphs (use_search_graphs = False)")
     args = p.parse_args()
     if faiss_ext.get_num_gpus() == 0:
         raise SystemExit("trace_search.py: no CUDA device")
     _, index = build(args)
+    if args.no_graphs:
+        index.use_search_graphs = False
     xqAll = synthetic.clustered(max(args.batch or [10000]), args.d, clusters=1000, stream=1)
     for batch in args.batch or [10000]:
         xq = xqAll[:batch]
