@@ -33,6 +33,9 @@ __device__ inline int listMajorGroup(int count) {
 }
 
 constexpr int kScanThreads = 1024;
+/// Largest copy of the two starts arrays in shared memory (6143 lists): the default
+/// dynamic limit, so no kernel attribute is raised.
+constexpr size_t kMaxStartsSmemBytes = size_t(48) << 10;
 
 /// Scratch layout (ints): counts, listStart, cursor, work, workStart (nlist + 1 each),
 /// then the grouped pairs.
@@ -128,15 +131,20 @@ struct ListMajorItem {
 };
 
 // The groups of one tile are consecutive work items, so blocks running at the same time
-// read the same tile (from L2 after the first).
-__device__ inline ListMajorItem listMajorItem(const IvfListMajorArgs& a, int w) {
+// read the same tile (from L2 after the first). workStart and listStart: the groups'
+// arrays, or their copies in shared memory.
+__device__ inline ListMajorItem listMajorItem(
+        const IvfListMajorArgs& a,
+        const int* workStart,
+        const int* listStart,
+        int w) {
     ListMajorItem it;
-    it.list = lastAtMost(a.groups.workStart, int(a.nlist), w);
-    const int listFirst = a.groups.listStart[it.list];
-    const int nQueries = a.groups.listStart[it.list + 1] - listFirst;
+    it.list = lastAtMost(workStart, int(a.nlist), w);
+    const int listFirst = listStart[it.list];
+    const int nQueries = listStart[it.list + 1] - listFirst;
     it.g = listMajorGroup(nQueries);
     const int groups = (nQueries + it.g - 1) / it.g;
-    const int local = w - a.groups.workStart[it.list];
+    const int local = w - workStart[it.list];
     const int g0 = (local % groups) * it.g;
     it.first = listFirst + g0;
     it.gCount = min(it.g, nQueries - g0);
@@ -271,13 +279,35 @@ __device__ inline void itemProducts(
     }
 }
 
-// At most 85 registers a thread, so that 3 blocks (24 warps) share an SM.
+/// Bytes of shared memory that hold workStart and listStart for nlist lists.
+size_t startsSmemBytes(int64_t nlist) {
+    return size_t(2) * (nlist + 1) * sizeof(int);
+}
+
+// At most 85 registers a thread, so that 3 blocks (24 warps) share an SM. With
+// `startsInSmem` the block first copies workStart and listStart to shared memory: each
+// work item's lookup (a binary search over workStart, then listStart) was a chain of
+// ~14 dependent global loads, a fifth of the kernel's stalls at one query a list.
 template <bool kInnerProduct>
-__global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs a) {
+__global__ void __launch_bounds__(kThreads, 3)
+        listMajorKernel(IvfListMajorArgs a, bool startsInSmem) {
     __shared__ ItemQueries s;
-    const int total = a.groups.workStart[a.nlist];
+    extern __shared__ int starts[];
+    const int* workStart = a.groups.workStart;
+    const int* listStart = a.groups.listStart;
+    if (startsInSmem) {
+        const int n = int(a.nlist) + 1;
+        for (int i = threadIdx.x; i < n; i += kThreads) {
+            starts[i] = workStart[i];
+            starts[n + i] = listStart[i];
+        }
+        __syncthreads();
+        workStart = starts;
+        listStart = starts + n;
+    }
+    const int total = workStart[a.nlist];
     for (int w = blockIdx.x; w < total; w += gridDim.x) {
-        const ListMajorItem it = listMajorItem(a, w);
+        const ListMajorItem it = listMajorItem(a, workStart, listStart, w);
         __syncthreads(); // the previous item is done with s
         if (threadIdx.x < it.g) {
             const int i = threadIdx.x;
@@ -369,11 +399,21 @@ void ivfListMajorDistances(const IvfListMajorArgs& a, int smCount, cudaStream_t 
     // Persistent grid, one wave of resident blocks: the work count lives on the device
     // (no host round trip).
     const auto kernel = a.innerProduct ? listMajorKernel<true> : listMajorKernel<false>;
+    // The starts go to shared memory where they fit the default dynamic limit and cost
+    // no resident block (the registers allow 3 an SM).
     int perSm = 0;
     FAISS_EXT_CUDA_CHECK(
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kThreads, 0));
+    const size_t smem = startsSmemBytes(a.nlist);
+    bool startsInSmem = false;
+    if (smem <= kMaxStartsSmemBytes) {
+        int perSmWithStarts = 0;
+        FAISS_EXT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &perSmWithStarts, kernel, kThreads, smem));
+        startsInSmem = perSmWithStarts >= perSm;
+    }
     const unsigned grid = unsigned(std::max(1, smCount) * std::max(1, perSm));
-    kernel<<<grid, kThreads, 0, stream>>>(a);
+    kernel<<<grid, kThreads, startsInSmem ? smem : 0, stream>>>(a, startsInSmem);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 

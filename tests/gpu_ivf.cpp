@@ -415,6 +415,43 @@ TEST(GpuIndexIVFFlat, ListMajorWarpSelectionAtEveryCapacity) {
     }
 }
 
+// The list-major product copies the per-list work and query starts to shared memory up
+// to 6143 lists and reads them from global memory above: both sides, bit for bit
+// against the per-query path.
+TEST(GpuIndexIVFFlat, ListMajorStartsInSharedOrGlobalMemory) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed());
+    for (int64_t nlist : {int64_t(6143), int64_t(6144), int64_t(9000)}) {
+        const int d = 8 + int(rng() % 40);
+        const int64_t nb = smallUnderSanitizer(40000, 12000);
+        const int64_t nq = smallUnderSanitizer(600, 60);
+        const int k = 1 + int(rng() % 40);
+        const int64_t nprobe = 1 + int64_t(rng() % 24);
+        const auto m = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
+        const uint64_t seed = rng();
+        SCOPED_TRACE(
+                testing::Message() << "d=" << d << " nb=" << nb << " nlist=" << nlist << " nq="
+                                   << nq << " k=" << k << " nprobe=" << nprobe << " seed=" << seed);
+        auto xb = datasets::uniform(nb, d, seed);
+        auto xq = datasets::uniform(nq, d, seed + 1);
+        auto cent = datasets::uniform(nlist, d, seed + 2);
+        auto cpu = cpuIvf(d, nlist, m, cent.data());
+        cpu->add(nb, xb.data());
+        GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;
+        perQueryCfg.scanPath = IvfScanPath::kPerQuery;
+        listMajorCfg.scanPath = IvfScanPath::kListMajor;
+        GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
+        GpuIndexIVFFlat listMajor(res, cpu.get(), listMajorCfg);
+        perQuery.nprobe = listMajor.nprobe = size_t(nprobe);
+        std::vector<float> D1(nq * k), D2(nq * k, 12345.f);
+        std::vector<int64_t> I1(nq * k), I2(nq * k, 777);
+        perQuery.search(nq, xq.data(), k, D1.data(), I1.data());
+        listMajor.search(nq, xq.data(), k, D2.data(), I2.data());
+        EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
+    }
+}
+
 TEST(GpuIndexIVFFlat, KAboveReachableVectorsPadsWithMissing) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
