@@ -285,9 +285,9 @@ size_t startsSmemBytes(int64_t nlist) {
 }
 
 // At most 85 registers a thread, so that 3 blocks (24 warps) share an SM. With
-// `startsInSmem` the block first copies workStart and listStart to shared memory: each
-// work item's lookup (a binary search over workStart, then listStart) was a chain of
-// ~14 dependent global loads, a fifth of the kernel's stalls at one query a list.
+// `startsInSmem` the block first copies workStart and listStart to shared memory: from
+// global memory each work item's lookup (a binary search over workStart, then
+// listStart) is a chain of ~14 dependent loads that the whole block waits for.
 template <bool kInnerProduct>
 __global__ void __launch_bounds__(kThreads, 3)
         listMajorKernel(IvfListMajorArgs a, bool startsInSmem) {
