@@ -69,10 +69,6 @@ GpuResources::~GpuResources() {
     cudaSetDevice(previous);
 }
 
-PinnedStaging& GpuResources::pinnedStaging() const {
-    return *staging_;
-}
-
 void GpuResources::synchronize() const {
     DeviceScope scope(config_.device);
     FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -89,11 +89,9 @@ class GpuResources {
     /// the stream-ordered pool holds unused.
     size_t availableDeviceBytes() const;
 
-    /// The pinned host buffers through which searches copy host queries in and results
-    /// out (impl/PinnedStaging.h; 8 MiB, allocated on first use).
-    PinnedStaging& pinnedStaging() const;
-
    private:
+    friend struct GpuResourcesAccess; // the pinned staging (impl/ResourcesAccess.h)
+
     GpuResourcesConfig config_;
     cudaStream_t stream_ = nullptr;
     cublasHandle_t cublas_ = nullptr;

@@ -321,6 +321,50 @@ TEST(GpuIndexIVFFlat, UnevenAndEmptyLists) {
     }
 }
 
+namespace {
+
+/// One shape of the scan-path tests below: uniform vectors, queries and centroids drawn
+/// from `seed`; `chunk`: GpuIndexIVFFlatConfig::listChunkVectors (0: the planner's).
+struct ScanPathsShape {
+    int d;
+    int64_t nb, nlist, nq;
+    int k;
+    int64_t nprobe;
+    faiss::MetricType metric;
+    uint64_t seed;
+    int64_t chunk = 0;
+};
+
+/// Searches one shape with each scan path forced; the results must be equal bit for bit
+/// (the list-major output starts as sentinels, so a slot it never writes shows).
+void expectScanPathsIdentical(GpuResources& res, const ScanPathsShape& s) {
+    SCOPED_TRACE(
+            testing::Message() << "d=" << s.d << " nb=" << s.nb << " nlist=" << s.nlist
+                               << " nq=" << s.nq << " k=" << s.k << " nprobe=" << s.nprobe
+                               << " chunk=" << s.chunk << " seed=" << s.seed);
+    auto xb = datasets::uniform(s.nb, s.d, s.seed);
+    auto xq = datasets::uniform(s.nq, s.d, s.seed + 1);
+    auto cent = datasets::uniform(s.nlist, s.d, s.seed + 2);
+    auto cpu = cpuIvf(s.d, s.nlist, s.metric, cent.data());
+    cpu->add(s.nb, xb.data());
+    GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;
+    perQueryCfg.scanPath = IvfScanPath::kPerQuery;
+    listMajorCfg.scanPath = IvfScanPath::kListMajor;
+    perQueryCfg.listChunkVectors = listMajorCfg.listChunkVectors = s.chunk;
+    GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
+    GpuIndexIVFFlat listMajor(res, cpu.get(), listMajorCfg);
+    ASSERT_FALSE(GpuIndexIVFFlatAccess::plan(perQuery, s.nq, s.k, s.nprobe).listMajor);
+    ASSERT_TRUE(GpuIndexIVFFlatAccess::plan(listMajor, s.nq, s.k, s.nprobe).listMajor);
+    perQuery.nprobe = listMajor.nprobe = size_t(s.nprobe);
+    std::vector<float> D1(s.nq * s.k), D2(s.nq * s.k, 12345.f);
+    std::vector<int64_t> I1(s.nq * s.k), I2(s.nq * s.k, 777);
+    perQuery.search(s.nq, xq.data(), s.k, D1.data(), I1.data());
+    listMajor.search(s.nq, xq.data(), s.k, D2.data(), I2.data());
+    EXPECT_EQ(compareExact(D1, I1, D2, I2, s.nq, s.k), 0);
+}
+
+} // namespace
+
 // The two scan paths run the same FP32 operations in the same order and feed the same
 // merge: their results are identical, bit for bit, over k, nprobe and d up to 2048.
 TEST(GpuIndexIVFFlat, ScanPathsGiveIdenticalResults) {
@@ -342,27 +386,7 @@ TEST(GpuIndexIVFFlat, ScanPathsGiveIdenticalResults) {
         const int64_t nprobe = iter == 1 ? 2048 : 1 + int64_t(rng() % (nlist + 2));
         const auto m = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
         const uint64_t seed = rng();
-        SCOPED_TRACE(
-                testing::Message() << "d=" << d << " nb=" << nb << " nlist=" << nlist << " nq="
-                                   << nq << " k=" << k << " nprobe=" << nprobe << " seed=" << seed);
-        auto xb = datasets::uniform(nb, d, seed);
-        auto xq = datasets::uniform(nq, d, seed + 1);
-        auto cent = datasets::uniform(nlist, d, seed + 2);
-        auto cpu = cpuIvf(d, nlist, m, cent.data());
-        cpu->add(nb, xb.data());
-        GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;
-        perQueryCfg.scanPath = IvfScanPath::kPerQuery;
-        listMajorCfg.scanPath = IvfScanPath::kListMajor;
-        GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
-        GpuIndexIVFFlat listMajor(res, cpu.get(), listMajorCfg);
-        ASSERT_FALSE(GpuIndexIVFFlatAccess::plan(perQuery, nq, k, nprobe).listMajor);
-        ASSERT_TRUE(GpuIndexIVFFlatAccess::plan(listMajor, nq, k, nprobe).listMajor);
-        perQuery.nprobe = listMajor.nprobe = size_t(nprobe);
-        std::vector<float> D1(nq * k), D2(nq * k);
-        std::vector<int64_t> I1(nq * k), I2(nq * k);
-        perQuery.search(nq, xq.data(), k, D1.data(), I1.data());
-        listMajor.search(nq, xq.data(), k, D2.data(), I2.data());
-        EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
+        expectScanPathsIdentical(res, {d, nb, nlist, nq, k, nprobe, m, seed});
     }
 }
 
@@ -390,28 +414,7 @@ TEST(GpuIndexIVFFlat, ListMajorWarpSelectionAtEveryCapacity) {
         const int64_t nprobe = 1 + int64_t(rng() % (nlist + 2));
         const auto m = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
         const uint64_t seed = rng();
-        SCOPED_TRACE(
-                testing::Message()
-                << "d=" << d << " nb=" << nb << " nlist=" << nlist << " nq=" << nq << " k=" << k
-                << " nprobe=" << nprobe << " chunk=" << chunks[i % 3] << " seed=" << seed);
-        auto xb = datasets::uniform(nb, d, seed);
-        auto xq = datasets::uniform(nq, d, seed + 1);
-        auto cent = datasets::uniform(nlist, d, seed + 2);
-        auto cpu = cpuIvf(d, nlist, m, cent.data());
-        cpu->add(nb, xb.data());
-        GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;
-        perQueryCfg.scanPath = IvfScanPath::kPerQuery;
-        listMajorCfg.scanPath = IvfScanPath::kListMajor;
-        perQueryCfg.listChunkVectors = listMajorCfg.listChunkVectors = chunks[i % 3];
-        GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
-        GpuIndexIVFFlat listMajor(res, cpu.get(), listMajorCfg);
-        ASSERT_TRUE(GpuIndexIVFFlatAccess::plan(listMajor, nq, k, nprobe).listMajor);
-        perQuery.nprobe = listMajor.nprobe = size_t(nprobe);
-        std::vector<float> D1(nq * k), D2(nq * k, 12345.f);
-        std::vector<int64_t> I1(nq * k), I2(nq * k, 777);
-        perQuery.search(nq, xq.data(), k, D1.data(), I1.data());
-        listMajor.search(nq, xq.data(), k, D2.data(), I2.data());
-        EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
+        expectScanPathsIdentical(res, {d, nb, nlist, nq, k, nprobe, m, seed, chunks[i % 3]});
     }
 }
 
@@ -430,25 +433,7 @@ TEST(GpuIndexIVFFlat, ListMajorStartsInSharedOrGlobalMemory) {
         const int64_t nprobe = 1 + int64_t(rng() % 24);
         const auto m = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
         const uint64_t seed = rng();
-        SCOPED_TRACE(
-                testing::Message() << "d=" << d << " nb=" << nb << " nlist=" << nlist << " nq="
-                                   << nq << " k=" << k << " nprobe=" << nprobe << " seed=" << seed);
-        auto xb = datasets::uniform(nb, d, seed);
-        auto xq = datasets::uniform(nq, d, seed + 1);
-        auto cent = datasets::uniform(nlist, d, seed + 2);
-        auto cpu = cpuIvf(d, nlist, m, cent.data());
-        cpu->add(nb, xb.data());
-        GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;
-        perQueryCfg.scanPath = IvfScanPath::kPerQuery;
-        listMajorCfg.scanPath = IvfScanPath::kListMajor;
-        GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
-        GpuIndexIVFFlat listMajor(res, cpu.get(), listMajorCfg);
-        perQuery.nprobe = listMajor.nprobe = size_t(nprobe);
-        std::vector<float> D1(nq * k), D2(nq * k, 12345.f);
-        std::vector<int64_t> I1(nq * k), I2(nq * k, 777);
-        perQuery.search(nq, xq.data(), k, D1.data(), I1.data());
-        listMajor.search(nq, xq.data(), k, D2.data(), I2.data());
-        EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
+        expectScanPathsIdentical(res, {d, nb, nlist, nq, k, nprobe, m, seed});
     }
 }
 

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <faiss_ext/GpuResources.h>
-#include <faiss_ext/impl/PinnedStaging.h>
+#include <faiss_ext/impl/ResourcesAccess.h>
 
 #include "TestUtil.h"
 
@@ -34,11 +34,11 @@ TEST(PinnedStaging, RoundTripsEveryChunking) {
         }
         auto dev = res.alloc<uint8_t>(bytes);
         FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(dev.data(), 0, bytes, res.stream()));
-        res.pinnedStaging().toDevice(dev.data(), in.data(), bytes, res.stream());
+        GpuResourcesAccess::pinnedStaging(res).toDevice(dev.data(), in.data(), bytes, res.stream());
         // The source may be overwritten as soon as toDevice returns.
         std::vector<uint8_t> expected = in;
         std::fill(in.begin(), in.end(), uint8_t(0));
-        res.pinnedStaging().toHost(out.data(), dev.data(), bytes, res.stream());
+        GpuResourcesAccess::pinnedStaging(res).toHost(out.data(), dev.data(), bytes, res.stream());
         EXPECT_EQ(out, expected);
     }
 }
@@ -51,7 +51,7 @@ TEST(PinnedStaging, DeviceToHostWaitsForEarlierWork) {
     std::vector<uint8_t> out(bytes, 1);
     for (int value : {0x11, 0x22, 0x33}) {
         FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(dev.data(), value, bytes, res.stream()));
-        res.pinnedStaging().toHost(out.data(), dev.data(), bytes, res.stream());
+        GpuResourcesAccess::pinnedStaging(res).toHost(out.data(), dev.data(), bytes, res.stream());
         EXPECT_EQ(out, std::vector<uint8_t>(bytes, uint8_t(value)));
     }
 }
@@ -76,10 +76,12 @@ TEST(PinnedStaging, PairCopiesBothArraysInOneSlotOrApart) {
         }
         auto devA = res.alloc<uint8_t>(bytesA);
         auto devB = res.alloc<uint8_t>(bytesB);
-        res.pinnedStaging().toDevice(devA.data(), a.data(), bytesA, res.stream());
-        res.pinnedStaging().toDevice(devB.data(), b.data(), bytesB, res.stream());
+        GpuResourcesAccess::pinnedStaging(res).toDevice(
+                devA.data(), a.data(), bytesA, res.stream());
+        GpuResourcesAccess::pinnedStaging(res).toDevice(
+                devB.data(), b.data(), bytesB, res.stream());
         std::vector<uint8_t> outA(bytesA, 0xab), outB(bytesB, 0xcd);
-        res.pinnedStaging().toHost2(
+        GpuResourcesAccess::pinnedStaging(res).toHost2(
                 outA.data(), devA.data(), bytesA, outB.data(), devB.data(), bytesB, res.stream());
         EXPECT_EQ(outA, a);
         EXPECT_EQ(outB, b);

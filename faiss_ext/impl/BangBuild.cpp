@@ -12,7 +12,7 @@
 #include <faiss_ext/impl/BangPruneGpu.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/IvfSelfKnn.h>
-#include <faiss_ext/impl/PinnedStaging.h>
+#include <faiss_ext/impl/ResourcesAccess.h>
 #include <faiss_ext/utils/CudaCheck.h>
 #include <kernels/BangCandidates.h>
 #include <kernels/BangSearch.h>
@@ -215,7 +215,8 @@ std::pair<BangDeviceCandidates, DeviceBuffer<int64_t>> allocateParentLists(
             parents.iterations.data(), nq, maxVisited, extra, counts.data(), offsets.data(),
             temp.data(), temp.size(), res.stream());
     lists.offsets.resize(size_t(nq) + 1);
-    res.pinnedStaging().toHost(lists.offsets.data(), offsets.data(), offsets.bytes(), res.stream());
+    GpuResourcesAccess::pinnedStaging(res).toHost(
+            lists.offsets.data(), offsets.data(), offsets.bytes(), res.stream());
     lists.ids = res.alloc<int32_t>(size_t(lists.offsets.back()));
     return {std::move(lists), std::move(offsets)};
 }

@@ -6,7 +6,7 @@
 #include <faiss/impl/FaissAssert.h>
 
 #include <faiss_ext/impl/FlatStorage.h>
-#include <faiss_ext/impl/PinnedStaging.h>
+#include <faiss_ext/impl/ResourcesAccess.h>
 #include <kernels/BangPrune.h>
 
 namespace faiss_ext {
@@ -311,11 +311,13 @@ std::vector<int32_t> pruneCandidateGraphGpu(
     BangDeviceCandidates c;
     c.offsets = candidates.offsets;
     c.ids = res.alloc<int32_t>(candidates.ids.size());
-    res.pinnedStaging().toDevice(c.ids.data(), candidates.ids.data(), c.ids.bytes(), res.stream());
+    GpuResourcesAccess::pinnedStaging(res).toDevice(
+            c.ids.data(), candidates.ids.data(), c.ids.bytes(), res.stream());
     const DeviceBuffer<int32_t> graph = pruneCandidateGraphOnDevice(
             res, vectors, c, R, alpha, Progress(false, ""), nullptr, 0, order);
     std::vector<int32_t> out(graph.size());
-    res.pinnedStaging().toHost(out.data(), graph.data(), graph.bytes(), res.stream());
+    GpuResourcesAccess::pinnedStaging(res).toHost(
+            out.data(), graph.data(), graph.bytes(), res.stream());
     return out;
 }
 

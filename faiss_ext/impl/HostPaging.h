@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include <faiss_ext/GpuResources.h>
-#include <faiss_ext/impl/PinnedStaging.h>
+#include <faiss_ext/impl/ResourcesAccess.h>
 
 namespace faiss_ext {
 
@@ -52,7 +52,8 @@ void searchInPages(
         const int64_t m = std::min(page, n - i0);
         const float* x = a.x + i0 * d;
         if (!a.xOnDevice) {
-            res.pinnedStaging().toDevice(xDev.data(), x, size_t(m) * d * sizeof(float), stream);
+            GpuResourcesAccess::pinnedStaging(res).toDevice(
+                    xDev.data(), x, size_t(m) * d * sizeof(float), stream);
             x = xDev.data();
         }
         float* dOut = a.distancesOnDevice ? a.distances + i0 * k : dDev.data();
@@ -61,12 +62,13 @@ void searchInPages(
         const size_t dBytes = size_t(m) * k * sizeof(float);
         const size_t iBytes = size_t(m) * k * sizeof(int64_t);
         if (!a.distancesOnDevice && !a.labelsOnDevice) {
-            res.pinnedStaging().toHost2(
+            GpuResourcesAccess::pinnedStaging(res).toHost2(
                     a.distances + i0 * k, dOut, dBytes, a.labels + i0 * k, iOut, iBytes, stream);
         } else if (!a.distancesOnDevice) {
-            res.pinnedStaging().toHost(a.distances + i0 * k, dOut, dBytes, stream);
+            GpuResourcesAccess::pinnedStaging(res).toHost(
+                    a.distances + i0 * k, dOut, dBytes, stream);
         } else if (!a.labelsOnDevice) {
-            res.pinnedStaging().toHost(a.labels + i0 * k, iOut, iBytes, stream);
+            GpuResourcesAccess::pinnedStaging(res).toHost(a.labels + i0 * k, iOut, iBytes, stream);
         }
     }
 }

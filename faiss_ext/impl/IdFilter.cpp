@@ -9,7 +9,7 @@
 #include <faiss/impl/FaissAssert.h>
 #include <faiss/impl/IDSelector.h>
 
-#include <faiss_ext/impl/PinnedStaging.h>
+#include <faiss_ext/impl/ResourcesAccess.h>
 #include <kernels/IdFilter.h>
 
 namespace faiss_ext {
@@ -180,7 +180,7 @@ std::shared_ptr<IdFilterBits> IdFilterCache::resolve(
             bitmap = res_->alloc<uint8_t>(size_t(rule.bitmapBytes));
             // Through the pinned slots: returns once the caller's bytes are read, without
             // waiting for the stream (the build below is ordered after the copy).
-            res_->pinnedStaging().toDevice(
+            GpuResourcesAccess::pinnedStaging(*res_).toDevice(
                     bitmap.data(), m->bitmap, size_t(rule.bitmapBytes), stream);
             rule.bitmap = bitmap.data();
         }

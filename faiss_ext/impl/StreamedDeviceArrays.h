@@ -10,7 +10,7 @@
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/impl/ByteStream.h>
-#include <faiss_ext/impl/PinnedStaging.h>
+#include <faiss_ext/impl/ResourcesAccess.h>
 
 namespace faiss_ext {
 
@@ -26,7 +26,7 @@ ArrayOut<T> deviceArrayOut(const GpuResources& res, const T* src, int64_t rows, 
     a.piece = [&res, src, width, piece](int64_t row0, int64_t n) {
         const size_t count = size_t(n) * width;
         piece->resize(std::max(piece->size(), count));
-        res.pinnedStaging().toHost(
+        GpuResourcesAccess::pinnedStaging(res).toHost(
                 piece->data(), src + size_t(row0) * width, count * sizeof(T), res.stream());
         return piece->data();
     };
@@ -39,7 +39,7 @@ template <typename T>
 ArrayIn<T> deviceArrayIn(const GpuResources& res, T* dst, int width) {
     ArrayIn<T> a;
     a.put = [&res, dst, width](int64_t row0, int64_t n, const T* x) {
-        res.pinnedStaging().toDevice(
+        GpuResourcesAccess::pinnedStaging(res).toDevice(
                 dst + size_t(row0) * width, x, size_t(n) * width * sizeof(T), res.stream());
     };
     return a;
