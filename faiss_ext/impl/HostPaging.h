@@ -45,6 +45,7 @@ void searchInPages(
             ? n
             : std::min<int64_t>(n, std::max<int64_t>(1, int64_t(pageBytes / bytesPerQuery)));
     cudaStream_t stream = res.stream();
+    PinnedStaging& staging = GpuResourcesAccess::pinnedStaging(res);
     auto xDev = res.alloc<float>(a.xOnDevice ? 0 : size_t(page) * d);
     auto dDev = res.alloc<float>(a.distancesOnDevice ? 0 : size_t(page) * k);
     auto iDev = res.alloc<int64_t>(a.labelsOnDevice ? 0 : size_t(page) * k);
@@ -52,8 +53,7 @@ void searchInPages(
         const int64_t m = std::min(page, n - i0);
         const float* x = a.x + i0 * d;
         if (!a.xOnDevice) {
-            GpuResourcesAccess::pinnedStaging(res).toDevice(
-                    xDev.data(), x, size_t(m) * d * sizeof(float), stream);
+            staging.toDevice(xDev.data(), x, size_t(m) * d * sizeof(float), stream);
             x = xDev.data();
         }
         float* dOut = a.distancesOnDevice ? a.distances + i0 * k : dDev.data();
@@ -62,13 +62,12 @@ void searchInPages(
         const size_t dBytes = size_t(m) * k * sizeof(float);
         const size_t iBytes = size_t(m) * k * sizeof(int64_t);
         if (!a.distancesOnDevice && !a.labelsOnDevice) {
-            GpuResourcesAccess::pinnedStaging(res).toHost2(
+            staging.toHost2(
                     a.distances + i0 * k, dOut, dBytes, a.labels + i0 * k, iOut, iBytes, stream);
         } else if (!a.distancesOnDevice) {
-            GpuResourcesAccess::pinnedStaging(res).toHost(
-                    a.distances + i0 * k, dOut, dBytes, stream);
+            staging.toHost(a.distances + i0 * k, dOut, dBytes, stream);
         } else if (!a.labelsOnDevice) {
-            GpuResourcesAccess::pinnedStaging(res).toHost(a.labels + i0 * k, iOut, iBytes, stream);
+            staging.toHost(a.labels + i0 * k, iOut, iBytes, stream);
         }
     }
 }
