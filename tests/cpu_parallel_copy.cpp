@@ -38,8 +38,10 @@ void checkCopy(size_t bytes, size_t srcOff, size_t dstOff, Copy copy) {
     }
 }
 
+// The copies run on one thread below 256 KB.
+const size_t kCutoff = 256 << 10;
 const size_t kSizes[] = {
-        0, 1, 15, 16, 17, 63, 64, 100, 4095, (128 << 10) - 1, (128 << 10) * 3 + 5, (1 << 20) + 13};
+        0, 1, 15, 16, 17, 63, 64, 100, 4095, kCutoff - 1, kCutoff, kCutoff * 3 + 5, (1 << 20) + 13};
 
 TEST(ParallelCopy, ForDmaCopiesEveryByteAtAnyAlignment) {
     for (size_t bytes : kSizes) {

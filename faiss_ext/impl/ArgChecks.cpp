@@ -5,6 +5,8 @@
 
 #include <faiss/impl/FaissAssert.h>
 
+#include <faiss_ext/impl/HostTeam.h>
+
 namespace faiss_ext {
 
 void checkVectorsArg(int64_t n, const float* x, const char* what) {
@@ -30,7 +32,7 @@ void checkSearchArgs(
 
 void checkFinite(int64_t n, int d, const float* x, const char* what) {
     std::atomic<int64_t> firstBad{n};
-#pragma omp parallel for if (n * d > (1 << 20))
+#pragma omp parallel for if (n * d > (1 << 20)) num_threads(searchTeamThreads())
     for (int64_t i = 0; i < n; ++i) {
         const float* v = x + i * d;
         for (int j = 0; j < d; ++j) {

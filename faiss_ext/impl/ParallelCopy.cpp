@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include <omp.h>
-
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+
+#include <faiss_ext/impl/HostTeam.h>
 
 namespace faiss_ext {
 
@@ -41,16 +41,15 @@ void streamingCopy(void* dst, const void* src, size_t bytes) {
 using CopyFn = void (*)(void*, const void*, size_t);
 
 // One thread copies ~9 GB/s from pageable memory, eight ~60 GB/s (benchs/NOTES.md,
-// twelfth session). A thread per 128 KB: at 512 KB a thread a 512 KB copy (batch 1024 x
-// 128 queries) took one thread 60 us against 18 us by four.
+// twelfth session): a 512 KB copy (batch 1024 x 128 queries) took one thread 60 us
+// against 18 us by four. Below 256 KB one thread; from there the search's one team size.
 void copyParts(const CopyPart* parts, int nParts, CopyFn copy) {
-    constexpr size_t kPerThread = size_t(128) << 10;
+    constexpr size_t kOneThreadBelow = size_t(256) << 10;
     size_t total = 0;
     for (int p = 0; p < nParts; ++p) {
         total += parts[p].bytes;
     }
-    const int threads =
-            int(std::min<size_t>({size_t(8), size_t(omp_get_max_threads()), total / kPerThread}));
+    const int threads = total < kOneThreadBelow ? 1 : searchTeamThreads();
     if (threads <= 1) {
         for (int p = 0; p < nParts; ++p) {
             copy(parts[p].dst, parts[p].src, parts[p].bytes);

@@ -12,8 +12,8 @@ struct CopyPart {
     size_t bytes;
 };
 
-/// memcpy of the parts, laid end to end and shared by up to 8 host threads (one per
-/// 128 KB); small copies stay on the calling thread.
+/// memcpy of the parts, laid end to end and shared by the search's host team
+/// (impl/HostTeam.h); copies under 256 KB stay on the calling thread.
 void parallelCopy(const CopyPart* parts, int nParts);
 
 /// parallelCopy of one part.
