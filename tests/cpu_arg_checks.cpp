@@ -62,6 +62,24 @@ TEST(ArgChecks, FiniteNamesFirstBadRow) {
     }
 }
 
+TEST(ArgChecks, FiniteNamesFirstBadRowAcrossChunks) {
+    // Above 2^20 components the rows are checked in chunks on several threads.
+    const int d = 128;
+    const int64_t n = 20000;
+    std::vector<float> x(size_t(n) * d, 1.f);
+    EXPECT_NO_THROW(checkFinite(n, d, x.data(), "add"));
+    for (int64_t bad : {n - 1, int64_t(15003), int64_t(700)}) {
+        x[size_t(bad) * d + 5] = std::nanf("");
+        try {
+            checkFinite(n, d, x.data(), "add");
+            FAIL() << "NaN at row " << bad << " accepted";
+        } catch (const faiss::FaissException& e) {
+            const std::string want = "vector " + std::to_string(bad) + " ";
+            EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+        }
+    }
+}
+
 TEST(FlatTiling, FitsBudgetForHugeSearches) {
     const size_t budget = size_t(1) << 30;
     for (int k : {1, 10, 100, 1024, 2048}) {

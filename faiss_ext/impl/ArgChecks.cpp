@@ -1,11 +1,12 @@
 #include <faiss_ext/impl/ArgChecks.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
 #include <faiss/impl/FaissAssert.h>
 
-#include <faiss_ext/impl/HostTeam.h>
+#include <faiss_ext/impl/HelperThreads.h>
 
 namespace faiss_ext {
 
@@ -31,20 +32,31 @@ void checkSearchArgs(
 }
 
 void checkFinite(int64_t n, int d, const float* x, const char* what) {
+    // Rows [i0, i1): lowers firstBad to the first row there with a non-finite component.
     std::atomic<int64_t> firstBad{n};
-#pragma omp parallel for if (n * d > (1 << 20)) num_threads(searchTeamThreads())
-    for (int64_t i = 0; i < n; ++i) {
-        const float* v = x + i * d;
-        for (int j = 0; j < d; ++j) {
-            if (!std::isfinite(v[j])) {
-                int64_t cur = firstBad.load();
-                while (i < cur && !firstBad.compare_exchange_weak(cur, i)) {
+    auto checkRows = [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1 && i < firstBad.load(std::memory_order_relaxed); ++i) {
+            const float* v = x + i * d;
+            for (int j = 0; j < d; ++j) {
+                if (!std::isfinite(v[j])) {
+                    int64_t cur = firstBad.load();
+                    while (i < cur && !firstBad.compare_exchange_weak(cur, i)) {
+                    }
+                    return;
                 }
-                break;
             }
         }
+    };
+    // Above 2^20 components, chunks of ~2^16 go to the helper threads too.
+    if (int64_t(n) * d <= (int64_t(1) << 20)) {
+        checkRows(0, n);
+    } else {
+        const int64_t rows = std::max<int64_t>(1, (int64_t(1) << 16) / d);
+        runChunks((n + rows - 1) / rows, [&](int64_t c) {
+            checkRows(c * rows, std::min(n, (c + 1) * rows));
+        });
     }
-    int64_t bad = firstBad.load();
+    const int64_t bad = firstBad.load();
     FAISS_THROW_IF_NOT_FMT(
             bad == n, "%s: vector %lld has a NaN or infinite component", what, (long long)bad);
 }

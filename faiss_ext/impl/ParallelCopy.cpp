@@ -8,7 +8,7 @@
 #include <emmintrin.h>
 #endif
 
-#include <faiss_ext/impl/HostTeam.h>
+#include <faiss_ext/impl/HelperThreads.h>
 
 namespace faiss_ext {
 
@@ -42,27 +42,26 @@ using CopyFn = void (*)(void*, const void*, size_t);
 
 // One thread copies ~9 GB/s from pageable memory, eight ~60 GB/s (benchs/NOTES.md,
 // twelfth session): a 512 KB copy (batch 1024 x 128 queries) took one thread 60 us
-// against 18 us by four. Below 256 KB one thread; from there the search's one team size.
+// against 18 us by four. Below 256 KB the calling thread copies alone; above, chunks of
+// 64 KB (whole 64-byte lines, so no two threads write parts of one line) go to the
+// helper threads too.
 void copyParts(const CopyPart* parts, int nParts, CopyFn copy) {
     constexpr size_t kOneThreadBelow = size_t(256) << 10;
+    constexpr size_t kChunk = size_t(64) << 10;
     size_t total = 0;
     for (int p = 0; p < nParts; ++p) {
         total += parts[p].bytes;
     }
-    const int threads = total < kOneThreadBelow ? 1 : searchTeamThreads();
-    if (threads <= 1) {
+    if (total < kOneThreadBelow) {
         for (int p = 0; p < nParts; ++p) {
             copy(parts[p].dst, parts[p].src, parts[p].bytes);
         }
         return;
     }
-    // Shares of whole 64-byte lines: no two threads write parts of one line.
-    const size_t share = ((total + threads - 1) / threads + 63) / 64 * 64;
-#pragma omp parallel for num_threads(threads)
-    for (int t = 0; t < threads; ++t) {
-        // This thread's bytes [begin, end) of the parts laid end to end.
-        const size_t begin = std::min(total, size_t(t) * share);
-        const size_t end = std::min(total, begin + share);
+    runChunks(int64_t((total + kChunk - 1) / kChunk), [&](int64_t c) {
+        // This chunk's bytes [begin, end) of the parts laid end to end.
+        const size_t begin = size_t(c) * kChunk;
+        const size_t end = std::min(total, begin + kChunk);
         size_t partStart = 0;
         for (int p = 0; p < nParts; ++p) {
             const size_t partEnd = partStart + parts[p].bytes;
@@ -74,7 +73,7 @@ void copyParts(const CopyPart* parts, int nParts, CopyFn copy) {
             }
             partStart = partEnd;
         }
-    }
+    });
 }
 
 void plainCopy(void* dst, const void* src, size_t bytes) {

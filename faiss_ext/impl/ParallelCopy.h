@@ -12,8 +12,8 @@ struct CopyPart {
     size_t bytes;
 };
 
-/// memcpy of the parts, laid end to end and shared by the search's host team
-/// (impl/HostTeam.h); copies under 256 KB stay on the calling thread.
+/// memcpy of the parts, laid end to end and shared with the helper threads
+/// (impl/HelperThreads.h); copies under 256 KB stay on the calling thread.
 void parallelCopy(const CopyPart* parts, int nParts);
 
 /// parallelCopy of one part.
