@@ -32,8 +32,8 @@ void checkSearchArgs(
 }
 
 void checkFinite(int64_t n, int d, const float* x, const char* what) {
-    // Rows [i0, i1): lowers firstBad to the first row there with a non-finite component.
-    std::atomic<int64_t> firstBad{n};
+    std::atomic<int64_t> firstBad{n}; // the first row with a non-finite component, or n
+    // Rows [i0, i1): lowers firstBad to the first such row there.
     auto checkRows = [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1 && i < firstBad.load(std::memory_order_relaxed); ++i) {
             const float* v = x + i * d;
