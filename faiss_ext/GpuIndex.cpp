@@ -10,6 +10,7 @@
 #include <faiss_ext/impl/HostPaging.h>
 #include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/NonFiniteQueries.h>
+#include <faiss_ext/impl/ParallelCopy.h>
 #include <faiss_ext/impl/SearchGraphs.h>
 #include <faiss_ext/utils/DeviceScope.h>
 
@@ -129,6 +130,10 @@ void GpuIndex::search(
     a.xOnDevice = memorySpace(x, "search queries") == MemorySpace::kDevice;
     a.distancesOnDevice = memorySpace(distances, "search distances") == MemorySpace::kDevice;
     a.labelsOnDevice = memorySpace(labels, "search labels") == MemorySpace::kDevice;
+    if (!a.xOnDevice) {
+        // The helpers wake while the search is planned, before the queries' copy.
+        expectParallelCopy(size_t(n) * d * sizeof(float));
+    }
     // A small search of host arrays may run from a graph that holds the copies too;
     // until its shape is held it runs kernel by kernel (no graph of device arrays).
     const bool hostArrays = !a.xOnDevice && !a.distancesOnDevice && !a.labelsOnDevice;

@@ -1,6 +1,7 @@
 // The helper threads of host work: every chunk of every job runs exactly once, whoever
 // calls and however jobs follow each other.
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -11,6 +12,7 @@
 namespace {
 
 using faiss_ext::runChunks;
+using faiss_ext::wakeHelpers;
 
 // Runs a job of `chunks` chunks that counts each chunk's runs; true when each ran once.
 bool eachChunkOnce(int64_t chunks) {
@@ -38,6 +40,16 @@ TEST(HelperThreads, JobsBackToBackDoNotShareChunks) {
     for (int job = 0; job < 20000; ++job) {
         ASSERT_TRUE(eachChunkOnce(2 + job % 5)) << "job " << job;
     }
+}
+
+TEST(HelperThreads, WokenAheadOfAJobOrForNone) {
+    for (int job = 0; job < 2000; ++job) {
+        wakeHelpers(); // helpers spin for the job that follows
+        ASSERT_TRUE(eachChunkOnce(2 + job % 30)) << "job " << job;
+    }
+    wakeHelpers(); // no job follows: they spin out and sleep again
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_TRUE(eachChunkOnce(64));
 }
 
 TEST(HelperThreads, ConcurrentCallersEachRunTheirOwnChunks) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <system_error>
@@ -44,6 +45,7 @@ class Helpers {
             chunks_ = chunks;
             done_.store(0, std::memory_order_relaxed);
             next_.store(uint64_t(job) << 32, std::memory_order_release);
+            posted_.store(job, std::memory_order_release);
         }
         wake_.notify_all();
         take_(job, chunks, work);
@@ -51,6 +53,15 @@ class Helpers {
         while (done_.load(std::memory_order_acquire) < chunks) {
             std::this_thread::yield();
         }
+    }
+
+    void wake() {
+        std::call_once(started_, [this] { start_(); });
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            ++wakes_;
+        }
+        wake_.notify_all();
     }
 
    private:
@@ -85,13 +96,25 @@ class Helpers {
 
     void loop_() {
         uint32_t seen = 0;
+        uint32_t seenWakes = 0;
         for (;;) {
             uint32_t job;
             const Work* work;
             int64_t chunks;
             {
                 std::unique_lock<std::mutex> lock(mutex_);
-                wake_.wait(lock, [&] { return job_ != seen; });
+                wake_.wait(lock, [&] { return job_ != seen || wakes_ != seenWakes; });
+                seenWakes = wakes_;
+                if (job_ == seen) {
+                    // Woken ahead of a job: spin for it a while, then wait again.
+                    lock.unlock();
+                    const auto until =
+                            std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+                    while (posted_.load(std::memory_order_acquire) == seen &&
+                           std::chrono::steady_clock::now() < until) {
+                    }
+                    continue;
+                }
                 seen = job = job_;
                 work = work_;
                 chunks = chunks_;
@@ -107,8 +130,10 @@ class Helpers {
     std::mutex mutex_; ///< guards job_, work_, chunks_ for the helpers
     std::condition_variable wake_;
     uint32_t job_ = 0;
+    uint32_t wakes_ = 0; ///< wakeHelpers calls
     const Work* work_ = nullptr;
     int64_t chunks_ = 0;
+    std::atomic<uint32_t> posted_{0}; ///< job_, read by spinning helpers without the lock
     std::atomic<uint64_t> next_{0};
     std::atomic<int64_t> done_{0};
 };
@@ -117,6 +142,10 @@ class Helpers {
 
 void runChunks(int64_t chunks, const std::function<void(int64_t)>& work) {
     Helpers::instance().run(chunks, work);
+}
+
+void wakeHelpers() {
+    Helpers::instance().wake();
 }
 
 } // namespace faiss_ext

@@ -17,4 +17,9 @@ namespace faiss_ext {
 /// does all of its own chunks. work must not throw; chunks must be below 2^32.
 void runChunks(int64_t chunks, const std::function<void(int64_t)>& work);
 
+/// Wakes the helper threads to wait for the next job, spinning for up to 2 ms before
+/// they sleep again: called before a wait (for the GPU) that a runChunks call follows,
+/// so that their wake-up from sleep overlaps the wait instead of the work.
+void wakeHelpers();
+
 } // namespace faiss_ext

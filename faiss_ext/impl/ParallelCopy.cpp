@@ -45,8 +45,9 @@ using CopyFn = void (*)(void*, const void*, size_t);
 // against 18 us by four. Below 256 KB the calling thread copies alone; above, chunks of
 // 64 KB (whole 64-byte lines, so no two threads write parts of one line) go to the
 // helper threads too.
+constexpr size_t kOneThreadBelow = size_t(256) << 10;
+
 void copyParts(const CopyPart* parts, int nParts, CopyFn copy) {
-    constexpr size_t kOneThreadBelow = size_t(256) << 10;
     constexpr size_t kChunk = size_t(64) << 10;
     size_t total = 0;
     for (int p = 0; p < nParts; ++p) {
@@ -84,6 +85,12 @@ void plainCopy(void* dst, const void* src, size_t bytes) {
 
 void parallelCopy(const CopyPart* parts, int nParts) {
     copyParts(parts, nParts, plainCopy);
+}
+
+void expectParallelCopy(size_t bytes) {
+    if (bytes >= kOneThreadBelow) {
+        wakeHelpers();
+    }
 }
 
 void parallelCopy(void* dst, const void* src, size_t bytes) {

@@ -16,6 +16,10 @@ struct CopyPart {
 /// (impl/HelperThreads.h); copies under 256 KB stay on the calling thread.
 void parallelCopy(const CopyPart* parts, int nParts);
 
+/// Readies the helper threads for a parallelCopy of `bytes` that follows a wait (for the
+/// GPU): a copy on one thread needs none.
+void expectParallelCopy(size_t bytes);
+
 /// parallelCopy of one part.
 void parallelCopy(void* dst, const void* src, size_t bytes);
 

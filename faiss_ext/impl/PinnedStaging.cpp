@@ -81,6 +81,7 @@ void PinnedStaging::toHost(void* dst, const void* src, size_t bytes, cudaStream_
         if (c > 0) {
             const size_t off = (c - 1) * kSlotBytes;
             const size_t len = std::min(kSlotBytes, bytes - off);
+            expectParallelCopy(len);
             FAISS_EXT_CUDA_CHECK(cudaEventSynchronize(done_[(c - 1) % 2]));
             parallelCopy(static_cast<char*>(dst) + off, slots_[(c - 1) % 2], len);
         }
@@ -111,6 +112,7 @@ void PinnedStaging::toHost2(
                 cudaMemcpyAsync(slot + bytesA, srcB, bytesB, cudaMemcpyDeviceToHost, stream));
     }
     FAISS_EXT_CUDA_CHECK(cudaEventRecord(done_[0], stream));
+    expectParallelCopy(bytesA + bytesB);
     FAISS_EXT_CUDA_CHECK(cudaEventSynchronize(done_[0]));
     const CopyPart parts[2] = {{dstA, slot, bytesA}, {dstB, slot + bytesA, bytesB}};
     parallelCopy(parts, 2);

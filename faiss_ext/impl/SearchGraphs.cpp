@@ -218,6 +218,7 @@ bool SearchGraphs::runHost(
     const size_t outCount = size_t(nq) * k;
     parallelCopyForDma(e->hostX.data(), x, size_t(nq) * d * sizeof(float));
     FAISS_EXT_CUDA_CHECK(cudaGraphLaunch(e->exec, stream));
+    expectParallelCopy(outCount * (sizeof(float) + sizeof(int64_t)));
     FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
     const CopyPart results[2] = {
             {distances, e->hostD.data(), outCount * sizeof(float)},
