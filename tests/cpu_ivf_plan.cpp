@@ -229,6 +229,36 @@ TEST(IvfPlan, ListMajorChosenWhenQueriesShareLists) {
     EXPECT_FALSE(planIvfSearch(in).listMajor);
 }
 
+TEST(IvfPlan, ListMajorWindowsAsLongAsTheBatchAllows) {
+    std::vector<int64_t> lengths(4096, 244);
+    auto listMajor = [&](int64_t nq, int nprobe, int k) {
+        IvfPlanInput in = input(lengths, nq, nprobe, k);
+        in.scanPath = IvfScanPath::kListMajor;
+        IvfSearchPlan p = planIvfSearch(in);
+        expectValid(in, p);
+        return p;
+    };
+    // Batch 10000 leaves 10000 windows for 132 SMs: one window a query.
+    IvfSearchPlan p = listMajor(10000, 16, 100);
+    EXPECT_EQ(p.chunksPerQuery, 1);
+    EXPECT_GE(p.chunkLen, 16 * 244);
+    // Batch 128: 17 windows a query (16 an SM), none shorter than 2048 columns.
+    p = listMajor(128, 256, 100);
+    EXPECT_EQ(p.chunkLen, 3680); // 256 x 244 columns over 17, rounded up to 32
+    EXPECT_EQ(p.chunksPerQuery, 17);
+    p = listMajor(128, 16, 10);
+    EXPECT_EQ(p.chunkLen, 2048);
+    // No window longer than 65536 columns, however few the rows.
+    p = listMajor(10000, 2048, 10);
+    EXPECT_EQ(p.chunkLen, 65536);
+    EXPECT_EQ(p.chunksPerQuery, (2048 * 244 + 65535) / 65536);
+    // listChunkVectors still sets it.
+    IvfPlanInput in = input(lengths, 10000, 16, 100);
+    in.scanPath = IvfScanPath::kListMajor;
+    in.chunkOverride = 1024;
+    EXPECT_EQ(planIvfSearch(in).chunkLen, 1024);
+}
+
 TEST(IvfPlan, ListMajorDistanceBufferStaysInTheBudget) {
     std::vector<int64_t> lengths(2048, 1000);
     lengths[9] = 500000; // one list holding a third of the data
