@@ -238,14 +238,16 @@ TEST(IvfPlan, ListMajorWindowsAsLongAsTheBatchAllows) {
         expectValid(in, p);
         return p;
     };
-    // Batch 10000 leaves 10000 windows for 132 SMs: one window a query.
+    // 12 windows an SM, 1584 on 132 SMs. Batch 10000 and 1024: one window a query.
     IvfSearchPlan p = listMajor(10000, 16, 100);
     EXPECT_EQ(p.chunksPerQuery, 1);
     EXPECT_GE(p.chunkLen, 16 * 244);
-    // Batch 128: 17 windows a query (16 an SM), none shorter than 2048 columns.
+    p = listMajor(1024, 16, 100);
+    EXPECT_EQ(p.chunksPerQuery, 1);
+    // Batch 128: 12 windows a query, none shorter than 2048 columns.
     p = listMajor(128, 256, 100);
-    EXPECT_EQ(p.chunkLen, 3680); // 256 x 244 columns over 17, rounded up to 32
-    EXPECT_EQ(p.chunksPerQuery, 17);
+    EXPECT_EQ(p.chunkLen, 5216); // 256 x 244 columns over 12, rounded up to 32
+    EXPECT_EQ(p.chunksPerQuery, 12);
     p = listMajor(128, 16, 10);
     EXPECT_EQ(p.chunkLen, 2048);
     // No window longer than 65536 columns, however few the rows.
