@@ -82,8 +82,8 @@ struct GpuIndexIVFFlatConfig : GpuIndexConfig {
     /// Vectors one list-scan block reads (a multiple of 32, at most 2^30); longer
     /// lists are split into chunks of this size (list-major scan: the windows of a
     /// query's distance row each warp selects over). 0: chosen per search from the
-    /// batch shape, k and the device (list-major: 2048 to 65536 columns, longer for
-    /// larger batches).
+    /// batch shape, k and the device (list-major: 2048 columns; above k = 32 up to
+    /// 65536, longer for larger batches).
     int64_t listChunkVectors = 0;
 };
 

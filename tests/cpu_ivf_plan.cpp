@@ -238,22 +238,26 @@ TEST(IvfPlan, ListMajorWindowsAsLongAsTheBatchAllows) {
         expectValid(in, p);
         return p;
     };
-    // 12 windows an SM, 1584 on 132 SMs. Batch 10000 and 1024: one window a query.
+    // Above k = 32, 12 windows an SM (1584 on 132 SMs). Batch 10000 and 1024: one window
+    // a query.
     IvfSearchPlan p = listMajor(10000, 16, 100);
     EXPECT_EQ(p.chunksPerQuery, 1);
     EXPECT_GE(p.chunkLen, 16 * 244);
-    p = listMajor(1024, 16, 100);
+    p = listMajor(1024, 16, 33);
     EXPECT_EQ(p.chunksPerQuery, 1);
     // Batch 128: 12 windows a query, none shorter than 2048 columns.
     p = listMajor(128, 256, 100);
     EXPECT_EQ(p.chunkLen, 5216); // 256 x 244 columns over 12, rounded up to 32
     EXPECT_EQ(p.chunksPerQuery, 12);
-    p = listMajor(128, 16, 10);
+    p = listMajor(128, 16, 100);
     EXPECT_EQ(p.chunkLen, 2048);
     // No window longer than 65536 columns, however few the rows.
-    p = listMajor(10000, 2048, 10);
+    p = listMajor(10000, 2048, 100);
     EXPECT_EQ(p.chunkLen, 65536);
     EXPECT_EQ(p.chunksPerQuery, (2048 * 244 + 65535) / 65536);
+    // Up to k = 32 windows stay at 2048 columns.
+    EXPECT_EQ(listMajor(10000, 16, 10).chunkLen, 2048);
+    EXPECT_EQ(listMajor(10000, 256, 32).chunkLen, 2048);
     // listChunkVectors still sets it.
     IvfPlanInput in = input(lengths, 10000, 16, 100);
     in.scanPath = IvfScanPath::kListMajor;

@@ -31,21 +31,26 @@ constexpr double kListMajorMinSharing = 0.75;
 /// List-major candidate slots are windows of a query's distance row, a warp (or for
 /// k > 256 a block) selecting over each. Every window costs a selection of k, k
 /// candidates written and merged (one window a query needs no merge), and the windows
-/// are counted over the longest possible row, so most of a query's are empty: windows
-/// are as long as the batch allows while it keeps kListMajorWindowsPerSm of them an SM
-/// to spread the selections over, within [kListMajorMinWindow, kListMajorMaxWindow]
-/// columns. Measured (H100, 1M x 128 clustered, nlist 4096, list-major forced,
-/// benchs/NOTES.md): at k 100 one window a query against windows of 2048 is 0.32 ->
-/// 0.28 ms at batch 1024 nprobe 4 and 3.2 -> 1.9 ms at batch 10000 nprobe 16, while
-/// batch 128 (nprobe 64-256) is fastest with 10-17 windows a query; at k 10 the window
-/// moves times by under 10%. The cap bounds one warp's serial work when a single list
-/// holds much of the data.
+/// are counted over the longest possible row, so most of a query's are empty. Above
+/// k = kMaxWarpRegisterSelectK that cost dominates: windows are as long as the batch
+/// allows while it keeps kListMajorWindowsPerSm of them an SM to spread the selections
+/// over, within [kListMajorMinWindow, kListMajorMaxWindow] columns. Measured (H100, 1M x
+/// 128 clustered, nlist 4096, list-major forced, benchs/NOTES.md): at k 100 one window a
+/// query against windows of 2048 is 0.32 -> 0.28 ms at batch 1024 nprobe 4 and 3.2 ->
+/// 1.9 ms at batch 10000 nprobe 16, while batch 128 (nprobe 64-256) is fastest with 10-17
+/// windows a query. Up to k = 32 the merge is cheap and windows stay at the minimum: one
+/// window a query at k 10 left the longest rows to single warps (the SIFT and 768-d peers
+/// at batch 10000 nprobe 16 ran 17-24% slower). The cap bounds one warp's serial work
+/// when a single list holds much of the data.
 constexpr int64_t kListMajorMinWindow = 2048;
 constexpr int64_t kListMajorMaxWindow = 65536;
 constexpr int64_t kListMajorWindowsPerSm = 12;
 
 /// Columns of one list-major window for nq queries whose longest row is maxRowVectors.
-int64_t listMajorWindow(int64_t nq, int64_t maxRowVectors, int smCount) {
+int64_t listMajorWindow(int64_t nq, int k, int64_t maxRowVectors, int smCount) {
+    if (nextPow2(k) <= kernels::kMaxWarpRegisterSelectK) {
+        return kListMajorMinWindow;
+    }
     const int64_t wanted = kListMajorWindowsPerSm * std::max(smCount, 1);
     const int64_t windowsPerQuery = std::max<int64_t>(1, wanted / nq);
     const int64_t window = (maxRowVectors + windowsPerQuery - 1) / windowsPerQuery;
@@ -134,7 +139,7 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     };
     const int64_t listMajorChunk = in.chunkOverride > 0
             ? in.chunkOverride
-            : listMajorWindow(std::min(in.nq, kMaxGridRows), maxRowVectors, in.smCount);
+            : listMajorWindow(std::min(in.nq, kMaxGridRows), in.k, maxRowVectors, in.smCount);
     auto perQuery = [&](int64_t chunks, bool listMajor) {
         size_t bytes = size_t(chunks) * in.k * kCandBytes // candidates
                 + size_t(in.nprobe) * kCandBytes          // coarse results
