@@ -3,6 +3,8 @@
 // (kernels::keyErrorBound), on data chosen to stress the splits and the tensor cores'
 // accumulation; on cuBLAS and on the plain kernel (GpuResourcesConfig::plainProducts).
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -52,6 +54,43 @@ std::vector<float> makeRows(int64_t n, int d, int kind, std::mt19937_64& rng) {
         }
     }
     return x;
+}
+
+/// The split of x[i] as the kernels define it (OperandSplit.h), as raw bits: TF32 rounds
+/// to nearest with ties away from zero and keeps the remainder as it is (exact in FP32),
+/// bf16 rounds to nearest even, the remainder too. Row layout [big, big, small] (query) or [big, small, big] (base).
+template <typename Bits>
+std::vector<Bits> hostSplit(const std::vector<float>& x, int64_t n, int d, bool bf16, bool query) {
+    auto bitsOf = [](float v) {
+        uint32_t u;
+        std::memcpy(&u, &v, sizeof(u));
+        return u;
+    };
+    auto floatOf = [](uint32_t u) {
+        float v;
+        std::memcpy(&v, &u, sizeof(v));
+        return v;
+    };
+    // Returns the rounded value's bits (bf16: the high 16 bits).
+    auto round = [&](float v) -> uint32_t {
+        const uint32_t u = bitsOf(v);
+        return bf16 ? (u + 0x7fffu + ((u >> 16) & 1u)) >> 16 : (u + 0x1000u) & 0xffffe000u;
+    };
+    auto widen = [&](uint32_t r) { return floatOf(bf16 ? r << 16 : r); };
+    std::vector<Bits> out(size_t(n) * 3 * d);
+    for (int64_t i = 0; i < n; ++i) {
+        for (int j = 0; j < d; ++j) {
+            const float v = x[size_t(i) * d + j];
+            const uint32_t big = round(v);
+            const float rest = v - widen(big);
+            const uint32_t small = bf16 ? round(rest) : bitsOf(rest);
+            Bits* o = out.data() + size_t(i) * 3 * d + j;
+            o[0] = Bits(big);
+            o[d] = Bits(query ? big : small);
+            o[2 * d] = Bits(query ? small : big);
+        }
+    }
+    return out;
 }
 
 } // namespace
@@ -121,6 +160,52 @@ TEST_P(GpuFlatProducts, EveryProductStaysWithinItsKeyErrorBound) {
                     }
                 }
                 EXPECT_LE(worst, 1.0);
+            }
+        }
+    }
+}
+
+// The split kernel's vector path (d a multiple of 4, aligned rows) and its scalar path
+// (other d, or rows starting off a 16-byte boundary) write exactly the host's split.
+TEST(GpuOperandSplit, SplitRowsMatchTheHostSplitBitForBit) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    cudaStream_t stream = res.stream();
+    std::mt19937_64 rng(test::testSeed());
+    const int64_t n = 37;
+    for (int d : {1, 6, 7, 128, 768}) {
+        for (int kind : {0, 1, 2}) {
+            const auto x = makeRows(n + 1, d, kind, rng);
+            auto xDev = res.alloc<float>(x.size());
+            copyToDevice(xDev.data(), x.data(), x.size(), stream);
+            for (int64_t skip : {0, 1}) { // skip 1 float: rows off the vector alignment
+                const std::vector<float> rows(x.begin() + skip, x.begin() + skip + n * d);
+                for (bool bf16 : {false, true}) {
+                    for (bool query : {false, true}) {
+                        SCOPED_TRACE(
+                                std::string(bf16 ? "bf16x3" : "3xTF32") + " d=" +
+                                std::to_string(d) + " kind=" + std::to_string(kind) +
+                                " skip=" + std::to_string(skip) + (query ? " query" : " base"));
+                        const auto product =
+                                bf16 ? kernels::GemmProduct::kBF16x3 : kernels::GemmProduct::kTF32x3;
+                        auto out = res.alloc<char>(n * kernels::splitRowBytes(product, d));
+                        kernels::splitRows(
+                                product, xDev.data() + skip, n, d,
+                                query ? kernels::SplitRole::kQuery : kernels::SplitRole::kBase,
+                                out.data(), stream);
+                        if (bf16) {
+                            const auto got = copyToHostVector(
+                                    reinterpret_cast<const uint16_t*>(out.data()),
+                                    size_t(n) * 3 * d, stream);
+                            EXPECT_EQ(got, hostSplit<uint16_t>(rows, n, d, true, query));
+                        } else {
+                            const auto got = copyToHostVector(
+                                    reinterpret_cast<const uint32_t*>(out.data()),
+                                    size_t(n) * 3 * d, stream);
+                            EXPECT_EQ(got, hostSplit<uint32_t>(rows, n, d, false, query));
+                        }
+                    }
+                }
             }
         }
     }
