@@ -68,9 +68,10 @@ struct SelectRowsArgs {
     int64_t ldIds = 0;
     int64_t idBase = 0;
     const uint32_t* allow = nullptr; ///< null: every column is a candidate
-    /// Per row (nrows values, device; null: none): only values below rowBound[r] are
-    /// candidates of row r, the others read as +inf. The short path only.
+    /// Per row (device; null: none): only values below rowBound[r * ldRowBound] are
+    /// candidates of row r, the others read as +inf (every path).
     const float* rowBound = nullptr;
+    int64_t ldRowBound = 1;
     int k = 0;
     float* outD = nullptr;
     int64_t* outI = nullptr;

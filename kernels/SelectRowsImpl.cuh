@@ -18,16 +18,23 @@ namespace faiss_ext {
 namespace kernels {
 namespace rows {
 
+/// A value at or above the row's bound (SelectRowsArgs::rowBound), or NaN, as +inf: not
+/// a candidate on any path.
+__device__ __forceinline__ float belowBound(float v, float bound) {
+    return v < bound ? v : CUDART_INF_F;
+}
+
 struct BiasedRowLoader {
     const float* row;
     const float* bias;
     const uint32_t* allow; ///< null: no filter
     int64_t slot0;         ///< bit of column 0 of this segment
+    float bound;           ///< +inf: none
     __device__ float operator()(int64_t i) const {
         if (allow && !idFilterAllows(allow, slot0 + i)) {
             return CUDART_INF_F;
         }
-        return bias ? row[i] + bias[i] : row[i];
+        return belowBound(bias ? row[i] + bias[i] : row[i], bound);
     }
 };
 
@@ -40,8 +47,9 @@ template <bool kBias>
 struct RowLoader {
     const float* row;
     const float* bias;
+    float bound;
     __device__ float operator()(int64_t i) const {
-        return kBias ? row[i] + bias[i] : row[i];
+        return belowBound(kBias ? row[i] + bias[i] : row[i], bound);
     }
     __device__ float4 quad(int64_t i) const {
         float4 v = reinterpret_cast<const float4*>(row)[i];
@@ -52,7 +60,9 @@ struct RowLoader {
             v.z += b.z;
             v.w += b.w;
         }
-        return v;
+        return make_float4(
+                belowBound(v.x, bound), belowBound(v.y, bound), belowBound(v.z, bound),
+                belowBound(v.w, bound));
     }
 };
 
@@ -62,7 +72,7 @@ __device__ inline BiasedRowLoader rowLoader(
         int64_t segStart) {
     return BiasedRowLoader{
             a.dist + row * a.ldDist + segStart, a.colBias ? a.colBias + segStart : nullptr, a.allow,
-            a.idBase + segStart};
+            a.idBase + segStart, a.rowBound ? a.rowBound[row * a.ldRowBound] : CUDART_INF_F};
 }
 
 constexpr int kWarpRowThreads = 256;
@@ -139,14 +149,14 @@ __global__ void __launch_bounds__(kWarpRowThreads) warpSelectRowsKernel(
     if (load.allow) {
         sel.run(segN, load);
     } else if (load.bias) {
-        const RowLoader<true> rows{load.row, load.bias};
+        const RowLoader<true> rows{load.row, load.bias, load.bound};
         if (quads) {
             sel.runQuads(segN, rows);
         } else {
             sel.run(segN, rows);
         }
     } else {
-        const RowLoader<false> rows{load.row, nullptr};
+        const RowLoader<false> rows{load.row, nullptr, load.bound};
         if (quads) {
             sel.runQuads(segN, rows);
         } else {

@@ -59,9 +59,6 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
                 : nextPow2(a.k) <= kMaxWarpRowSelectK ? SelectPath::kWarp
                                                       : SelectPath::kBlock;
     }
-    FAISS_THROW_IF_NOT_MSG(
-            a.rowBound == nullptr || path == SelectPath::kShort,
-            "selectRowsMin: a row bound needs the short path");
     switch (path) {
         case SelectPath::kShort:
             FAISS_THROW_IF_NOT_FMT(

@@ -47,14 +47,13 @@ __global__ void __launch_bounds__(kThreads)
     const BiasedRowLoader load = rowLoader(a, row, segStart);
 
     // Column threadIdx.x * kItems + j: a block scan in thread order is in column order.
-    const float bound = a.rowBound ? a.rowBound[row] : CUDART_INF_F;
     uint32_t keys[kItems];
     int candidates = 0;
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
         const int c = threadIdx.x * kItems + j;
         const float v = c < segN ? load(c) : CUDART_INF_F;
-        keys[j] = v < bound ? orderedFloatBits(v) : kNotTaken; // never NaN or +inf
+        keys[j] = v < CUDART_INF_F ? orderedFloatBits(v) : kNotTaken; // never NaN or +inf
         candidates += keys[j] != kNotTaken;
     }
     if (threadIdx.x == 0) {

@@ -72,9 +72,16 @@ std::string describe(const FlatCase& c) {
             " seed=" + std::to_string(c.seed);
 }
 
-/// Every path (GpuIndexFlat's own choice, and each forced through flatSearch) in every
-/// precision checked on it, against faiss::IndexFlat.
-void runCase(GpuResources& res, const FlatCase& c) {
+const std::vector<FlatSearchPath> kEveryPath{
+        FlatSearchPath::kAuto, FlatSearchPath::kTiles, FlatSearchPath::kThreshold,
+        FlatSearchPath::kRadix, FlatSearchPath::kRerank};
+
+/// Every path of `paths` (GpuIndexFlat's own choice, and each forced through flatSearch)
+/// in every precision checked on it, against faiss::IndexFlat.
+void runCase(
+        GpuResources& res,
+        const FlatCase& c,
+        const std::vector<FlatSearchPath>& paths = kEveryPath) {
     SCOPED_TRACE(describe(c));
     auto xb = datasets::uniform(c.nb, c.d, c.seed);
     auto xq = datasets::uniform(c.nq, c.d, c.seed + 1);
@@ -83,12 +90,8 @@ void runCase(GpuResources& res, const FlatCase& c) {
     std::vector<float> refD(c.nq * c.k);
     std::vector<int64_t> refI(c.nq * c.k);
     cpu.search(c.nq, xq.data(), c.k, refD.data(), refI.data());
-    const std::vector<FlatSearchPath> paths = c.autoOnly
-            ? std::vector<FlatSearchPath>{FlatSearchPath::kAuto}
-            : std::vector<FlatSearchPath>{
-                      FlatSearchPath::kAuto, FlatSearchPath::kTiles, FlatSearchPath::kThreshold,
-                      FlatSearchPath::kRadix, FlatSearchPath::kRerank};
-    for (FlatSearchPath path : paths) {
+    for (FlatSearchPath path :
+         c.autoOnly ? std::vector<FlatSearchPath>{FlatSearchPath::kAuto} : paths) {
         const std::vector<GpuFlatPrecision> precisions = c.autoOnly
                 ? std::vector<GpuFlatPrecision>{GpuFlatPrecision::kAuto}
                 : precisionsFor(c.d, path);
@@ -201,6 +204,33 @@ TEST(GpuIndexFlat, MatchesCpuOnRandomShapes) {
         c.metric = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
         c.seed = rng();
         runCase(res, c);
+    }
+}
+
+// A budget that splits the base into several tiles: after the first, each segment's
+// selection only offers values below the kept k-th (keepK-th on the rerank path) of the
+// tiles before, on the warp path (k 10) and the block path (k 100, 1024). The paths that
+// select over base tiles (the threshold and radix paths need more of this budget at k
+// 1024), and GpuIndexFlat's own choice.
+TEST(GpuIndexFlat, MatchesCpuOverManyBaseTiles) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResourcesConfig rc;
+    rc.tempMemoryBytes = size_t(test::smallUnderSanitizer(32, 12)) << 20;
+    GpuResources res(rc);
+    const uint64_t seed = test::testSeed();
+    const int64_t nb = test::smallUnderSanitizer(150000, 60000), nq = 37;
+    const int d = 64;
+    for (int k : {10, 100, 1024}) {
+        FlatSearchInput in;
+        in.nq = nq;
+        in.nb = nb;
+        in.d = d;
+        in.precision = GpuFlatPrecision::kFloat32;
+        ASSERT_LT(planFlatSearch(res, in, k, rc.tempMemoryBytes).baseTile, nb) << "k=" << k;
+        for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+            runCase(res, {nb, nq, d, k, m, seed + uint64_t(k)},
+                    {FlatSearchPath::kAuto, FlatSearchPath::kTiles, FlatSearchPath::kRerank});
+        }
     }
 }
 

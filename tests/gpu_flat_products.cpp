@@ -58,7 +58,8 @@ std::vector<float> makeRows(int64_t n, int d, int kind, std::mt19937_64& rng) {
 
 /// The split of x[i] as the kernels define it (OperandSplit.h), as raw bits: TF32 rounds
 /// to nearest with ties away from zero and keeps the remainder as it is (exact in FP32),
-/// bf16 rounds to nearest even, the remainder too. Row layout [big, big, small] (query) or [big, small, big] (base).
+/// bf16 rounds to nearest even, the remainder too. Row layout [big, big, small] (query) or [big,
+/// small, big] (base).
 template <typename Bits>
 std::vector<Bits> hostSplit(const std::vector<float>& x, int64_t n, int d, bool bf16, bool query) {
     auto bitsOf = [](float v) {
@@ -183,11 +184,11 @@ TEST(GpuOperandSplit, SplitRowsMatchTheHostSplitBitForBit) {
                 for (bool bf16 : {false, true}) {
                     for (bool query : {false, true}) {
                         SCOPED_TRACE(
-                                std::string(bf16 ? "bf16x3" : "3xTF32") + " d=" +
-                                std::to_string(d) + " kind=" + std::to_string(kind) +
+                                std::string(bf16 ? "bf16x3" : "3xTF32") +
+                                " d=" + std::to_string(d) + " kind=" + std::to_string(kind) +
                                 " skip=" + std::to_string(skip) + (query ? " query" : " base"));
-                        const auto product =
-                                bf16 ? kernels::GemmProduct::kBF16x3 : kernels::GemmProduct::kTF32x3;
+                        const auto product = bf16 ? kernels::GemmProduct::kBF16x3
+                                                  : kernels::GemmProduct::kTF32x3;
                         auto out = res.alloc<char>(n * kernels::splitRowBytes(product, d));
                         kernels::splitRows(
                                 product, xDev.data() + skip, n, d,

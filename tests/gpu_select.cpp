@@ -143,8 +143,15 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
             const float choices[] = {inf, dist[size_t(r * ncols + (r * 7) % ncols)], 0.f, -inf};
             bound[size_t(r)] = choices[(r / kRowKinds) % 4];
         }
-        auto dBound = res.alloc<float>(bound.size());
-        copyToDevice(dBound.data(), bound.data(), bound.size(), stream);
+        // On the device with a stride of 3 (ldRowBound), as the flat search reads them
+        // from its candidate rows; NaN between them.
+        constexpr int64_t kBoundLd = 3;
+        std::vector<float> strided(bound.size() * kBoundLd, std::nanf(""));
+        for (size_t r = 0; r < bound.size(); ++r) {
+            strided[r * kBoundLd] = bound[r];
+        }
+        auto dBound = res.alloc<float>(strided.size());
+        copyToDevice(dBound.data(), strided.data(), strided.size(), stream);
 
         // The warp path at every k it takes; the others at a spread of k up to the most.
         // Under compute-sanitizer the warp path at one k of each capacity (1, 2, 4, 8,
@@ -172,13 +179,11 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
         }
         for (size_t run = 0; run < runs.size(); ++run) {
             const auto& [path, k] = runs[run];
-            // idBase, inIds; the warp path with a bias; the short path with a bias and a
-            // row bound (as the Bang build's k-NN calls it). Under compute-sanitizer every
+            // idBase, inIds, a bias, a bias and a row bound (as the Bang build's k-NN and
+            // the flat search's later base tiles call it). Under compute-sanitizer every
             // other variant, alternating from one k to the next and from one shape to the
             // next: each variant of each path still runs on every shape.
-            const int variants = path == kernels::SelectPath::kWarp ? 3
-                    : path == kernels::SelectPath::kShort           ? 4
-                                                                    : 2;
+            const int variants = 4;
             for (int variant = 0; variant < variants; ++variant) {
                 if (underSanitizer() && (int(run) + variant + shape) % 2 != 0) {
                     continue;
@@ -214,6 +219,7 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
                 a.inIds = withIds ? dIds.data() : nullptr;
                 a.colBias = withBias ? dBias.data() : nullptr;
                 a.rowBound = withBound ? dBound.data() : nullptr;
+                a.ldRowBound = kBoundLd;
                 a.ldIds = ncols;
                 a.idBase = kIdBase;
                 a.k = k;
@@ -286,9 +292,6 @@ TEST(GpuSelectRows, ForcedPathsOutsideTheirRangeThrow) {
     a.path = kernels::SelectPath::kShort; // one segment longer than the short path takes
     EXPECT_THROW(kernels::selectRowsMin(a, res.stream()), faiss::FaissException);
     a.path = kernels::SelectPath::kWarp; // k above the warp path's
-    EXPECT_THROW(kernels::selectRowsMin(a, res.stream()), faiss::FaissException);
-    a.path = kernels::SelectPath::kBlock; // a row bound on another path than the short one
-    a.rowBound = dist.data();
     EXPECT_THROW(kernels::selectRowsMin(a, res.stream()), faiss::FaissException);
 }
 

@@ -211,6 +211,14 @@ void flatSelectOverBase(
         seg.idBase = b0;
         seg.allow = in.allow;
         seg.k = only ? keepK : k;
+        // After the first base tile only values below the kept keepK-th can survive the
+        // merge: the others read as +inf, so the segment's selection offers few values
+        // and its threshold starts tight. The rerank path's proof still holds: such an id
+        // is no better than the final keepK-th kept, as one dropped at a merge.
+        if (!first) {
+            seg.rowBound = candD + (keepK - 1);
+            seg.ldRowBound = candLd;
+        }
         seg.outD = candD + (only ? 0 : keepK);
         seg.outI = candI + (only ? 0 : keepK);
         seg.ldOut = candLd;
