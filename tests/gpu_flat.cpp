@@ -210,8 +210,8 @@ TEST(GpuIndexFlat, MatchesCpuOnRandomShapes) {
 // A budget that splits the base into several tiles: after the first, each segment's
 // selection only offers values below the kept k-th (keepK-th on the rerank path) of the
 // tiles before, on the warp path (k 10) and the block path (k 100, 1024). The paths that
-// select over base tiles (the threshold and radix paths need more of this budget at k
-// 1024), and GpuIndexFlat's own choice.
+// select over base tiles, and GpuIndexFlat's own choice (the threshold path's split
+// products need more than this budget: planFlatThreshold gives no query group).
 TEST(GpuIndexFlat, MatchesCpuOverManyBaseTiles) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResourcesConfig rc;
