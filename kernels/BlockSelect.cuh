@@ -152,11 +152,24 @@ __device__ uint32_t flushCandidates(BlockSelectSmem& s) {
 
 /// Runs the selection over positions [0, n): load(pos) gives the value at pos.
 /// Within a warp, consecutive lanes load consecutive positions. Leaves the best k
-/// sorted in s.top (position -1 where fewer than k values were finite).
+/// sorted in s.top (position -1 where fewer than k values were finite). Positions
+/// [0, sorted), sorted <= s.k, must hold values in ascending order (NaN and +inf last,
+/// as a previous selection wrote them): they become the best list as they are, so a
+/// merge of a running best with a few new values sorts only the new ones. The result is
+/// the same as with sorted = 0.
 template <int kThreads, int kItems, typename Loader>
-__device__ void blockSelectMin(BlockSelectSmem& s, int64_t n, const Loader& load) {
+__device__ void blockSelectMin(
+        BlockSelectSmem& s,
+        int64_t n,
+        const Loader& load,
+        int64_t sorted = 0) {
     for (int i = threadIdx.x; i < s.kp; i += kThreads) {
-        s.top[i] = kSelectEmptyKey;
+        uint64_t key = kSelectEmptyKey;
+        if (i < sorted) {
+            const float v = load(i);
+            key = v < CUDART_INF_F ? selectKey(v, i) : kSelectEmptyKey; // as the stream's pass
+        }
+        s.top[i] = key;
     }
     if (threadIdx.x == 0) {
         *s.count = 0;
@@ -166,8 +179,9 @@ __device__ void blockSelectMin(BlockSelectSmem& s, int64_t n, const Loader& load
     const int lane = threadIdx.x & 31;
     const unsigned lanesBelow = (1u << lane) - 1;
     // Compared as ordered bits, not floats: -0.0 beats a +0.0 threshold, as in selectKey.
-    uint32_t threshold = orderedFloatBits(CUDART_INF_F);
-    for (int64_t base = 0; base < n; base += kThreads * kItems) {
+    uint32_t threshold =
+            sorted >= s.k ? uint32_t(s.top[s.k - 1] >> 32) : orderedFloatBits(CUDART_INF_F);
+    for (int64_t base = sorted; base < n; base += kThreads * kItems) {
         float v[kItems];
 #pragma unroll
         for (int j = 0; j < kItems; ++j) {

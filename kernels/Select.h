@@ -72,6 +72,11 @@ struct SelectRowsArgs {
     /// candidates of row r, the others read as +inf (every path).
     const float* rowBound = nullptr;
     int64_t ldRowBound = 1;
+    /// Columns [0, sortedPrefix) of every row hold values in ascending order (NaN and
+    /// +inf last), at most k of them, in one segment: the running best of an earlier
+    /// selection, merged with new candidates. A hint: the block path takes them as its
+    /// best list and sorts only what follows; every path gives the same results.
+    int64_t sortedPrefix = 0;
     int k = 0;
     float* outD = nullptr;
     int64_t* outI = nullptr;

@@ -28,7 +28,8 @@ __global__ void __launch_bounds__(kSelectThreads)
     const int64_t segN = min(segLen, a.ncols - segStart);
 
     BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
-    blockSelectMin<kSelectThreads, kSelectItems>(s, segN, rowLoader(a, row, segStart));
+    blockSelectMin<kSelectThreads, kSelectItems>(
+            s, segN, rowLoader(a, row, segStart), a.sortedPrefix);
 
     writeSegmentResults<true>(
             a, s, row, int64_t(blockIdx.x), segStart, threadIdx.x, kSelectThreads);
@@ -51,6 +52,10 @@ void selectRowsMin(const SelectRowsArgs& a, cudaStream_t stream) {
     const int64_t segLen = a.segLen > 0 ? a.segLen : a.ncols;
     const int64_t nseg = (a.ncols + segLen - 1) / segLen;
     FAISS_THROW_IF_NOT_FMT(nseg <= INT32_MAX, "%lld segments per row is too many", (long long)nseg);
+    FAISS_THROW_IF_NOT_FMT(
+            a.sortedPrefix >= 0 && a.sortedPrefix <= a.k && (a.sortedPrefix == 0 || nseg == 1),
+            "selectRowsMin: a sorted prefix of %lld columns needs one segment and at most k=%d",
+            (long long)a.sortedPrefix, a.k);
     const int64_t cols = std::min(segLen, a.ncols);
     SelectPath path = a.path;
     if (path == SelectPath::kAuto) {

@@ -273,6 +273,103 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
     }
 }
 
+// A merge of a running best with new candidates: columns [0, prefix) sorted ascending
+// (+inf and NaN last, ties among them and with later columns), declared through
+// sortedPrefix, give bit for bit the results of the same call without it, on every
+// path that takes the shape.
+TEST(GpuSelectRows, SortedPrefixGivesTheSameResults) {
+    FAISS_EXT_REQUIRE_GPU();
+    const uint64_t seed = testSeed();
+    SCOPED_TRACE(seed);
+    std::mt19937_64 rng(seed);
+    GpuResources res;
+    cudaStream_t stream = res.stream();
+    const float inf = std::numeric_limits<float>::infinity();
+    const int64_t nrows = 6;
+    for (int k : {1, 10, 32, 33, 100, 1000, kernels::kMaxSelectK}) {
+        for (int64_t extra : {int64_t(0), int64_t(1), int64_t(3000)}) {
+            const int64_t ncols = k + extra;
+            std::vector<float> dist(size_t(nrows * ncols));
+            std::vector<int64_t> ids(dist.size());
+            for (auto& id : ids) {
+                id = int64_t(rng() % 1000000);
+            }
+            for (int64_t r = 0; r < nrows; ++r) {
+                // Values on a coarse grid, so that ties are common.
+                float* row = dist.data() + r * ncols;
+                for (int64_t c = 0; c < ncols; ++c) {
+                    row[c] = float(rng() % 64) * 0.25f;
+                }
+                // In key order: -0.0 before +0.0.
+                auto keyLess = [](float x, float y) {
+                    return hostSelectKey(x, 0) < hostSelectKey(y, 0);
+                };
+                std::sort(row, row + k, keyLess);
+                // Rows 2 and 3 end their prefix with +inf and NaN (a best list of fewer
+                // than k); row 4 holds -inf and -0.0 too.
+                if (r == 2 || r == 3) {
+                    for (int64_t c = k / 2; c < k; ++c) {
+                        row[c] = r == 2 || c + 1 < k ? inf : std::nanf("");
+                    }
+                }
+                if (r == 4) {
+                    row[0] = -inf;
+                    if (k > 1) {
+                        row[1] = -0.f;
+                    }
+                    std::sort(row, row + k, keyLess);
+                }
+            }
+            auto dDist = res.alloc<float>(dist.size());
+            auto dIds = res.alloc<int64_t>(ids.size());
+            copyToDevice(dDist.data(), dist.data(), dist.size(), stream);
+            copyToDevice(dIds.data(), ids.data(), ids.size(), stream);
+            auto run = [&](kernels::SelectPath path, int64_t prefix) {
+                auto outD = res.alloc<float>(size_t(nrows) * k);
+                auto outI = res.alloc<int64_t>(size_t(nrows) * k);
+                kernels::SelectRowsArgs a;
+                a.dist = dDist.data();
+                a.ldDist = ncols;
+                a.nrows = nrows;
+                a.ncols = ncols;
+                a.inIds = dIds.data();
+                a.ldIds = ncols;
+                a.k = k;
+                a.sortedPrefix = prefix;
+                a.outD = outD.data();
+                a.outI = outI.data();
+                a.ldOut = k;
+                a.path = path;
+                kernels::selectRowsMin(a, stream);
+                auto D = copyToHostVector(outD.data(), size_t(nrows) * k, stream);
+                std::vector<uint32_t> bits(D.size());
+                std::transform(D.begin(), D.end(), bits.begin(), floatBits);
+                return std::make_pair(
+                        bits, copyToHostVector(outI.data(), size_t(nrows) * k, stream));
+            };
+            std::vector<kernels::SelectPath> paths{kernels::SelectPath::kBlock};
+            if (k <= kernels::kMaxWarpRowSelectK) {
+                paths.push_back(kernels::SelectPath::kWarp);
+            }
+            if (ncols <= kernels::kShortSelectMaxCols) {
+                paths.push_back(kernels::SelectPath::kShort);
+            }
+            const auto want = run(kernels::SelectPath::kBlock, 0);
+            for (kernels::SelectPath path : paths) {
+                for (int64_t prefix : {int64_t(0), int64_t(k / 2), int64_t(k)}) {
+                    SCOPED_TRACE(
+                            "k=" + std::to_string(k) + " ncols=" + std::to_string(ncols) +
+                            " path=" + std::to_string(int(path)) +
+                            " prefix=" + std::to_string(prefix));
+                    const auto got = run(path, prefix);
+                    EXPECT_EQ(got.first, want.first);
+                    EXPECT_EQ(got.second, want.second);
+                }
+            }
+        }
+    }
+}
+
 TEST(GpuSelectRows, ForcedPathsOutsideTheirRangeThrow) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;

@@ -236,6 +236,8 @@ void flatSelectOverBase(
         merge.nrows = nq;
         merge.ncols = (first ? 0 : keepK) + nseg * k;
         merge.inIds = candI + (first ? keepK : 0);
+        // The kept keepK, sorted by the previous merge, seed the selection.
+        merge.sortedPrefix = first ? 0 : keepK;
         merge.ldIds = candLd;
         merge.k = keepK;
         merge.outD = candD;
