@@ -5,12 +5,15 @@
 // PQ mode (M = d / 4 sub-quantizers on the same graph, its full vectors on the device and
 // in host memory) beside exact mode at batch 10000.
 // Usage: bench_bang [n_base] [spread] [pq|build] [--sift DIR] [--lists N] [--probes P]
-//                   [--verbose] [--extend F] [--by-row]
+//                   [--verbose] [--extend F] [--by-row] [--page-mib P] [--passes N]
+//                   [--build-l L]
 // Defaults 1000000, 0.15 (bench_ivf's dataset). A third argument "pq" skips the
 // stepwise kernel and IVF-Flat; "build" stops after the persistent kernel's table.
 // --sift DIR: the first n_base rows of DIR/base.bvecs (or .fvecs) and 10000 of
 // DIR/query.bvecs instead of the clustered set. --lists / --probes: BangBuildConfig's
-// candidateLists / candidateProbes. --verbose: the build's phases as they end.
+// candidateLists / candidateProbes. --page-mib: GpuIndexConfig::pageBytes in MiB (the
+// build's k-NN pages). --passes / --build-l: BangBuildConfig's passes / searchL. --verbose: the
+// build's phases as they end.
 // --extend F: also builds on the first (1 - F) n rows, adds the other F n in one add (an
 // extension of the graph), and prints its time and recall beside the one build's.
 // --by-row: the clustered set drawn by datasets::clusteredByRow (a thread a share of the
@@ -104,6 +107,12 @@ int main(int argc, char** argv) {
             bangCfg.build.candidateLists = std::atoll(argv[++i]);
         } else if (a == "--probes" && i + 1 < argc) {
             bangCfg.build.candidateProbes = std::atoi(argv[++i]);
+        } else if (a == "--passes" && i + 1 < argc) {
+            bangCfg.build.passes = std::atoi(argv[++i]);
+        } else if (a == "--build-l" && i + 1 < argc) {
+            bangCfg.build.searchL = std::atoi(argv[++i]);
+        } else if (a == "--page-mib" && i + 1 < argc) {
+            bangCfg.pageBytes = size_t(std::atoll(argv[++i])) << 20;
         } else if (a == "--verbose") {
             verbose = true;
         } else if (a == "--by-row") {

@@ -19,6 +19,7 @@
 #include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/Progress.h>
 #include <faiss_ext/utils/DeviceScope.h>
+#include <faiss_ext/utils/MemorySpace.h>
 #include <kernels/BangInnerProduct.h>
 #include <kernels/BangPq.h>
 #include <kernels/BangSearch.h>
@@ -92,41 +93,48 @@ BangBuildTimes rebuildInto(
         float* ipNormSq) {
     // The removed nodes are dropped here: the rebuild compacts the ids. The build reads
     // every vector on the host too (hubs, medoid, PQ training and codes; x: host or
-    // device).
+    // device). A first add of host rows reads them in place: a copy would double the
+    // host memory a large build needs (51 GB more at 100M x 128) and take seconds.
     const BangGraph& state = GpuIndexBangAccess::deviceState(index);
     GpuResources& res = index.resources();
     const GpuIndexBangConfig& config = index.bangConfig();
     const int64_t ntotal = index.ntotal, total = ntotal + n;
     const int d = index.d;
-    std::vector<float> all(size_t(total) * d);
-    if (state.tombstoneCount() == 0) {
-        if (ntotal > 0) {
-            index.copyNodeVectors(0, ntotal, all.data());
-        }
-    } else {
-        std::vector<float> nodes(size_t(index.nodeCount()) * d);
-        index.copyNodeVectors(0, index.nodeCount(), nodes.data());
-        int64_t kept = 0;
-        for (int64_t v = 0; v < index.nodeCount(); ++v) {
-            if (!state.isTombstone(v)) {
-                std::copy_n(nodes.data() + size_t(v) * d, d, all.data() + size_t(kept++) * d);
+    std::vector<float> all;
+    const float* rows = x;
+    if (ntotal > 0 || memorySpaceOf(x, res.device(), "add x") == MemorySpace::kDevice) {
+        all.resize(size_t(total) * d);
+        if (state.tombstoneCount() == 0) {
+            if (ntotal > 0) {
+                index.copyNodeVectors(0, ntotal, all.data());
             }
+        } else {
+            std::vector<float> nodes(size_t(index.nodeCount()) * d);
+            index.copyNodeVectors(0, index.nodeCount(), nodes.data());
+            int64_t kept = 0;
+            for (int64_t v = 0; v < index.nodeCount(); ++v) {
+                if (!state.isTombstone(v)) {
+                    std::copy_n(nodes.data() + size_t(v) * d, d, all.data() + size_t(kept++) * d);
+                }
+            }
+            FAISS_ASSERT(kept == ntotal);
         }
-        FAISS_ASSERT(kept == ntotal);
+        copyToHost(all.data() + size_t(ntotal) * d, x, size_t(n) * d, res.stream());
+        rows = all.data();
     }
-    copyToHost(all.data() + size_t(ntotal) * d, x, size_t(n) * d, res.stream());
     if (index.metric_type == faiss::METRIC_INNER_PRODUCT) {
         // The graph is built over the transformed vectors, in L2.
-        *ipNormSq = float(maxNormSq(all.data(), total, d));
-        all = mipsRows(all.data(), total, d, next.dim(), *ipNormSq);
+        *ipNormSq = float(maxNormSq(rows, total, d));
+        all = mipsRows(rows, total, d, next.dim(), *ipNormSq);
+        rows = all.data();
     }
-    next.setVectors(total, all.data());
+    next.setVectors(total, rows);
     const BangBuildTimes t = buildBangGraph(
-            res, next, all.data(), config.build, config.pageBytes,
+            res, next, rows, config.build, config.pageBytes,
             progress.part(0, index.pqMode() ? 0.8 : 1.0));
     if (index.pqMode()) {
         next.setPq(trainBangPq(
-                res, total, next.dim(), next.pqSubquantizers(), all.data(), config.pageBytes,
+                res, total, next.dim(), next.pqSubquantizers(), rows, config.pageBytes,
                 progress.part(0.8, 1.0)));
     }
     return t;

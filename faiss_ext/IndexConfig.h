@@ -105,9 +105,10 @@ struct BangBuildConfig {
     /// n lists are used.
     int64_t candidateLists = -1;
     /// Lists probed per vector when the candidates come from IVF lists, in [1, 2048].
-    /// 8: the same recall as 16 on SIFT 1M, 1M and 10M x 128 blobs and 500K x 768 blobs,
-    /// with the k-NN stage ~40% shorter (benchs/NOTES.md, eighteenth session).
-    int candidateProbes = 8;
+    /// 4: the same recall as 8 on SIFT 1M and on 4M and 10M x 128 blobs, with the k-NN
+    /// stage ~35% shorter at 10M (benchs/NOTES.md, twenty-eighth session); the
+    /// refinement passes find what fewer probes miss.
+    int candidateProbes = 4;
     /// Evenly spaced hub vectors linked into the first graph (0: 4 sqrt(ntotal)).
     int64_t hubs = 0;
     /// Vamana refinement passes after the first graph, in [0, 16].
