@@ -6,14 +6,14 @@
 // in host memory) beside exact mode at batch 10000.
 // Usage: bench_bang [n_base] [spread] [pq|build] [--sift DIR] [--lists N] [--probes P]
 //                   [--verbose] [--extend F] [--by-row] [--page-mib P] [--passes N]
-//                   [--build-l L]
+//                   [--build-l L] [--candidates C]
 // Defaults 1000000, 0.15 (bench_ivf's dataset). A third argument "pq" skips the
 // stepwise kernel and IVF-Flat; "build" stops after the persistent kernel's table.
 // --sift DIR: the first n_base rows of DIR/base.bvecs (or .fvecs) and 10000 of
 // DIR/query.bvecs instead of the clustered set. --lists / --probes: BangBuildConfig's
 // candidateLists / candidateProbes. --page-mib: GpuIndexConfig::pageBytes in MiB (the
-// build's k-NN pages). --passes / --build-l: BangBuildConfig's passes / searchL. --verbose: the
-// build's phases as they end.
+// build's k-NN pages). --passes / --build-l / --candidates: BangBuildConfig's passes /
+// searchL / candidates. --verbose: the build's phases as they end.
 // --extend F: also builds on the first (1 - F) n rows, adds the other F n in one add (an
 // extension of the graph), and prints its time and recall beside the one build's.
 // --by-row: the clustered set drawn by datasets::clusteredByRow (a thread a share of the
@@ -109,6 +109,8 @@ int main(int argc, char** argv) {
             bangCfg.build.candidateProbes = std::atoi(argv[++i]);
         } else if (a == "--passes" && i + 1 < argc) {
             bangCfg.build.passes = std::atoi(argv[++i]);
+        } else if (a == "--candidates" && i + 1 < argc) {
+            bangCfg.build.candidates = std::atoi(argv[++i]);
         } else if (a == "--build-l" && i + 1 < argc) {
             bangCfg.build.searchL = std::atoi(argv[++i]);
         } else if (a == "--page-mib" && i + 1 < argc) {

@@ -35,7 +35,9 @@ struct BangMemoryEstimate {
     size_t hostBytes = 0;
     /// The add that builds it into an empty index: its peak device memory (the index
     /// included; temporaries at their caps, GpuResourcesConfig::tempMemoryBytes and
-    /// GpuIndexConfig::pageBytes), and its peak host memory beyond the caller's vectors.
+    /// GpuIndexConfig::pageBytes), and its peak host memory beyond the caller's vectors
+    /// (given in host memory; vectors given in device memory add their host copy, n d 4
+    /// bytes).
     size_t buildDeviceBytes = 0;
     size_t buildHostBytes = 0;
 };

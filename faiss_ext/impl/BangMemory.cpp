@@ -76,10 +76,10 @@ BangMemoryEstimate estimateBangMemory(
             {knn, hubs, prune(firstLists, 0),
              b.passes > 0 ? std::max(passRanges, passReverse) : size_t(0), pqTrain, e.deviceBytes});
 
-    // Host: the rows as stored (and the caller's rows made into them for inner
-    // product), each node's nearest hub, the prune order and the lists' offsets, the PQ
-    // codes; the host placement's copy comes once the rows above are freed.
-    const size_t hostRows = N * size_t(d) * 4 + (metric == faiss::METRIC_INNER_PRODUCT ? rows : 0);
+    // Host: the caller's host rows are read in place (inner product: transformed into a
+    // new array); each node's nearest hub, the prune order and the lists' offsets, the
+    // PQ codes; the host placement's copy comes once the rows above are freed.
+    const size_t hostRows = metric == faiss::METRIC_INNER_PRODUCT ? rows : 0;
     e.buildHostBytes =
             std::max(hostRows + N * (8 + 4 + 4) + 3 * offsets + N * M, e.hostBytes + N * M);
     return e;
