@@ -50,7 +50,7 @@ void bangCentroid(
 /// node ids (-1 stays -1). offsets: n + 1 (offsets[v + 1] - offsets[v] = K1 + hubK, plus
 /// hubHubK for a hub), arranged by the caller.
 void bangFillFirstCandidates(
-        const int64_t* nn,
+        const int32_t* nn,
         int K1,
         const int64_t* toHub,
         int hubK,
@@ -100,7 +100,7 @@ void bangFillExtendCandidates(
         const int32_t* visited,
         const int32_t* iterations,
         int maxVisited,
-        const int64_t* nn,
+        const int32_t* nn,
         int K1,
         int64_t idBase,
         int64_t m,

@@ -15,6 +15,13 @@ namespace kernels {
 /// queries' `repeat` probes, query-major (repeat 1: the ids first .. first + n - 1).
 void repeatedRowIds(int64_t first, int64_t n, int repeat, int64_t* out, cudaStream_t stream);
 
+/// out[p] = int32(in[p]) for p < count (device): ids below 2^31, -1 staying -1.
+void narrowIds(const int64_t* in, int64_t count, int32_t* out, cudaStream_t stream);
+
+/// runD[p] = +inf and runI[p] = -1 for p < count (device): running best lists that hold
+/// nothing yet.
+void fillMissingRunning(float* runD, int32_t* runI, int64_t count, cudaStream_t stream);
+
 /// lists[q * nprobe + j] += nlist for every j >= 1 of n queries' nprobe nearest lists
 /// (device, nearest first): a query's nearest list l stays l, its others become nlist +
 /// l, so that a sort by list puts every query's nearest list before any of its others.
@@ -65,8 +72,9 @@ void listStarts(
 /// Merges the k results of m queries against one list (resD / resI, m x k, best first,
 /// ids local to the list, -1 / +inf where missing) into each query's running best:
 /// query queryIds[r] owns row queryIds[r] - q0 of runD / runI (k each, best first),
-/// local id j is global id listIds[j]. The queries must be distinct (a query probes a
-/// list once). On equal distances the running entries stay first. k <= 2048.
+/// local id j is global id listIds[j] (below 2^31: runI holds int32). The queries must
+/// be distinct (a query probes a list once). On equal distances the running entries
+/// stay first. k <= 2048.
 void mergeListResults(
         const float* resD,
         const int64_t* resI,
@@ -76,7 +84,7 @@ void mergeListResults(
         const int64_t* queryIds,
         int64_t q0,
         float* runD,
-        int64_t* runI,
+        int32_t* runI,
         cudaStream_t stream);
 
 } // namespace kernels

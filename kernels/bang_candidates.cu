@@ -19,7 +19,7 @@ int64_t warpBlocks(int64_t n) {
 }
 
 __global__ void fillFirstKernel(
-        const int64_t* nn,
+        const int32_t* nn,
         int K1,
         const int64_t* toHub,
         int hubK,
@@ -36,7 +36,7 @@ __global__ void fillFirstKernel(
     }
     int32_t* out = ids + offsets[v];
     for (int j = lane; j < K1; j += 32) {
-        out[j] = int32_t(nn[v * K1 + j]);
+        out[j] = nn[v * K1 + j];
     }
     out += K1;
     for (int j = lane; j < hubK; j += 32) {
@@ -106,10 +106,10 @@ struct GraphRowTail {
 
 /// ... or its nearest new nodes, numbered among the new ones (an extension).
 struct NewNodeTail {
-    const int64_t* nn; ///< m x width, -1 where missing
+    const int32_t* nn; ///< m x width, -1 where missing
     int64_t idBase;    ///< the first new node's id
     __device__ int32_t operator()(int64_t v, int j, int width) const {
-        const int64_t u = nn[v * width + j];
+        const int32_t u = nn[v * width + j];
         return u >= 0 ? int32_t(idBase + u) : -1;
     }
 };
@@ -145,7 +145,7 @@ __global__ void fillParentsKernel(
 } // namespace
 
 void bangFillFirstCandidates(
-        const int64_t* nn,
+        const int32_t* nn,
         int K1,
         const int64_t* toHub,
         int hubK,
@@ -228,7 +228,7 @@ void bangFillExtendCandidates(
         const int32_t* visited,
         const int32_t* iterations,
         int maxVisited,
-        const int64_t* nn,
+        const int32_t* nn,
         int K1,
         int64_t idBase,
         int64_t m,

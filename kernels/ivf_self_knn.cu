@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <climits>
 
+#include <math_constants.h>
+
 #include <cub/device/device_radix_sort.cuh>
 
 #include <faiss/impl/FaissAssert.h>
@@ -19,7 +21,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kMergeThreads = 128;
-constexpr int kMaxMergeK = 2048; // the shared rows (24 k bytes) within the default 48 KiB
+constexpr int kMaxMergeK = 2048; // the shared rows (16 k bytes) within the default 48 KiB
 
 unsigned blocksFor(int64_t n) {
     return unsigned(std::max<int64_t>(1, std::min<int64_t>(divUp<int64_t>(n, kThreads), 65536)));
@@ -29,6 +31,21 @@ __global__ void repeatedRowIdsKernel(int64_t first, int64_t total, int repeat, i
     for (int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; p < total;
          p += int64_t(gridDim.x) * blockDim.x) {
         out[p] = first + p / repeat;
+    }
+}
+
+__global__ void narrowIdsKernel(const int64_t* in, int64_t count, int32_t* out) {
+    for (int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; p < count;
+         p += int64_t(gridDim.x) * blockDim.x) {
+        out[p] = int32_t(in[p]);
+    }
+}
+
+__global__ void fillMissingRunningKernel(float* runD, int32_t* runI, int64_t count) {
+    for (int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; p < count;
+         p += int64_t(gridDim.x) * blockDim.x) {
+        runD[p] = CUDART_INF_F;
+        runI[p] = -1;
     }
 }
 
@@ -100,22 +117,22 @@ __global__ void mergeListResultsKernel(
         const int64_t* queryIds,
         int64_t q0,
         float* runD,
-        int64_t* runI) {
+        int32_t* runI) {
     extern __shared__ float shared[];
     float* aD = shared;
     float* bD = aD + k;
-    int64_t* aI = reinterpret_cast<int64_t*>(bD + k); // 8 k bytes in: aligned
-    int64_t* bI = aI + k;
+    int32_t* aI = reinterpret_cast<int32_t*>(bD + k);
+    int32_t* bI = aI + k;
     const int64_t r = blockIdx.x;
     const int64_t row = queryIds[r] - q0;
     float* outD = runD + row * k;
-    int64_t* outI = runI + row * k;
+    int32_t* outI = runI + row * k;
     for (int j = threadIdx.x; j < k; j += blockDim.x) {
         aD[j] = outD[j];
         aI[j] = outI[j];
         const int64_t local = resI[r * k + j];
         bD[j] = resD[r * k + j];
-        bI[j] = local >= 0 ? listIds[local] : -1;
+        bI[j] = local >= 0 ? int32_t(listIds[local]) : -1;
     }
     __syncthreads();
     for (int j = threadIdx.x; j < 2 * k; j += blockDim.x) {
@@ -147,6 +164,22 @@ void repeatedRowIds(int64_t first, int64_t n, int repeat, int64_t* out, cudaStre
         return;
     }
     repeatedRowIdsKernel<<<blocksFor(total), kThreads, 0, stream>>>(first, total, repeat, out);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+void narrowIds(const int64_t* in, int64_t count, int32_t* out, cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    narrowIdsKernel<<<blocksFor(count), kThreads, 0, stream>>>(in, count, out);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+void fillMissingRunning(float* runD, int32_t* runI, int64_t count, cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    fillMissingRunningKernel<<<blocksFor(count), kThreads, 0, stream>>>(runD, runI, count);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
@@ -225,13 +258,13 @@ void mergeListResults(
         const int64_t* queryIds,
         int64_t q0,
         float* runD,
-        int64_t* runI,
+        int32_t* runI,
         cudaStream_t stream) {
     FAISS_THROW_IF_NOT_FMT(k >= 1 && k <= kMaxMergeK, "mergeListResults: k=%d", k);
     if (m == 0) {
         return;
     }
-    const size_t smem = size_t(k) * 2 * (sizeof(float) + sizeof(int64_t));
+    const size_t smem = size_t(k) * 2 * (sizeof(float) + sizeof(int32_t));
     mergeListResultsKernel<<<unsigned(m), kMergeThreads, smem, stream>>>(
             resD, resI, k, listIds, queryIds, q0, runD, runI);
     FAISS_EXT_CUDA_CHECK_LAUNCH();

@@ -270,14 +270,14 @@ TEST(BangBuild, IvfSelfKnnPagesAndChunksFitTheirBudgets) {
     EXPECT_EQ(
             ivfSelfKnnChunkRows(768, 1024, 100, 2 * ivfSelfKnnBytesPerChunkRow(768, 1024, 100)), 1);
     EXPECT_THROW(ivfSelfKnnChunkRows(768, 1024, 100, 10000), faiss::FaissException);
-    // The peak: the ids found, the sorted rows (their norms and ids), the centroids and
+    // The peak: the int32 ids found, the sorted rows (their norms and ids), the centroids and
     // the lists' starts (the pairs': nearest and other lists) beside a page and the
     // temporaries.
     const int64_t n = 1000000;
     const size_t lists = 1000 * (128 + 1) * 4 + 2001 * 8;
     EXPECT_EQ(
             ivfSelfKnnPeakBytes(n, 128, 65, 1000, 256 * MiB, 1024 * MiB),
-            lists + size_t(n) * (65 * 8 + 128 * 4 + 12) + 1280 * MiB);
+            lists + size_t(n) * (65 * 4 + 128 * 4 + 12) + 1280 * MiB);
     // Small rows and k: the sort of the rows by list (four ids a vector) is the peak.
     EXPECT_EQ(
             ivfSelfKnnPeakBytes(n, 1, 1, 1, MiB, MiB), (1 * 2) * 4 + 3 * 8 + size_t(n) * 32 + MiB);
@@ -343,10 +343,10 @@ TEST(BangMemory, EstimateCountsTheIndexAndBoundsTheBuild) {
     // the bookkeeping of every node.
     EXPECT_LT(a.buildHostBytes, size_t(n) * d * 4);
     EXPECT_GE(a.buildHostBytes, size_t(n) * 16);
-    // The arrays grow with n (the temporaries' caps do not).
+    // The arrays grow with n, the temporaries' caps (1.25 GiB here) do not.
     const BangMemoryEstimate ten = GpuIndexBang::estimateMemory(10 * n, d, faiss::METRIC_L2, host);
     const double growth = double(ten.buildDeviceBytes) / double(b.buildDeviceBytes);
-    EXPECT_GT(growth, 5.0);
+    EXPECT_GT(growth, 4.0);
     EXPECT_LT(growth, 10.5);
     // Inner product stores d + 1 (PQ: d + d / M) components a row.
     const BangMemoryEstimate ip =

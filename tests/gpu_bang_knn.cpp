@@ -46,10 +46,12 @@ std::vector<int64_t> selfKnn(
         bool trainOnDevice = false) {
     auto xDev = res.alloc<float>(x.size());
     copyToDevice(xDev.data(), x.data(), x.size(), res.stream());
-    const DeviceBuffer<int64_t> ids = ivfSelfKnn(
+    const DeviceBuffer<int32_t> ids = ivfSelfKnn(
             res, xDev.data(), c.n, c.d, trainOnDevice ? xDev.data() : x.data(), c.k, c.nlist,
             c.nprobe, c.pageBytes, Progress(false, "test"));
-    return copyToHostVector(ids.data(), size_t(c.n) * c.k, res.stream());
+    const std::vector<int32_t> narrow =
+            copyToHostVector(ids.data(), size_t(c.n) * c.k, res.stream());
+    return std::vector<int64_t>(narrow.begin(), narrow.end());
 }
 
 /// The exact k nearest of every row among the rows (GpuIndexFlat); with rows > 0, of the
@@ -315,7 +317,7 @@ TEST(IvfSelfKnn, DeviceMemoryWithinThePeakBound) {
     copyToDevice(xDev.data(), x.data(), x.size(), res.stream());
     const PoolPeak pool(res);
     {
-        const DeviceBuffer<int64_t> ids = ivfSelfKnn(
+        const DeviceBuffer<int32_t> ids = ivfSelfKnn(
                 res, xDev.data(), c.n, c.d, x.data(), c.k, c.nlist, c.nprobe, c.pageBytes,
                 Progress(false, "test"));
         res.synchronize();

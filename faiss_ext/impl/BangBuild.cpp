@@ -16,6 +16,7 @@
 #include <faiss_ext/utils/CudaCheck.h>
 #include <kernels/BangCandidates.h>
 #include <kernels/BangSearch.h>
+#include <kernels/IvfSelfKnn.h>
 
 namespace faiss_ext {
 
@@ -71,10 +72,10 @@ DeviceBuffer<int64_t> knnIds(
 }
 
 /// The K1 nearest of n vectors (device rows `vectors`, squared norms `norms`) to each
-/// of them (itself included), n x K1 in device memory: exact, or from IVF lists
+/// of them (itself included), n x K1 int32 in device memory: exact, or from IVF lists
 /// (ivfSelfKnn) when bangCandidateLists(n, p.candidateLists) says so (trainX: the same
 /// rows, host or device).
-DeviceBuffer<int64_t> nearestAmong(
+DeviceBuffer<int32_t> nearestAmong(
         GpuResources& res,
         const float* vectors,
         const float* norms,
@@ -86,11 +87,17 @@ DeviceBuffer<int64_t> nearestAmong(
         size_t pageBytes,
         const Progress& progress) {
     const int64_t lists = bangCandidateLists(n, p.candidateLists);
-    DeviceBuffer<int64_t> nn = lists == 0
-            ? knnIds(res, vectors, n, vectors, norms, n, d, K1, pageBytes)
-            : ivfSelfKnn(
-                      res, vectors, n, d, trainX, K1, lists, p.candidateProbes, pageBytes,
-                      progress.part(0, 0.7));
+    DeviceBuffer<int32_t> nn;
+    if (lists == 0) {
+        const DeviceBuffer<int64_t> exact =
+                knnIds(res, vectors, n, vectors, norms, n, d, K1, pageBytes);
+        nn = res.alloc<int32_t>(exact.size());
+        kernels::narrowIds(exact.data(), int64_t(exact.size()), nn.data(), res.stream());
+    } else {
+        nn = ivfSelfKnn(
+                res, vectors, n, d, trainX, K1, lists, p.candidateProbes, pageBytes,
+                progress.part(0, 0.7));
+    }
     progress.reportAfter(
             res.stream(),
             lists == 0 ? "candidates: exact nearest neighbours"
@@ -118,7 +125,7 @@ BangDeviceCandidates firstCandidates(
     const int hubK = int(std::min<int64_t>(kBangHubsPerNode, H));
     const int hubHubK = int(std::min<int64_t>(kBangHubsPerHub + 1, H));
 
-    DeviceBuffer<int64_t> nn;
+    DeviceBuffer<int32_t> nn;
     if (K1 > 0) {
         nn = nearestAmong(
                 res, storage.vectors(), storage.norms(), n, d, xHost, K1, p, pageBytes, progress);
@@ -387,7 +394,7 @@ BangBuildTimes extendBangGraph(
     const double stages = 1.0 + p.passes;
     // The new vectors' nearest among themselves: what the old graph cannot offer them.
     const int K1 = m > 1 ? int(std::min<int64_t>(p.candidates, m - 1)) + 1 : 0;
-    DeviceBuffer<int64_t> nn;
+    DeviceBuffer<int32_t> nn;
     if (K1 > 0) {
         nn = nearestAmong(
                 res, newRows, storage.norms() + oldN, m, d, newX, K1, p, pageBytes,

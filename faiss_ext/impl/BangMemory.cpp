@@ -48,12 +48,12 @@ BangMemoryEstimate estimateBangMemory(
         return std::min(N, std::max<size_t>(1, pageBytes / std::max<size_t>(1, k * 4))) * k * 4;
     };
     const size_t offsets = (N + 1) * 8;
-    const size_t nn = N * K1 * 8;
-    // Candidates: the k-NN, exact or from sqrt(n) IVF lists (ivfSelfKnn: a copy of the
-    // rows sorted by list, pages of pageBytes).
+    const size_t nn = N * K1 * 4; // int32 ids
+    // Candidates: the k-NN, exact (int64 ids, then narrowed) or from sqrt(n) IVF lists
+    // (ivfSelfKnn: a copy of the rows sorted by list, pages of pageBytes).
     const int64_t lists = bangCandidateLists(n, b.candidateLists);
     const size_t knn = base +
-            (lists == 0 ? nn + page(K1) + temp
+            (lists == 0 ? 2 * nn + nn + page(K1) + temp
                         : ivfSelfKnnPeakBytes(n, w, int(K1), lists, pageBytes, temp));
     // Then each vector's nearest hubs, the hubs' nearest hubs and the first lists.
     const size_t firstLists = 4 * (N * (K1 + hubK) + size_t(H) * hubHubK) + offsets;

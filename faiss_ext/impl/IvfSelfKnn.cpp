@@ -186,7 +186,7 @@ void searchPageLists(
         const PagePairs& pairs,
         int64_t q0,
         float* runD,
-        int64_t* runI) {
+        int32_t* runI) {
     cudaStream_t stream = res.stream();
     const int64_t nlist = int64_t(sorted.starts.size()) - 1;
     FAISS_ASSERT(int64_t(pairs.starts.size()) == 2 * nlist + 1);
@@ -295,12 +295,12 @@ size_t ivfSelfKnnPeakBytes(
     // The pages, beside the ids found and the sorted rows, norms and ids.
     const size_t sortedRows = N * (size_t(d) * sizeof(float) + sizeof(float) + sizeof(int64_t));
     const size_t pages =
-            lists + N * size_t(k) * sizeof(int64_t) + sortedRows + pageBytes + tempMemoryBytes;
+            lists + N * size_t(k) * sizeof(int32_t) + sortedRows + pageBytes + tempMemoryBytes;
     const size_t kMeans = lists + pageBytes + tempMemoryBytes;
     return std::max({sorting, pages, kMeans});
 }
 
-DeviceBuffer<int64_t> ivfSelfKnn(
+DeviceBuffer<int32_t> ivfSelfKnn(
         const GpuResources& res,
         const float* vectors,
         int64_t n,
@@ -326,7 +326,7 @@ DeviceBuffer<int64_t> ivfSelfKnn(
             sortByNearestCentroid(res, vectors, n, d, centroids, startsDev.data());
     progress.reportAfter(stream, "vectors sorted into their lists", 0.45);
 
-    auto ids = res.alloc<int64_t>(size_t(n) * k);
+    auto ids = res.alloc<int32_t>(size_t(n) * k);
     const int64_t pages = (n + pageQueries - 1) / pageQueries;
     const Progress pageProgress = progress.part(0.45, 1);
     for (int64_t q0 = 0; q0 < n; q0 += pageQueries) {
@@ -334,8 +334,8 @@ DeviceBuffer<int64_t> ivfSelfKnn(
         const PagePairs pairs =
                 probePairs(res, vectors, q0, m, d, centroids, nprobe, startsDev.data());
         auto runD = res.alloc<float>(size_t(m) * k);
-        int64_t* runI = ids.data() + size_t(q0) * k;
-        kernels::fillMissingResults(runD.data(), runI, m * k, kernels::DistanceFinish::kL2, stream);
+        int32_t* runI = ids.data() + size_t(q0) * k;
+        kernels::fillMissingRunning(runD.data(), runI, m * k, stream);
         searchPageLists(res, vectors, d, k, sorted, pairs, q0, runD.data(), runI);
         pageProgress.step("lists searched, page", q0 / pageQueries + 1, pages);
     }

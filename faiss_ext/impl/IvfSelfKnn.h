@@ -35,7 +35,7 @@ size_t ivfSelfKnnBytesPerChunkRow(int d, int k, int64_t listLength);
 /// half of tempMemoryBytes holds. Throws if one row does not fit.
 int64_t ivfSelfKnnChunkRows(int d, int k, int64_t listLength, size_t tempMemoryBytes);
 
-/// An upper bound on the device memory ivfSelfKnn takes at its peak, its n x k ids
+/// An upper bound on the device memory ivfSelfKnn takes at its peak, its n x k int32 ids
 /// included: the rows sorted by list (their norms and ids), the centroids, the lists'
 /// starts, plus a page (pageBytes) and the temporaries (tempMemoryBytes), or during
 /// the sort of the rows its four id arrays; its k-means pages by pageBytes too.
@@ -48,10 +48,10 @@ size_t ivfSelfKnnPeakBytes(
         size_t tempMemoryBytes);
 
 /// Ids of approximately the k nearest of n vectors (device rows `vectors`, n x d) to
-/// each of them, itself included, in device memory: n x k, best first, -1 where the
-/// probed lists hold fewer than k. Lists: k-means (gpuKMeans, GpuIndexIVFFlat's
-/// parameters) of nlist centroids on trainX (the same rows, host or device memory),
-/// each vector in its nearest centroid's list; a vector's neighbours come from its
+/// each of them, itself included, in device memory: n x k int32 (n <= INT_MAX), best
+/// first, -1 where the probed lists hold fewer than k. Lists: k-means (gpuKMeans,
+/// GpuIndexIVFFlat's parameters) of nlist centroids on trainX (the same rows, host or
+/// device memory), each vector in its nearest centroid's list; a vector's neighbours come from its
 /// nprobe nearest lists, searched exactly (FP32). In pages of ivfSelfKnnPageQueries of
 /// pageBytes; each page's (query, list) pairs are sorted by list and each list's
 /// queries searched against its rows in chunks of ivfSelfKnnChunkRows (an FP32 GEMM of
@@ -60,7 +60,7 @@ size_t ivfSelfKnnPeakBytes(
 /// A vector's list is among its probes (so its row holds it) unless its two nearest
 /// centroids tie within the rounding of two GEMMs of different shapes and nprobe is 1.
 /// Reports the k-means, the sorted lists and each page to `progress`.
-DeviceBuffer<int64_t> ivfSelfKnn(
+DeviceBuffer<int32_t> ivfSelfKnn(
         const GpuResources& res,
         const float* vectors,
         int64_t n,
