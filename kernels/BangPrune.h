@@ -19,6 +19,12 @@ constexpr int kBangPruneThreads = 256;
 /// shared memory by its prune block (8 KiB of keys); a larger one (a hub's reverse
 /// edges) goes through a keys kernel and CUB's segmented sort, in global memory.
 constexpr int kBangPruneSharedSortMax = 1024;
+/// RobustPrune considers a node's closest kBangPruneWalkPerEdge x R distinct candidates
+/// (DiskANN's maxc, tied to R here); the farther ones are never selected. Without the
+/// cap a hub's hundreds of reverse edges make its prune R passes over all of them: on
+/// 20M x 128 blobs (H100) the prunes took 72.6 s, with it 37.2 s, recall@10 at L 40
+/// 0.7941 -> 0.7919 (benchs/NOTES.md, twenty-eighth session).
+constexpr int kBangPruneWalkPerEdge = 4;
 /// Most nodes, and most candidate entries, of one page (the kernels index a page's
 /// entries with int).
 constexpr int64_t kBangPruneMaxPageEntries = int64_t(1) << 30;
@@ -69,8 +75,9 @@ size_t bangPruneSortTempBytes(int64_t entries, int64_t nodes);
 
 /// Rows v0 .. v0 + nodes - 1 of graph (n x R, int32): for each node, its distinct valid
 /// candidates sorted by (squared L2 distance to the node, id), then
-/// - RobustPrune (alpha, at most R selected), or, with copyWhenFits, the candidates
-///   themselves when there are at most R of them (RobustPrune otherwise);
+/// - RobustPrune (alpha, at most R selected, over the first kBangPruneWalkPerEdge x R of
+///   them), or, with copyWhenFits, the candidates themselves when there are at most R
+///   of them (RobustPrune otherwise);
 /// written in ascending (distance, id) order, padded with -1. Three steps: the keys
 /// (distance bits above the id, one group of 8 lanes per distance, a fixed summation
 /// order), their sort (in shared memory, or CUB's segmented sort for the nodes above

@@ -3,7 +3,8 @@
 // keys, then one block per node walks its sorted keys: repeats and invalid ids dropped,
 // then DiskANN's RobustPrune as robustPrune() in impl/BangPrune.cpp does it (the closest
 // remaining candidate p* is selected, every remaining c with alpha * d(p*, c) <= d(node,
-// c) is dropped, until R are selected). The reverse edges: in-degree counts, then each
+// c) is dropped, until R are selected; over the closest kBangPruneWalkPerEdge x R
+// distinct candidates). The reverse edges: in-degree counts, then each
 // edge written into its target's slot range.
 //
 // Every per-node array of a page lives in global memory, so no node's candidate count
@@ -223,6 +224,34 @@ __global__ void __launch_bounds__(kThreads) pruneKernel(
         return;
     }
 
+    // RobustPrune over the entries up to the cap-th distinct candidate (warp 0 finds it
+    // when there are more), all of them otherwise.
+    const int cap = kBangPruneWalkPerEdge * R;
+    int walk = m;
+    if (unique > cap) { // block-uniform
+        if (warp == 0) {
+            int seen = 0;
+            for (int base = 0; base < m; base += 32) {
+                const int j = base + lane;
+                unsigned mask = __ballot_sync(0xffffffffu, j < m && live[j] != 0);
+                const int count = __popc(mask);
+                if (seen + count >= cap) { // warp-uniform
+                    for (int t = seen + 1; t < cap; ++t) {
+                        mask &= mask - 1u; // drop the lowest set bit
+                    }
+                    if (lane == 0) {
+                        found = base + __ffs(int(mask)); // one past the cap-th
+                    }
+                    break;
+                }
+                seen += count;
+            }
+        }
+        __syncthreads();
+        walk = found;
+        __syncthreads(); // `found` is free again
+    }
+
     // RobustPrune. Every thread keeps the same `selected`, `start` and `i`.
     int selected = 0;
     int start = 0;
@@ -230,9 +259,9 @@ __global__ void __launch_bounds__(kThreads) pruneKernel(
         // p*: the first alive entry at or after start (warp 0; the others wait).
         if (warp == 0) {
             int first = -1;
-            for (int base = start; base < m && first < 0; base += 32) {
+            for (int base = start; base < walk && first < 0; base += 32) {
                 const int j = base + lane;
-                const unsigned mask = __ballot_sync(0xffffffffu, j < m && live[j] != 0);
+                const unsigned mask = __ballot_sync(0xffffffffu, j < walk && live[j] != 0);
                 if (mask != 0u) {
                     first = base + __ffs(int(mask)) - 1;
                 }
@@ -257,9 +286,9 @@ __global__ void __launch_bounds__(kThreads) pruneKernel(
         stageRow(pivot, x, p, d);
         __syncthreads();
         // Drop every alive c after p* with alpha * d(p*, c) <= d(node, c): one group per c.
-        for (int base = i + 1; base < m; base += kGroups) { // the same trip count everywhere
+        for (int base = i + 1; base < walk; base += kGroups) { // the same trip count everywhere
             const int j = base + group;
-            const bool a = j < m && live[j] != 0;
+            const bool a = j < walk && live[j] != 0;
             const uint64_t kj = a ? key[j] : 0;
             const int32_t c = a ? bangKeyId(kj) : 0;
             const float dist = groupL2(pivot, x + size_t(c) * size_t(d), d, sub, a);

@@ -27,6 +27,7 @@
 #include <kernels/BangBloom.h>
 #include <kernels/BangCandidates.h>
 #include <kernels/BangPq.h>
+#include <kernels/BangPrune.h>
 
 #include "FlippedBytes.h"
 #include "LegacyIndexFiles.h"
@@ -76,6 +77,18 @@ TEST(BangPrune, RobustPruneOnALine) {
     EXPECT_EQ(robustPrune(x.data(), 1, c, 1e6f, 3), (std::vector<int32_t>{1, 4, 2}));
     EXPECT_TRUE(robustPrune(x.data(), 1, c, 1.2f, 0).empty());
     EXPECT_TRUE(robustPrune(x.data(), 1, {}, 1.2f, 5).empty());
+}
+
+TEST(BangPrune, RobustPruneConsidersTheClosestFourRCandidates) {
+    // 1-d: node 0 at 0, a group of eight at 1.0 .. 1.7 (the nearest hides the others)
+    // and one point at -5, the farthest, which nothing hides.
+    const std::vector<float> x = {0.f, 1.f, 1.1f, 1.2f, 1.3f, 1.4f, 1.5f, 1.6f, 1.7f, -5.f};
+    auto c = candidatesOf(x, 1, 0, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+    static_assert(kernels::kBangPruneWalkPerEdge == 4, "the cases below count 4 R");
+    // R 3 walks 12 candidates: the far point is selected.
+    EXPECT_EQ(robustPrune(x.data(), 1, c, 1.2f, 3), (std::vector<int32_t>{1, 9}));
+    // R 2 walks the closest 8 only: the far point is never considered.
+    EXPECT_EQ(robustPrune(x.data(), 1, c, 1.2f, 2), (std::vector<int32_t>{1}));
 }
 
 TEST(BangPrune, RobustPruneKeepsDiverseDirections) {

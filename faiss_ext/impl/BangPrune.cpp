@@ -4,6 +4,8 @@
 
 #include <faiss/impl/FaissAssert.h>
 
+#include <kernels/BangPrune.h>
+
 namespace faiss_ext {
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -57,14 +59,16 @@ std::vector<int32_t> robustPrune(
         int R) {
     std::vector<int32_t> out;
     out.reserve(size_t(std::max(R, 0)));
-    std::vector<char> alive(cand.size(), 1);
-    for (size_t i = 0; i < cand.size() && int(out.size()) < R; ++i) {
+    const size_t walk =
+            std::min(cand.size(), size_t(kernels::kBangPruneWalkPerEdge) * size_t(std::max(R, 0)));
+    std::vector<char> alive(walk, 1);
+    for (size_t i = 0; i < walk && int(out.size()) < R; ++i) {
         if (!alive[i]) {
             continue;
         }
         out.push_back(cand[i].second);
         const float* xi = x + size_t(cand[i].second) * d;
-        for (size_t j = i + 1; j < cand.size(); ++j) {
+        for (size_t j = i + 1; j < walk; ++j) {
             if (alive[j] &&
                 alpha * bangL2Sqr(xi, x + size_t(cand[j].second) * d, d) <= cand[j].first) {
                 alive[j] = 0;

@@ -20,7 +20,8 @@ float bangL2Sqr(const float* a, const float* b, int d);
 using BangCandidate = std::pair<float, int32_t>;
 
 /// DiskANN RobustPrune of one node. cand: sorted ascending by (distance, id), unique
-/// ids, the node itself excluded. Repeatedly selects the closest remaining candidate
+/// ids, the node itself excluded; only the first kernels::kBangPruneWalkPerEdge x R are
+/// considered (DiskANN's maxc). Repeatedly selects the closest remaining candidate
 /// p* and drops every remaining c with alpha * d(p*, c) <= d(node, c) (squared
 /// distances, as DiskANN does for L2), until R are selected or none remain. Returns
 /// the selected ids in selection order. x: the row-major vectors (d columns) ids index.
