@@ -6,7 +6,7 @@
 // in host memory) beside exact mode at batch 10000.
 // Usage: bench_bang [n_base] [spread] [pq|build] [--sift DIR] [--lists N] [--probes P]
 //                   [--verbose] [--extend F] [--by-row] [--page-mib P] [--passes N]
-//                   [--build-l L] [--candidates C]
+//                   [--build-l L] [--candidates C] [--sift-mixture DIR]
 // Defaults 1000000, 0.15 (bench_ivf's dataset). A third argument "pq" skips the
 // stepwise kernel and IVF-Flat; "build" stops after the persistent kernel's table.
 // --sift DIR: the first n_base rows of DIR/base.bvecs (or .fvecs) and 10000 of
@@ -16,6 +16,9 @@
 // searchL / candidates. --verbose: the build's phases as they end.
 // --extend F: also builds on the first (1 - F) n rows, adds the other F n in one add (an
 // extension of the graph), and prints its time and recall beside the one build's.
+// --sift-mixture DIR: n_base rows and 10000 queries drawn from a Gaussian mixture of
+// 1000 components fitted to DIR's SIFT base (datasets/Mixture.h; values rounded to
+// bytes), for sizes beyond the real set's.
 // --by-row: the clustered set drawn by datasets::clusteredByRow (a thread a share of the
 // rows; the same distribution, other numbers) instead of datasets::clustered (one
 // thread): for 100M, where one thread takes minutes.
@@ -39,6 +42,7 @@
 
 #include "BenchUtil.h"
 #include "DemoTable.h"
+#include "Mixture.h"
 #include "Synthetic.h"
 #include "VecsIO.h"
 
@@ -95,6 +99,7 @@ int main(int argc, char** argv) {
     }
     std::vector<std::string> args;
     std::string siftDir;
+    std::string mixtureDir;
     GpuIndexBangConfig bangCfg;
     bool verbose = false;
     double extendFraction = 0;
@@ -103,6 +108,8 @@ int main(int argc, char** argv) {
         const std::string a = argv[i];
         if (a == "--sift" && i + 1 < argc) {
             siftDir = argv[++i];
+        } else if (a == "--sift-mixture" && i + 1 < argc) {
+            mixtureDir = argv[++i];
         } else if (a == "--lists" && i + 1 < argc) {
             bangCfg.build.candidateLists = std::atoll(argv[++i]);
         } else if (a == "--probes" && i + 1 < argc) {
@@ -139,7 +146,23 @@ int main(int argc, char** argv) {
     bench::printDevice(res, ceil);
     int d = 128;
     std::vector<float> xb, xq;
-    if (siftDir.empty()) {
+    if (!mixtureDir.empty()) {
+        const auto start = std::chrono::steady_clock::now();
+        const datasets::Matrix<float> real = datasets::readRowsAsFloat(mixtureDir, "base", 1000000);
+        d = real.d;
+        const datasets::GaussianMixture g =
+                datasets::fitGaussianMixture(real.data.data(), real.n, d, 1000);
+        const double fitted =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        xb = datasets::sampleGaussianMixture(g, nb, 1, true);
+        xq = datasets::sampleGaussianMixture(g, nq, 2, true);
+        std::printf(
+                "dataset: %lld x %d from a 1000-component Gaussian mixture fitted to %lld SIFT "
+                "rows of %s (%.1f s), %lld queries, k=%d; drawn in %.1f s\n",
+                (long long)nb, d, (long long)real.n, mixtureDir.c_str(), fitted, (long long)nq, k,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
+                        fitted);
+    } else if (siftDir.empty()) {
         datasets::ClusteredSpec spec{nb, d, 2000, spread, 7};
         auto draw = [byRow](const datasets::ClusteredSpec& s, uint64_t stream) {
             return byRow ? datasets::clusteredByRow(s, stream) : datasets::clustered(s, stream);

@@ -1,9 +1,10 @@
 #include "Synthetic.h"
 
+#include "ByRow.h"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
-#include <thread>
 
 namespace faiss_ext {
 namespace datasets {
@@ -19,44 +20,6 @@ std::vector<float> clusterCentres(const ClusteredSpec& spec) {
     }
     return centres;
 }
-
-/// SplitMix64's output function: a well mixed 64-bit value of x.
-uint64_t mix64(uint64_t x) {
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-/// SplitMix64 from a row's own seed: uniform draws and Box-Muller normals.
-class RowRng {
-   public:
-    explicit RowRng(uint64_t seed) : state_(seed) {}
-    uint64_t next() {
-        state_ += 0x9e3779b97f4a7c15ull;
-        return mix64(state_);
-    }
-    /// Uniform in (0, 1]: 24 bits.
-    float unitOpen() {
-        return float((next() >> 40) + 1) * (1.f / 16777216.f);
-    }
-    /// A standard normal (the pair's second half is kept for the next call).
-    float normal() {
-        if (hasSpare_) {
-            hasSpare_ = false;
-            return spare_;
-        }
-        const float r = std::sqrt(-2.f * std::log(unitOpen()));
-        const float a = 6.2831853f * unitOpen();
-        spare_ = r * std::sin(a);
-        hasSpare_ = true;
-        return r * std::cos(a);
-    }
-
-   private:
-    uint64_t state_;
-    float spare_ = 0;
-    bool hasSpare_ = false;
-};
 
 } // namespace
 
@@ -81,7 +44,7 @@ std::vector<float> clusteredByRow(const ClusteredSpec& spec, uint64_t streamId, 
     std::vector<float> x(size_t(spec.n) * spec.d);
     auto fill = [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
-            RowRng rng(mix64(streamSeed + 0xd1b54a32d192ed03ull * uint64_t(i)));
+            RowRng rng(rowSeed(streamSeed, i));
             const float* c = centres.data() + size_t(rng.next() % uint64_t(spec.clusters)) * spec.d;
             float* row = x.data() + size_t(i) * spec.d;
             for (int j = 0; j < spec.d; ++j) {
@@ -89,18 +52,7 @@ std::vector<float> clusteredByRow(const ClusteredSpec& spec, uint64_t streamId, 
             }
         }
     };
-    const int64_t workers = std::max<int64_t>(
-            1,
-            std::min<int64_t>(
-                    threads > 0 ? threads : int64_t(std::thread::hardware_concurrency()),
-                    spec.n / 4096 + 1));
-    std::vector<std::thread> pool;
-    for (int64_t t = 0; t < workers; ++t) {
-        pool.emplace_back(fill, spec.n * t / workers, spec.n * (t + 1) / workers);
-    }
-    for (std::thread& t : pool) {
-        t.join();
-    }
+    fillRowsInParallel(spec.n, threads, fill);
     return x;
 }
 

@@ -1,0 +1,77 @@
+// What the datasets drawn by row share (Synthetic.h's clusteredByRow, Mixture.h): each
+// row seeds its own generator, so every thread count and machine draws the same rows,
+// and the threads that fill a set's rows.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace faiss_ext {
+namespace datasets {
+
+/// SplitMix64's output function: a well mixed 64-bit value of x.
+inline uint64_t mix64(uint64_t x) {
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/// SplitMix64 from a row's own seed: uniform draws and Box-Muller normals.
+class RowRng {
+   public:
+    explicit RowRng(uint64_t seed) : state_(seed) {}
+    uint64_t next() {
+        state_ += 0x9e3779b97f4a7c15ull;
+        return mix64(state_);
+    }
+    /// Uniform in (0, 1]: 24 bits.
+    float unitOpen() {
+        return float((next() >> 40) + 1) * (1.f / 16777216.f);
+    }
+    /// A standard normal (the pair's second half is kept for the next call).
+    float normal() {
+        if (hasSpare_) {
+            hasSpare_ = false;
+            return spare_;
+        }
+        const float r = std::sqrt(-2.f * std::log(unitOpen()));
+        const float a = 6.2831853f * unitOpen();
+        spare_ = r * std::sin(a);
+        hasSpare_ = true;
+        return r * std::cos(a);
+    }
+
+   private:
+    uint64_t state_;
+    float spare_ = 0;
+    bool hasSpare_ = false;
+};
+
+/// The seed of row i of a stream (streamSeed: mix64 of the set's seed and stream).
+inline uint64_t rowSeed(uint64_t streamSeed, int64_t i) {
+    return mix64(streamSeed + 0xd1b54a32d192ed03ull * uint64_t(i));
+}
+
+/// Calls fill(begin, end) over [0, n) split among `threads` threads (0: one per hardware
+/// thread; at most one per 4096 rows).
+template <typename Fill>
+void fillRowsInParallel(int64_t n, int threads, Fill fill) {
+    const int64_t workers = std::max<int64_t>(
+            1,
+            std::min<int64_t>(
+                    threads > 0 ? threads : int64_t(std::thread::hardware_concurrency()),
+                    n / 4096 + 1));
+    std::vector<std::thread> pool;
+    for (int64_t t = 0; t < workers; ++t) {
+        pool.emplace_back(fill, n * t / workers, n * (t + 1) / workers);
+    }
+    for (std::thread& t : pool) {
+        t.join();
+    }
+}
+
+} // namespace datasets
+} // namespace faiss_ext
