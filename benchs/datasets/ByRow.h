@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -56,20 +57,33 @@ inline uint64_t rowSeed(uint64_t streamSeed, int64_t i) {
 }
 
 /// Calls fill(begin, end) over [0, n) split among `threads` threads (0: one per hardware
-/// thread; at most one per 4096 rows).
+/// thread; at most one per minPerThread items); the first exception a thread throws is
+/// rethrown once all have ended.
 template <typename Fill>
-void fillRowsInParallel(int64_t n, int threads, Fill fill) {
+void fillRowsInParallel(int64_t n, int threads, Fill fill, int64_t minPerThread = 4096) {
     const int64_t workers = std::max<int64_t>(
             1,
             std::min<int64_t>(
                     threads > 0 ? threads : int64_t(std::thread::hardware_concurrency()),
-                    n / 4096 + 1));
+                    n / minPerThread + 1));
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
     std::vector<std::thread> pool;
     for (int64_t t = 0; t < workers; ++t) {
-        pool.emplace_back(fill, n * t / workers, n * (t + 1) / workers);
+        pool.emplace_back([&, t] {
+            try {
+                fill(n * t / workers, n * (t + 1) / workers);
+            } catch (...) {
+                errors[size_t(t)] = std::current_exception();
+            }
+        });
     }
     for (std::thread& t : pool) {
         t.join();
+    }
+    for (const std::exception_ptr& e : errors) {
+        if (e) {
+            std::rethrow_exception(e);
+        }
     }
 }
 

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include <faiss/Clustering.h>
 #include <faiss/IndexFlat.h>
@@ -60,7 +58,7 @@ GaussianMixture fitGaussianMixture(const float* x, int64_t n, int d, int compone
     assign.search(n, x, 1, unused.data(), label.data());
 
     // Each cluster's members, then its weight, mean and covariance (double, rows in id
-    // order: the same numbers for any thread count), a thread per cluster at a time.
+    // order: the same numbers for any thread count).
     const int C = components;
     std::vector<std::vector<int64_t>> members(static_cast<size_t>(C));
     for (int64_t i = 0; i < n; ++i) {
@@ -109,28 +107,15 @@ GaussianMixture fitGaussianMixture(const float* x, int64_t n, int d, int compone
         const std::vector<float> l = choleskyFactor(cov, d);
         std::copy(l.begin(), l.end(), g.factors.begin() + size_t(c) * D * D);
     };
-    const int workers = std::max(1, std::min(C, int(std::thread::hardware_concurrency())));
-    std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
-    std::vector<std::thread> pool;
-    for (int t = 0; t < workers; ++t) {
-        pool.emplace_back([&, t] {
-            try {
-                for (int c = t; c < C; c += workers) {
-                    fitCluster(c);
+    // A cluster's fit is a few million multiply-adds: any split is worth a thread.
+    fillRowsInParallel(
+            C, 0,
+            [&](int64_t c0, int64_t c1) {
+                for (int64_t c = c0; c < c1; ++c) {
+                    fitCluster(int(c));
                 }
-            } catch (...) {
-                errors[size_t(t)] = std::current_exception();
-            }
-        });
-    }
-    for (std::thread& t : pool) {
-        t.join();
-    }
-    for (const std::exception_ptr& e : errors) {
-        if (e) {
-            std::rethrow_exception(e);
-        }
-    }
+            },
+            1);
     double running = 0.0;
     for (int c = 0; c < C; ++c) {
         running += double(members[size_t(c)].size()) / double(n);
