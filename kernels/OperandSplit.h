@@ -12,6 +12,10 @@ namespace kernels {
 enum class GemmProduct {
     /// FP32 operands on CUDA cores
     kFloat32,
+    /// FP32 operands that the tensor cores round to TF32 (11 significant bits), one GEMM
+    /// over K = d with FP32 accumulation: ~2^-10 relative a product. No split, no exact
+    /// results: for products that need only be near (the Bang build's candidates)
+    kTF32,
     /// hi = x rounded to TF32 (11 significant bits), lo = x - hi (exact in FP32); query
     /// rows become [hi, hi, lo] and base rows [hi, lo, hi], so one TF32 GEMM over K = 3d
     /// sums hi.hi + hi.lo + lo.hi in FP32: the product up to the dropped lo.lo term and
@@ -30,12 +34,13 @@ enum class SplitRole {
     kBase,
 };
 
-/// Bytes of one split row of dimension d (0 for kFloat32: the rows are used as they are).
+/// Bytes of one split row of dimension d (0 for kFloat32 and kTF32: the rows are used as
+/// they are).
 size_t splitRowBytes(GemmProduct product, int d);
 
 /// Writes n split rows of 3d elements (FP32 for kTF32x3, bf16 for kBF16x3), row-major,
 /// to out from x (n x d, row-major). Finite inputs only (the indexes refuse NaN and
-/// inf). kFloat32 has no split: refused.
+/// inf). kFloat32 and kTF32 have no split: refused.
 void splitRows(
         GemmProduct product,
         const float* x,

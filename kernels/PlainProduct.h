@@ -13,9 +13,9 @@ namespace faiss_ext {
 namespace kernels {
 
 /// dist[i * nb + j] = alpha * sum_c q[i * K + c] b[j * K + c] for i < nq, j < nb, with
-/// FP32 accumulation. The operands are FP32 for kFloat32 and kTF32x3 (whose split rows
-/// are then multiplied in FP32, within the split's own error bound) and bf16 for
-/// kBF16x3; K is d, or 3d for the splits. No shared memory; one base row a thread.
+/// FP32 accumulation. The operands are FP32 for kFloat32, kTF32 and kTF32x3 (multiplied
+/// in FP32: within the TF32 products' error bounds) and bf16 for kBF16x3; K is d, or 3d
+/// for the splits. No shared memory; one base row a thread.
 void plainProduct(
         GemmProduct product,
         const void* q,

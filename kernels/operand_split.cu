@@ -101,6 +101,7 @@ void launchSplit(const float* x, int64_t n, int d, SplitRole role, void* out, cu
 size_t splitRowBytes(GemmProduct product, int d) {
     switch (product) {
         case GemmProduct::kFloat32:
+        case GemmProduct::kTF32:
             return 0;
         case GemmProduct::kTF32x3:
             return size_t(3) * d * sizeof(float);
@@ -129,6 +130,7 @@ void splitRows(
             launchSplit<Bf16Parts>(x, n, d, role, out, stream);
             return;
         case GemmProduct::kFloat32:
+        case GemmProduct::kTF32:
             break;
     }
     FAISS_THROW_FMT("splitRows: GemmProduct %d has no split", int(product));

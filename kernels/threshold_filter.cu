@@ -332,6 +332,12 @@ KeyErrorBound keyErrorBound(int d, GemmProduct product) {
             // FP32 accumulation in any order: gamma_d = d u, doubled for margin.
             b.dotRel = float(2 * (d + 4) * u);
             return b;
+        case GemmProduct::kTF32:
+            // Per product, both operands rounded to TF32 (2^-11 each, 2^-10 if the
+            // conversion truncates); then the accumulation as for 3xTF32 over d / 8
+            // k-steps; doubled for margin.
+            b.dotRel = float(2 * (2.0 / (1 << 10) + (1.0 * d / 8 + 16) / (1 << 23)));
+            return b;
         case GemmProduct::kTF32x3:
             // Per product, the dropped lo.lo term (2^-22) and the TF32 conversion of both
             // lo parts (2^-21 each); then the tensor cores' accumulation, which truncates

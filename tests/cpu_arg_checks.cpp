@@ -315,6 +315,7 @@ TEST(FlatSearchPath, RerankPathTakesLargeBatchesAtLargeDAndKOnTensorCores) {
 TEST(FlatSearchPrecision, SplitRowsHalveTheirBytesInBf16) {
     using kernels::GemmProduct;
     EXPECT_EQ(kernels::splitRowBytes(GemmProduct::kFloat32, 128), 0u);
+    EXPECT_EQ(kernels::splitRowBytes(GemmProduct::kTF32, 128), 0u);
     EXPECT_EQ(kernels::splitRowBytes(GemmProduct::kTF32x3, 128), 3u * 128 * 4);
     EXPECT_EQ(kernels::splitRowBytes(GemmProduct::kBF16x3, 128), 3u * 128 * 2);
 }

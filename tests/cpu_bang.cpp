@@ -255,25 +255,40 @@ TEST(BangBuild, IvfSelfKnnPagesAndChunksFitTheirBudgets) {
     const size_t MiB = size_t(1) << 20;
     // A page query: 8 probes' 32 bytes and 65 running distances.
     EXPECT_EQ(ivfSelfKnnBytesPerPageQuery(65, 8), size_t(8 * 32 + 65 * 4));
-    // 10M x 128, the build's k 65 and 8 of 3162 lists, the default 256 MiB: each list
-    // gets over 1000 queries of a page (NOTES: a GEMM per list of ~1000 queries).
-    const int64_t p = ivfSelfKnnPageQueries(10000000, 65, 8, 256 * MiB);
-    EXPECT_EQ(p, int64_t(256 * MiB / ivfSelfKnnBytesPerPageQuery(65, 8)));
-    EXPECT_GT(p * 8 / 3162, 1000);
-    // Within the budget, at least one query, at most n.
+    // 10M x 128, the build's k 65 and 4 of 3162 lists: the default 256 MiB would hold
+    // ~690K queries (~870 pairs a list); the floor of 4096 pairs a list takes 3.24M.
+    const size_t perQuery = ivfSelfKnnBytesPerPageQuery(65, 4);
+    EXPECT_LT(int64_t(256 * MiB / perQuery) * 4 / 3162, 1000);
+    const int64_t p = ivfSelfKnnPageQueries(10000000, 65, 4, 3162, 256 * MiB);
+    EXPECT_EQ(p, (kIvfSelfKnnPairsPerList * 3162 + 3) / 4);
+    // A budget above the floor: as many as it holds; one above n: n.
+    EXPECT_EQ(
+            ivfSelfKnnPageQueries(10000000, 65, 4, 3162, 2048 * MiB),
+            int64_t(2048 * MiB / perQuery));
+    EXPECT_EQ(ivfSelfKnnPageQueries(10000000, 65, 4, 3162, 8192 * MiB), 10000000);
+    // Whatever the budget: at least the floor (or n), at most n.
     for (const int k : {1, 65, 1024}) {
         for (const int nprobe : {1, 8, 3162}) {
-            const int64_t q = ivfSelfKnnPageQueries(10000000, k, nprobe, 4 * MiB);
-            EXPECT_GE(q, 1);
-            EXPECT_LE(size_t(q) * ivfSelfKnnBytesPerPageQuery(k, nprobe), 4 * MiB);
-            EXPECT_EQ(ivfSelfKnnPageQueries(q / 2 + 1, k, nprobe, 4 * MiB), q / 2 + 1);
+            for (const size_t bytes : {size_t(0), 4 * MiB, 64 * MiB}) {
+                const int64_t q = ivfSelfKnnPageQueries(10000000, k, nprobe, 3162, bytes);
+                const int64_t floor = (kIvfSelfKnnPairsPerList * 3162 + nprobe - 1) / nprobe;
+                EXPECT_EQ(
+                        q,
+                        std::min<int64_t>(
+                                10000000,
+                                std::max(
+                                        floor,
+                                        int64_t(bytes / ivfSelfKnnBytesPerPageQuery(k, nprobe)))));
+                EXPECT_EQ(ivfSelfKnnPageQueries(q / 2 + 1, k, nprobe, 3162, bytes), q / 2 + 1);
+            }
         }
     }
     // CUB sorts at most INT_MAX pairs a page.
     EXPECT_LE(
-            ivfSelfKnnPageQueries(int64_t(1) << 40, 1, 2048, size_t(1) << 50) * 2048,
+            ivfSelfKnnPageQueries(int64_t(1) << 40, 1, 2048, 2048, size_t(1) << 50) * 2048,
             int64_t(INT_MAX));
-    EXPECT_THROW(ivfSelfKnnPageQueries(1000, 1024, 3162, 100000), faiss::FaissException);
+    EXPECT_THROW(ivfSelfKnnPageQueries(1000, 65, 4, 0, MiB), faiss::FaissException);
+    EXPECT_THROW(ivfSelfKnnPageQueries(0, 65, 4, 10, MiB), faiss::FaissException);
     // A list's search: a query row (128 floats and its bound) and its 65 results within
     // half the temporaries.
     EXPECT_EQ(ivfSelfKnnBytesPerChunkRow(128, 65, 3162), size_t(129 * 4 + 65 * 12 + 3162 * 4));
@@ -285,15 +300,16 @@ TEST(BangBuild, IvfSelfKnnPagesAndChunksFitTheirBudgets) {
     EXPECT_THROW(ivfSelfKnnChunkRows(768, 1024, 100, 10000), faiss::FaissException);
     // The peak: the int32 ids found, the sorted rows (their norms and ids), the centroids and
     // the lists' starts (the pairs': nearest and other lists) beside a page and the
-    // temporaries.
+    // temporaries. 1M in 1000 lists, 4 probes: the floor (1.02M queries) is every query.
     const int64_t n = 1000000;
     const size_t lists = 1000 * (128 + 1) * 4 + 2001 * 8;
     EXPECT_EQ(
-            ivfSelfKnnPeakBytes(n, 128, 65, 1000, 256 * MiB, 1024 * MiB),
-            lists + size_t(n) * (65 * 4 + 128 * 4 + 12) + 1280 * MiB);
+            ivfSelfKnnPeakBytes(n, 128, 65, 1000, 4, 256 * MiB, 1024 * MiB),
+            lists + size_t(n) * (65 * 4 + 128 * 4 + 12) + size_t(n) * perQuery + 1024 * MiB);
     // Small rows and k: the sort of the rows by list (four ids a vector) is the peak.
     EXPECT_EQ(
-            ivfSelfKnnPeakBytes(n, 1, 1, 1, MiB, MiB), (1 * 2) * 4 + 3 * 8 + size_t(n) * 32 + MiB);
+            ivfSelfKnnPeakBytes(n, 1, 1, 1, 1, MiB, MiB),
+            (1 * 2) * 4 + 3 * 8 + size_t(n) * 32 + MiB);
 }
 
 TEST(BangBuild, EveryHubIsFoundFromItsNode) {

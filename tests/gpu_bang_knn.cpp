@@ -35,6 +35,7 @@ struct SelfKnnCase {
     int64_t nlist = 0;
     int nprobe = 0;
     size_t pageBytes = size_t(256) << 20;
+    kernels::GemmProduct product = kernels::GemmProduct::kFloat32;
 };
 
 /// ivfSelfKnn of the host rows x (copied to the device; trainX: the device copy when
@@ -48,7 +49,7 @@ std::vector<int64_t> selfKnn(
     copyToDevice(xDev.data(), x.data(), x.size(), res.stream());
     const DeviceBuffer<int32_t> ids = ivfSelfKnn(
             res, xDev.data(), c.n, c.d, trainOnDevice ? xDev.data() : x.data(), c.k, c.nlist,
-            c.nprobe, c.pageBytes, Progress(false, "test"));
+            c.nprobe, c.product, c.pageBytes, Progress(false, "test"));
     const std::vector<int32_t> narrow =
             copyToHostVector(ids.data(), size_t(c.n) * c.k, res.stream());
     return std::vector<int64_t>(narrow.begin(), narrow.end());
@@ -205,6 +206,31 @@ TEST(IvfSelfKnn, RecallAtLeastTheIvfFlatSearchsOnTheSameListsAndProbes) {
     }
 }
 
+// The build's products: TF32 on tensor cores. Not exact, so near neighbours may trade
+// places at the k-th; the recall against the exact k-NN stays that of FP32 products,
+// and the rows stay well formed. Bad products are refused.
+TEST(IvfSelfKnn, Tf32ProductsKeepTheRecallOfFp32) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int64_t n = smallUnderSanitizer(20000, 1200);
+    SelfKnnCase c{n, 64, 33, int64_t(std::sqrt(double(n))), 4};
+    const std::vector<float> x = clusteredRows(c.n, c.d, testSeed() + 9);
+    std::vector<float> refD;
+    std::vector<int64_t> refI;
+    exactKnn(res, x, c.n, c.d, c.k, refD, refI);
+    const double fp32 = recall(refI, selfKnn(res, x, c), c.n, c.k);
+    SelfKnnCase tf32 = c;
+    tf32.product = kernels::GemmProduct::kTF32;
+    const std::vector<int64_t> I = selfKnn(res, x, tf32);
+    EXPECT_GE(paddedRows(I, c.n, c.k), 0);
+    const double ours = recall(refI, I, c.n, c.k);
+    std::printf("recall@%d: FP32 products %.4f, TF32 %.4f\n", c.k, fp32, ours);
+    EXPECT_GE(ours, fp32 - 0.01);
+    SelfKnnCase split = c;
+    split.product = kernels::GemmProduct::kTF32x3;
+    EXPECT_THROW(selfKnn(res, x, split), faiss::FaissException);
+}
+
 TEST(IvfSelfKnn, EveryListProbedIsTheExactKnnUpToK1024) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
@@ -264,29 +290,36 @@ TEST(IvfSelfKnn, FewerThanKInTheProbedListsPadsWithMinusOne) {
 
 TEST(IvfSelfKnn, PagesChunksAndTrainingPlacementKeepTheResult) {
     FAISS_EXT_REQUIRE_GPU();
-    // Under compute-sanitizer a fifth of the vectors (the 4 long lists below still take
-    // more than one chunk each: not below ~3900), and the recalls measured on the first
-    // 1000 rows (their exact k-NN, a selection over every row, is the reference).
-    const int64_t n = smallUnderSanitizer(20000, 4000), m = smallUnderSanitizer(n, 1000);
+    // Under compute-sanitizer under half the vectors (the 4 long lists below still take
+    // more than one chunk each, and the pages below are still three), and the recalls
+    // measured on the first 1000 rows (their exact k-NN, a selection over every row, is
+    // the reference).
+    const int64_t n = smallUnderSanitizer(20000, 9000), m = smallUnderSanitizer(n, 1000);
     SelfKnnCase c{n, 32, 33, int64_t(std::sqrt(double(n))), 8};
     const std::vector<float> x = clusteredRows(c.n, c.d, testSeed() + 7);
     GpuResources res;
     const std::vector<int64_t> one = selfKnn(res, x, c);
-    ASSERT_EQ(ivfSelfKnnPageQueries(c.n, c.k, c.nprobe, c.pageBytes), c.n);
+    ASSERT_EQ(ivfSelfKnnPageQueries(c.n, c.k, c.nprobe, c.nlist, c.pageBytes), c.n);
     // Training rows in device memory: the same k-means, the same result.
     EXPECT_EQ(selfKnn(res, x, c, true), one);
     std::vector<float> refD;
     std::vector<int64_t> refI;
     exactKnn(res, x, c.n, c.d, c.k, refD, refI, m);
-    const double oneRecall = recall(refI, one, m, c.k);
-    // Seven pages.
-    const int64_t pageQueries = c.n * 3 / 20;
-    SelfKnnCase paged = c;
-    paged.pageBytes = pageQueries * ivfSelfKnnBytesPerPageQuery(c.k, c.nprobe);
-    ASSERT_EQ(ivfSelfKnnPageQueries(c.n, c.k, c.nprobe, paged.pageBytes), pageQueries);
+    // Pages: a page holds kIvfSelfKnnPairsPerList x nlist / nprobe queries at the least,
+    // so with 16 lists, all probed, a budget of one byte gives pages of 4096 queries
+    // (five; three under compute-sanitizer), each query's later lists bounded by its
+    // running best.
+    const SelfKnnCase all{c.n, c.d, c.k, 16, 16};
+    SelfKnnCase paged = all;
+    paged.pageBytes = 1;
+    const int64_t pageQueries = kIvfSelfKnnPairsPerList;
+    ASSERT_EQ(ivfSelfKnnPageQueries(c.n, c.k, all.nprobe, all.nlist, paged.pageBytes), pageQueries);
+    ASSERT_GE((c.n + pageQueries - 1) / pageQueries, 3);
+    ASSERT_EQ(ivfSelfKnnPageQueries(c.n, c.k, all.nprobe, all.nlist, all.pageBytes), c.n);
     const std::vector<int64_t> pages = selfKnn(res, x, paged);
     EXPECT_GE(paddedRows(pages, c.n, c.k), 0);
-    EXPECT_NEAR(recall(refI, pages, m, c.k), oneRecall, 0.002);
+    EXPECT_NEAR(recall(refI, pages, m, c.k), recall(refI, selfKnn(res, x, all), m, c.k), 0.002);
+    EXPECT_GE(recall(refI, one, m, c.k), 0.5);
     // 16 MiB of temporaries (the least GpuResources takes) over 4 long lists: each
     // list's ~10000 queries searched in chunks of a few hundred, against the same lists
     // searched whole. Smaller tiles change the products' shapes, k-means' included, so
@@ -309,7 +342,8 @@ TEST(IvfSelfKnn, DeviceMemoryWithinThePeakBound) {
     GpuResourcesConfig rc;
     rc.tempMemoryBytes = size_t(16) << 20;
     GpuResources res(rc);
-    // Under compute-sanitizer a tenth of the vectors in sqrt(n) lists, still one page.
+    // Under compute-sanitizer a tenth of the vectors in sqrt(n) lists; one page (the
+    // floor of kIvfSelfKnnPairsPerList pairs a list holds every query).
     SelfKnnCase c{smallUnderSanitizer(60000, 6000), 32, 33, smallUnderSanitizer(245, 77), 8};
     c.pageBytes = size_t(8) << 20;
     const std::vector<float> x = clusteredRows(c.n, c.d, testSeed() + 8);
@@ -318,15 +352,17 @@ TEST(IvfSelfKnn, DeviceMemoryWithinThePeakBound) {
     const PoolPeak pool(res);
     {
         const DeviceBuffer<int32_t> ids = ivfSelfKnn(
-                res, xDev.data(), c.n, c.d, x.data(), c.k, c.nlist, c.nprobe, c.pageBytes,
-                Progress(false, "test"));
+                res, xDev.data(), c.n, c.d, x.data(), c.k, c.nlist, c.nprobe, c.product,
+                c.pageBytes, Progress(false, "test"));
         res.synchronize();
     }
     const uint64_t peak = pool.bytes();
     const size_t bound =
-            ivfSelfKnnPeakBytes(c.n, c.d, c.k, c.nlist, c.pageBytes, rc.tempMemoryBytes);
+            ivfSelfKnnPeakBytes(c.n, c.d, c.k, c.nlist, c.nprobe, c.pageBytes, rc.tempMemoryBytes);
     std::printf("peak %.1f MiB, bound %.1f MiB\n", peak / 1048576.0, bound / 1048576.0);
     EXPECT_LE(peak, bound);
     // The arrays (all but the page and the temporaries) are all held at once.
-    EXPECT_GE(peak, bound - c.pageBytes - rc.tempMemoryBytes);
+    const size_t page = size_t(ivfSelfKnnPageQueries(c.n, c.k, c.nprobe, c.nlist, c.pageBytes)) *
+            ivfSelfKnnBytesPerPageQuery(c.k, c.nprobe);
+    EXPECT_GE(peak, bound - page - rc.tempMemoryBytes);
 }

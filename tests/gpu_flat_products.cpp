@@ -23,6 +23,8 @@ const char* productName(kernels::GemmProduct p) {
     switch (p) {
         case kernels::GemmProduct::kFloat32:
             return "fp32";
+        case kernels::GemmProduct::kTF32:
+            return "TF32";
         case kernels::GemmProduct::kTF32x3:
             return "3xTF32";
         case kernels::GemmProduct::kBF16x3:
@@ -120,8 +122,8 @@ TEST_P(GpuFlatProducts, EveryProductStaysWithinItsKeyErrorBound) {
             copyToDevice(q.data(), xq.data(), xq.size(), stream);
             copyToDevice(b.data(), xb.data(), xb.size(), stream);
             for (kernels::GemmProduct product :
-                 {kernels::GemmProduct::kFloat32, kernels::GemmProduct::kTF32x3,
-                  kernels::GemmProduct::kBF16x3}) {
+                 {kernels::GemmProduct::kFloat32, kernels::GemmProduct::kTF32,
+                  kernels::GemmProduct::kTF32x3, kernels::GemmProduct::kBF16x3}) {
                 SCOPED_TRACE(
                         std::string(productName(product)) + " d=" + std::to_string(d) +
                         " kind=" + std::to_string(kind));

@@ -50,11 +50,12 @@ BangMemoryEstimate estimateBangMemory(
     const size_t offsets = (N + 1) * 8;
     const size_t nn = N * K1 * 4; // int32 ids
     // Candidates: the k-NN, exact (int64 ids, then narrowed) or from sqrt(n) IVF lists
-    // (ivfSelfKnn: a copy of the rows sorted by list, pages of pageBytes).
+    // (ivfSelfKnn: a copy of the rows sorted by list, pages of ivfSelfKnnPageQueries).
     const int64_t lists = bangCandidateLists(n, b.candidateLists);
     const size_t knn = base +
             (lists == 0 ? 2 * nn + nn + page(K1) + temp
-                        : ivfSelfKnnPeakBytes(n, w, int(K1), lists, pageBytes, temp));
+                        : ivfSelfKnnPeakBytes(
+                                  n, w, int(K1), lists, b.candidateProbes, pageBytes, temp));
     // Then each vector's nearest hubs, the hubs' nearest hubs and the first lists.
     const size_t firstLists = 4 * (N * (K1 + hubK) + size_t(H) * hubHubK) + offsets;
     const size_t hubs = base + nn + N * hubK * 8 + size_t(H) * size_t(w + 1) * 4 +

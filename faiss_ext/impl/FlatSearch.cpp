@@ -134,10 +134,13 @@ void flatProductTile(
         kernels::GemmProduct product,
         float* dist) {
     using kernels::GemmProduct;
-    const int K = product == GemmProduct::kFloat32 ? d : 3 * d;
+    const bool split = kernels::splitRowBytes(product, d) > 0;
+    const int K = split ? 3 * d : d;
     const cudaDataType_t operand = product == GemmProduct::kBF16x3 ? CUDA_R_16BF : CUDA_R_32F;
     const cublasComputeType_t compute =
-            product == GemmProduct::kTF32x3 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+            product == GemmProduct::kTF32x3 || product == GemmProduct::kTF32
+            ? CUBLAS_COMPUTE_32F_FAST_TF32
+            : CUBLAS_COMPUTE_32F;
     // dist = alpha * Q B^T: |b|^2 (and |q|^2) are added later for L2.
     const float alpha = metric == faiss::METRIC_L2 ? -2.f : -1.f;
     if (res.plainProducts()) {
@@ -163,7 +166,7 @@ void flatDistanceTile(
         float* dist) {
     const float* rows = in.base + b0 * in.d;
     const void* base = rows;
-    if (product != kernels::GemmProduct::kFloat32) {
+    if (kernels::splitRowBytes(product, in.d) > 0) {
         kernels::splitRows(
                 product, rows, nb, in.d, kernels::SplitRole::kBase, baseSplit, res.stream());
         base = baseSplit;

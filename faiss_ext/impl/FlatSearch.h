@@ -120,8 +120,8 @@ FlatTiling planFlatSearch(
         int keepK);
 
 /// dist (nq x nb, row-major) = -2 Q B^T (L2) or -Q B^T (inner product): the keys
-/// before the norms. kFloat32: q (nq x d) and b (nb x d) are FP32 rows as they are;
-/// otherwise they are split rows (nq x 3d and nb x 3d, kernels::splitRows) of that
+/// before the norms. kFloat32 and kTF32: q (nq x d) and b (nb x d) are FP32 rows as
+/// they are; otherwise they are split rows (nq x 3d and nb x 3d, kernels::splitRows) of that
 /// product.
 void flatProductTile(
         const GpuResources& res,

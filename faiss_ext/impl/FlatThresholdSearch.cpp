@@ -119,7 +119,7 @@ void flatSearchThreshold(
     const bool l2 = in.metric == faiss::METRIC_L2;
     const kernels::GemmProduct product =
             flatGemmProduct(in.precision, FlatSearchPath::kThreshold, res.computeCapabilityMajor());
-    const bool split = product != kernels::GemmProduct::kFloat32;
+    const bool split = kernels::splitRowBytes(product, in.d) > 0;
     const int d = in.d;
     const FlatThresholdPlan p = planFlatThreshold(in.nq, in.nb, d, k, product, budgetBytes, tiles);
     FAISS_THROW_IF_NOT_FMT(

@@ -185,6 +185,7 @@ void searchPageLists(
         const SortedLists& sorted,
         const PagePairs& pairs,
         int64_t q0,
+        kernels::GemmProduct product,
         float* runD,
         int32_t* runI) {
     cudaStream_t stream = res.stream();
@@ -228,8 +229,7 @@ void searchPageLists(
             // 20.0 s with the streaming block selection; benchs/NOTES.md).
             flatProductTile(
                     res, faiss::METRIC_L2, chunkQ.data(), mc,
-                    sorted.rows.data() + size_t(start) * d, len, d, kernels::GemmProduct::kFloat32,
-                    keys.data());
+                    sorted.rows.data() + size_t(start) * d, len, d, product, keys.data());
             kernels::SelectRowsArgs sel;
             sel.dist = keys.data();
             sel.ldDist = len;
@@ -256,13 +256,15 @@ size_t ivfSelfKnnBytesPerPageQuery(int k, int nprobe) {
     return size_t(nprobe) * 4 * sizeof(int64_t) + size_t(k) * sizeof(float);
 }
 
-int64_t ivfSelfKnnPageQueries(int64_t n, int k, int nprobe, size_t pageBytes) {
-    const int64_t fit = int64_t(pageBytes / ivfSelfKnnBytesPerPageQuery(k, nprobe));
+int64_t ivfSelfKnnPageQueries(int64_t n, int k, int nprobe, int64_t nlist, size_t pageBytes) {
     FAISS_THROW_IF_NOT_FMT(
-            fit >= 1, "pageBytes=%zu is too small for one query's k-NN at k=%d, nprobe=%d",
-            pageBytes, k, nprobe);
+            n >= 1 && k >= 1 && nprobe >= 1 && nlist >= 1,
+            "ivfSelfKnnPageQueries: bad shape n=%lld k=%d nprobe=%d nlist=%lld", (long long)n, k,
+            nprobe, (long long)nlist);
+    const int64_t fit = int64_t(pageBytes / ivfSelfKnnBytesPerPageQuery(k, nprobe));
+    const int64_t floor = (kIvfSelfKnnPairsPerList * nlist + nprobe - 1) / nprobe;
     // CUB sorts at most INT_MAX pairs at once.
-    return std::min({n, fit, int64_t(INT_MAX / nprobe)});
+    return std::min({n, std::max(fit, floor), int64_t(INT_MAX / nprobe)});
 }
 
 size_t ivfSelfKnnBytesPerChunkRow(int d, int k, int64_t listLength) {
@@ -285,9 +287,13 @@ size_t ivfSelfKnnPeakBytes(
         int d,
         int k,
         int64_t nlist,
+        int nprobe,
         size_t pageBytes,
         size_t tempMemoryBytes) {
     const size_t N = size_t(n);
+    nprobe = int(std::min<int64_t>(nprobe, nlist));
+    const size_t page = size_t(ivfSelfKnnPageQueries(n, k, nprobe, nlist, pageBytes)) *
+            ivfSelfKnnBytesPerPageQuery(k, nprobe);
     const size_t lists = size_t(nlist) * (size_t(d) + 1) * sizeof(float) +
             (2 * size_t(nlist) + 1) * sizeof(int64_t);
     // The sort of the rows by list: the lists and the ids, double-buffered.
@@ -295,7 +301,7 @@ size_t ivfSelfKnnPeakBytes(
     // The pages, beside the ids found and the sorted rows, norms and ids.
     const size_t sortedRows = N * (size_t(d) * sizeof(float) + sizeof(float) + sizeof(int64_t));
     const size_t pages =
-            lists + N * size_t(k) * sizeof(int32_t) + sortedRows + pageBytes + tempMemoryBytes;
+            lists + N * size_t(k) * sizeof(int32_t) + sortedRows + page + tempMemoryBytes;
     const size_t kMeans = lists + pageBytes + tempMemoryBytes;
     return std::max({sorting, pages, kMeans});
 }
@@ -309,15 +315,19 @@ DeviceBuffer<int32_t> ivfSelfKnn(
         int k,
         int64_t nlist,
         int nprobe,
+        kernels::GemmProduct product,
         size_t pageBytes,
         const Progress& progress) {
     FAISS_THROW_IF_NOT_FMT(
             n >= 1 && n <= INT_MAX && nlist >= 1 && nlist <= n && k >= 1 && nprobe >= 1,
             "ivfSelfKnn: bad shape n=%lld nlist=%lld k=%d nprobe=%d", (long long)n,
             (long long)nlist, k, nprobe);
+    FAISS_THROW_IF_NOT_FMT(
+            product == kernels::GemmProduct::kFloat32 || product == kernels::GemmProduct::kTF32,
+            "ivfSelfKnn multiplies FP32 rows: kFloat32 or kTF32, not GemmProduct %d", int(product));
     cudaStream_t stream = res.stream();
     nprobe = int(std::min<int64_t>(nprobe, nlist));
-    const int64_t pageQueries = ivfSelfKnnPageQueries(n, k, nprobe, pageBytes);
+    const int64_t pageQueries = ivfSelfKnnPageQueries(n, k, nprobe, nlist, pageBytes);
 
     const FlatStorage centroids =
             trainCentroids(res, trainX, n, d, nlist, pageBytes, progress.part(0, 0.4));
@@ -336,7 +346,7 @@ DeviceBuffer<int32_t> ivfSelfKnn(
         auto runD = res.alloc<float>(size_t(m) * k);
         int32_t* runI = ids.data() + size_t(q0) * k;
         kernels::fillMissingRunning(runD.data(), runI, m * k, stream);
-        searchPageLists(res, vectors, d, k, sorted, pairs, q0, runD.data(), runI);
+        searchPageLists(res, vectors, d, k, sorted, pairs, q0, product, runD.data(), runI);
         pageProgress.step("lists searched, page", q0 / pageQueries + 1, pages);
     }
     return ids;

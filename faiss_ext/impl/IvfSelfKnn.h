@@ -11,6 +11,7 @@
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/impl/Progress.h>
+#include <kernels/OperandSplit.h>
 
 namespace faiss_ext {
 
@@ -20,11 +21,18 @@ namespace faiss_ext {
 /// distances (their ids are kept in place in the output).
 size_t ivfSelfKnnBytesPerPageQuery(int k, int nprobe);
 
-/// Queries a page takes: as many as pageBytes holds, in [1, n]. More queries a page
-/// give each list more queries a GEMM and the host fewer launches: at 10M x 128, k 65,
-/// nprobe 8 and the default 256 MiB, 520K queries, ~1320 a list of 3162. Throws if one
-/// query does not fit.
-int64_t ivfSelfKnnPageQueries(int64_t n, int k, int nprobe, size_t pageBytes);
+/// (query, probe) pairs a page gives each list at the least, on average: whatever
+/// pageBytes says, a page holds kIvfSelfKnnPairsPerList x nlist / nprobe queries. Each
+/// list's product and selection of a page is one launch each, and a launch of a few
+/// hundred rows leaves most of the GPU idle: at 10M x 128 (3162 lists, 4 probes) pages
+/// of 256 MiB (~880 pairs a list) took 9.6 s, pages of this floor (4 pages) ~6.0 s,
+/// one page 4.9 s (H100, benchs/NOTES.md, thirtieth session). At 100M x 128 the floor
+/// is a 4 GiB page.
+constexpr int64_t kIvfSelfKnnPairsPerList = 4096;
+
+/// Queries a page takes: as many as pageBytes holds, and at least the floor above; at
+/// most n (and INT_MAX / nprobe pairs, CUB's limit of one sort).
+int64_t ivfSelfKnnPageQueries(int64_t n, int k, int nprobe, int64_t nlist, size_t pageBytes);
 
 /// Device bytes each query row of a list's search holds: its gathered vector, its
 /// selection bound, its k results (distance and id) and its keys against a list of
@@ -37,13 +45,14 @@ int64_t ivfSelfKnnChunkRows(int d, int k, int64_t listLength, size_t tempMemoryB
 
 /// An upper bound on the device memory ivfSelfKnn takes at its peak, its n x k int32 ids
 /// included: the rows sorted by list (their norms and ids), the centroids, the lists'
-/// starts, plus a page (pageBytes) and the temporaries (tempMemoryBytes), or during
-/// the sort of the rows its four id arrays; its k-means pages by pageBytes too.
+/// starts, plus a page (ivfSelfKnnPageQueries) and the temporaries (tempMemoryBytes), or
+/// during the sort of the rows its four id arrays; its k-means pages by pageBytes.
 size_t ivfSelfKnnPeakBytes(
         int64_t n,
         int d,
         int k,
         int64_t nlist,
+        int nprobe,
         size_t pageBytes,
         size_t tempMemoryBytes);
 
@@ -52,10 +61,11 @@ size_t ivfSelfKnnPeakBytes(
 /// first, -1 where the probed lists hold fewer than k. Lists: k-means (gpuKMeans,
 /// GpuIndexIVFFlat's parameters) of nlist centroids on trainX (the same rows, host or
 /// device memory), each vector in its nearest centroid's list; a vector's neighbours come from its
-/// nprobe nearest lists, searched exactly (FP32). In pages of ivfSelfKnnPageQueries of
-/// pageBytes; each page's (query, list) pairs are sorted by list and each list's
-/// queries searched against its rows in chunks of ivfSelfKnnChunkRows (an FP32 GEMM of
-/// their keys, then each row's k smallest), their results merged into the queries'
+/// nprobe nearest lists, searched with `product`: kFloat32 (exact distances) or kTF32
+/// (tensor cores, 2-3x the rate: which of near neighbours come may change). In pages
+/// of ivfSelfKnnPageQueries; each page's (query, list) pairs are sorted by list and each list's
+/// queries searched against its rows in chunks of ivfSelfKnnChunkRows (a GEMM of their
+/// keys, then each row's k smallest), their results merged into the queries'
 /// running best. Deterministic.
 /// A vector's list is among its probes (so its row holds it) unless its two nearest
 /// centroids tie within the rounding of two GEMMs of different shapes and nprobe is 1.
@@ -69,6 +79,7 @@ DeviceBuffer<int32_t> ivfSelfKnn(
         int k,
         int64_t nlist,
         int nprobe,
+        kernels::GemmProduct product,
         size_t pageBytes,
         const Progress& progress);
 
