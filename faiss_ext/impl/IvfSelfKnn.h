@@ -60,13 +60,13 @@ size_t ivfSelfKnnPeakBytes(
 /// each of them, itself included, in device memory: n x k int32 (n <= INT_MAX), best
 /// first, -1 where the probed lists hold fewer than k. Lists: k-means (gpuKMeans,
 /// GpuIndexIVFFlat's parameters) of nlist centroids on trainX (the same rows, host or
-/// device memory), each vector in its nearest centroid's list; a vector's neighbours come from its
-/// nprobe nearest lists, searched with `product`: kFloat32 (exact distances) or kTF32
-/// (tensor cores, 2-3x the rate: which of near neighbours come may change). In pages
-/// of ivfSelfKnnPageQueries; each page's (query, list) pairs are sorted by list and each list's
-/// queries searched against its rows in chunks of ivfSelfKnnChunkRows (a GEMM of their
-/// keys, then each row's k smallest), their results merged into the queries'
-/// running best. Deterministic.
+/// device memory), each vector in its nearest centroid's list; a vector's neighbours
+/// come from its nprobe nearest lists, searched with `product`: kFloat32 (exact
+/// distances) or kTF32 (tensor cores, 2-3x the rate: near neighbours may trade places).
+/// In pages of ivfSelfKnnPageQueries; each page's (query, list) pairs are sorted by list
+/// and each list's queries searched against its rows in chunks of ivfSelfKnnChunkRows
+/// (a GEMM of their keys, then each row's k smallest), their results merged into the
+/// queries' running best. Deterministic.
 /// A vector's list is among its probes (so its row holds it) unless its two nearest
 /// centroids tie within the rounding of two GEMMs of different shapes and nprobe is 1.
 /// Reports the k-means, the sorted lists and each page to `progress`.
