@@ -12,6 +12,7 @@
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/impl/IdFilter.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/Progress.h>
 #include <faiss_ext/impl/RangeSearch.h>
 #include <faiss_ext/impl/SearchGraphs.h>
@@ -37,10 +38,20 @@ FlatSearchInput searchInput(
     in.d = index.d;
     in.metric = index.metric_type;
     in.precision = index.flatConfig().precision;
+    if (storage.float16Rows() != nullptr) {
+        in.float16.rows = storage.float16Rows();
+        in.float16.scales = storage.float16Scales();
+        in.float16.maxRelError = storage.float16MaxRelError();
+        in.float16.maxSquaredNorm = storage.float16MaxSquaredNorm();
+    }
     return in;
 }
 
 } // namespace
+
+FlatSearchPath GpuIndexFlatAccess::searchPath(const GpuIndexFlat& index, int64_t nq, int k) {
+    return flatSearchPathFor(index.res_, searchInput(index, *index.storage_, nq, nullptr), k);
+}
 
 GpuIndexFlat::GpuIndexFlat(
         GpuResources& resources,
@@ -49,7 +60,7 @@ GpuIndexFlat::GpuIndexFlat(
         GpuIndexFlatConfig config)
         : GpuIndex(resources, d, metric, config),
           flatConfig_(config),
-          storage_(std::make_unique<FlatStorage>(resources, d)) {
+          storage_(std::make_unique<FlatStorage>(resources, d, config.float16Copy)) {
     FAISS_THROW_IF_NOT_FMT(
             config.precision == GpuFlatPrecision::kAuto ||
                     config.precision == GpuFlatPrecision::kFloat32 ||
@@ -79,7 +90,7 @@ void GpuIndexFlat::copyFrom(const faiss::IndexFlat* index) {
                     index->metric_type == faiss::METRIC_INNER_PRODUCT,
             "copyFrom: metric %d is not supported", int(index->metric_type));
     DeviceScope scope(res_.device());
-    FlatStorage fresh(res_, index->d);
+    FlatStorage fresh(res_, index->d, flatConfig_.float16Copy);
     if (index->ntotal > 0) {
         fresh.append(index->ntotal, index->get_xb());
     }
@@ -162,11 +173,12 @@ std::vector<int64_t> GpuIndexFlat::searchGraphKey_(
         int64_t n,
         int k,
         const faiss::SearchParameters* params) const {
-    // Only the radix path's few queries: the other paths' searches are long enough
+    // Only the radix paths' few queries: the other paths' searches are long enough
     // that their launches do not show, and some of them wait on the device.
     const FlatSearchInput in = searchInput(*this, *storage_, n, nullptr);
+    const FlatSearchPath path = flatSearchPathFor(res_, in, k);
     if ((params != nullptr && params->sel != nullptr) ||
-        flatSearchPathFor(res_, in, k) != FlatSearchPath::kRadix ||
+        (path != FlatSearchPath::kRadix && path != FlatSearchPath::kRadixFloat16) ||
         !searchGraphFits(res_, flatRadixBytes(n, ntotal, k))) {
         return {};
     }
@@ -179,7 +191,11 @@ std::vector<int64_t> GpuIndexFlat::searchGraphKey_(
             int64_t(flatConfig_.precision),
             int64_t(res_.tempMemoryBytes()),
             int64_t(reinterpret_cast<uintptr_t>(in.base)),
-            int64_t(reinterpret_cast<uintptr_t>(in.baseNorms))};
+            int64_t(reinterpret_cast<uintptr_t>(in.baseNorms)),
+            int64_t(path),
+            int64_t(reinterpret_cast<uintptr_t>(in.float16.rows)),
+            int64_t(reinterpret_cast<uintptr_t>(in.float16.scales)),
+            int64_t(reinterpret_cast<uintptr_t>(in.float16.maxSquaredNorm))};
 }
 
 std::shared_ptr<IdFilterBits> GpuIndexFlat::filterOf_(const faiss::SearchParameters* params) const {

@@ -44,6 +44,14 @@ enum class GpuFlatPrecision {
 struct GpuIndexFlatConfig : GpuIndexConfig {
     /// The product's precision (see GpuFlatPrecision).
     GpuFlatPrecision precision = GpuFlatPrecision::kAuto;
+    /// Also keep a float16 copy of the vectors on the device (+50% of the vectors' bytes:
+    /// d rounded up to a multiple of 4 halves and a scale a vector). With kAuto, one
+    /// query against at least 65536 vectors then reads the copy (half the bytes of the
+    /// base, which is nearly all of such a search) and re-ranks in FP32 the vectors its
+    /// proven error bound cannot rule out: the same exact results, about twice as fast
+    /// where the base is large (impl/FlatRadixSearch.h). Other searches, and
+    /// reconstruct, copyTo and save, use the FP32 vectors.
+    bool float16Copy = false;
 };
 
 /// How GpuIndexIVFFlat's merge stage reduces each query's nprobe x chunks x k

@@ -48,8 +48,7 @@ void radixSelectRowsMin(
 /// query's values alpha q.b_c + colBias[c] (+inf where allow filters c out) are
 /// written to product.values (args.nrows == 1, args.ncols base rows; args.dist is not
 /// read) while they are counted for the first digit pass; the selection then runs on
-/// them as radixSelectRowsMin does. d must be a multiple of 4 and the base and query 16-byte
-/// aligned (radixQueryFits).
+/// them as radixSelectRowsMin does (radixQueryFits says which shapes it takes).
 struct RadixQueryProduct {
     const float* query = nullptr; ///< d floats
     const float* base = nullptr;  ///< args.ncols x d, row-major
@@ -58,9 +57,16 @@ struct RadixQueryProduct {
     float* values = nullptr; ///< args.ncols floats, written
     /// When set, receives |q|^2.
     float* queryNormSq = nullptr;
+    /// When set, the product reads this float16 copy of the base instead
+    /// (kernels/Float16Copy.h: row c is scales16[c] times its float16RowHalves(d) halves
+    /// at base16 + c * float16RowHalves(d)), any d: the values are those of the copy.
+    const uint16_t* base16 = nullptr;
+    const float* scales16 = nullptr;
 };
 
-/// Whether radixSelectQuery takes this product.
+/// Whether radixSelectQuery takes this product: d at most 8192; reading the float base,
+/// d a multiple of 4 and the query and base 16-byte aligned, reading a float16 copy, the
+/// copy 8-byte aligned.
 bool radixQueryFits(const RadixQueryProduct& p);
 
 /// Runs radixSelectQuery on `stream`; scratch as for radixSelectRowsMin with one row.

@@ -137,6 +137,20 @@ void rerankKept(
         int64_t* outI,
         cudaStream_t stream);
 
+/// One query's row of approximate keys re-ranked in place (the flat radix path's float16
+/// copy, impl/FlatRadixSearch.h): for c < ncols, values[c] becomes the query's exact FP32
+/// distance to base row c as rerankListed computes it when values[c] is below +inf and at
+/// most *limit (one device float), else +inf.
+void rerankRow(
+        const float* query,
+        const float* base,
+        int d,
+        bool l2,
+        float* values,
+        int64_t ncols,
+        const float* limit,
+        cudaStream_t stream);
+
 /// out (idFilterWords(rows) words): bit i = bit i * stride of allow, for i < rows.
 void strideBitmap(
         const uint32_t* allow,

@@ -3,6 +3,9 @@
 // the values it gives are counted while they are written, so the row of values is read
 // back (from L2) only by the later passes. At batch 1 the read of the base is nearly all
 // of the search; a separate GEMV and first pass cost a launch and a pass over the row.
+// The same kernel reads a float16 copy of the base instead (half the bytes).
+#include <cuda_fp16.h>
+
 #include <faiss_ext/utils/CudaCheck.h>
 
 #include "RadixSelectImpl.cuh"
@@ -21,6 +24,7 @@ constexpr int kRowsPerWarp = 8;
 constexpr int kWarps = kThreads / 32;
 /// The query is held in shared memory.
 constexpr int kMaxQueryFloats = 8192;
+static_assert(kMaxQueryFloats % 4 == 0, "the padded query fits as well");
 
 __device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
     acc = fmaf(a.x, b.x, acc);
@@ -29,16 +33,49 @@ __device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
     return fmaf(a.w, b.w, acc);
 }
 
+/// Four elements of one base row as floats: a float4 of the float base, or four halves
+/// of the float16 copy times the row's scale (exact: a power of two).
+template <bool kHalf>
+__device__ __forceinline__ float4
+loadChunk(const RadixQueryProduct& p, int64_t row, int c, int chunks);
+
+template <>
+__device__ __forceinline__ float4
+loadChunk<false>(const RadixQueryProduct& p, int64_t row, int c, int chunks) {
+    // The base is read once: stream it past L2, which keeps the row of values.
+    return __ldcs(reinterpret_cast<const float4*>(p.base) + row * chunks + c);
+}
+
+template <>
+__device__ __forceinline__ float4
+loadChunk<true>(const RadixQueryProduct& p, int64_t row, int c, int chunks) {
+    const uint2 bits = __ldcs(reinterpret_cast<const uint2*>(p.base16) + row * chunks + c);
+    const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&bits.x));
+    const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&bits.y));
+    const float s = p.scales16[row];
+    return make_float4(lo.x * s, lo.y * s, hi.x * s, hi.y * s);
+}
+
+template <bool kHalf>
 __global__ void __launch_bounds__(kThreads, 2)
         radixQueryFirstPassKernel(RadixSelectArgs a, RadixQueryProduct p, Scratch s) {
     extern __shared__ float4 query4[];
     __shared__ uint32_t hist[kBins];
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    const int d4 = p.d / 4;
-    const float4* q4 = reinterpret_cast<const float4*>(p.query);
-    for (int i = threadIdx.x; i < d4; i += kThreads) {
-        query4[i] = q4[i];
+    // Chunks of four elements a row; the float16 copy's rows are zero padded to them, and
+    // so is the query here.
+    const int chunks = (p.d + 3) / 4;
+    if (kHalf) {
+        float* q = reinterpret_cast<float*>(query4);
+        for (int i = threadIdx.x; i < chunks * 4; i += kThreads) {
+            q[i] = i < p.d ? p.query[i] : 0.f;
+        }
+    } else {
+        const float4* q4 = reinterpret_cast<const float4*>(p.query);
+        for (int i = threadIdx.x; i < chunks; i += kThreads) {
+            query4[i] = q4[i];
+        }
     }
     for (int b = threadIdx.x; b < kBins; b += kThreads) {
         hist[b] = 0;
@@ -46,7 +83,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
     if (p.queryNormSq != nullptr && blockIdx.x == 0 && warp == 0) {
         float sum = 0.f;
-        for (int i = lane; i < d4; i += 32) {
+        for (int i = lane; i < chunks; i += 32) {
             sum = dot4(query4[i], query4[i], sum);
         }
         for (int o = 16; o > 0; o >>= 1) {
@@ -57,7 +94,6 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
     }
 
-    const float4* base4 = reinterpret_cast<const float4*>(p.base);
     const int64_t stride = int64_t(gridDim.x) * kWarps * kRowsPerWarp;
     for (int64_t r0 = (int64_t(blockIdx.x) * kWarps + warp) * kRowsPerWarp; r0 < a.ncols;
          r0 += stride) {
@@ -65,13 +101,12 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int r = 0; r < kRowsPerWarp; ++r) {
             acc[r] = 0.f;
         }
-        for (int c = lane; c < d4; c += 32) {
+        for (int c = lane; c < chunks; c += 32) {
             const float4 qv = query4[c];
             float4 bv[kRowsPerWarp];
-            // The base is read once: stream it past L2, which keeps the row of values.
 #pragma unroll
             for (int r = 0; r < kRowsPerWarp; ++r) {
-                bv[r] = r0 + r < a.ncols ? __ldcs(base4 + (r0 + r) * d4 + c)
+                bv[r] = r0 + r < a.ncols ? loadChunk<kHalf>(p, r0 + r, c, chunks)
                                          : make_float4(0.f, 0.f, 0.f, 0.f);
             }
 #pragma unroll
@@ -119,8 +154,13 @@ bool aligned16(const void* p) {
 } // namespace
 
 bool radixQueryFits(const RadixQueryProduct& p) {
-    return p.d >= 4 && p.d % 4 == 0 && p.d <= kMaxQueryFloats && aligned16(p.query) &&
-            aligned16(p.base);
+    if (p.d < 1 || p.d > kMaxQueryFloats) {
+        return false;
+    }
+    if (p.base16 != nullptr) {
+        return reinterpret_cast<uintptr_t>(p.base16) % 8 == 0 && p.scales16 != nullptr;
+    }
+    return p.d % 4 == 0 && aligned16(p.query) && aligned16(p.base);
 }
 
 void radixSelectQuery(
@@ -136,14 +176,20 @@ void radixSelectQuery(
             "radixSelectQuery takes one row of values (%lld rows)", (long long)args.nrows);
     FAISS_THROW_IF_NOT_FMT(
             radixQueryFits(product),
-            "radixSelectQuery needs d a multiple of 4 up to %d and 16-byte aligned rows (d=%d)",
+            "radixSelectQuery needs d up to %d, and a multiple of 4 with 16-byte aligned "
+            "rows when it reads the float base (d=%d)",
             kMaxQueryFloats, product.d);
     const Scratch s = Scratch::carve(scratch, 1, args.k);
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(scratch, 0, Scratch::zeroedBytes(1), stream));
     const int64_t grid = radix::passBlocks(args.ncols, blocks);
-    radixQueryFirstPassKernel<<<
-            unsigned(grid), kThreads, size_t(product.d) * sizeof(float), stream>>>(
-            args, product, s);
+    const size_t queryBytes = size_t(product.d + 3) / 4 * sizeof(float4);
+    if (product.base16 != nullptr) {
+        radixQueryFirstPassKernel<true>
+                <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
+    } else {
+        radixQueryFirstPassKernel<false>
+                <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
+    }
     FAISS_EXT_CUDA_CHECK_LAUNCH();
     // The later passes read the values as written: bias and filter are in them.
     RadixSelectArgs values = args;

@@ -205,6 +205,31 @@ __global__ void rerankBandLimitsKernel(
     }
 }
 
+/// The re-rank's distance of query q to base row b, computed by a whole warp (every
+/// lane gets it): sum (q_j - b_j)^2 for L2, -sum q_j b_j for inner product. Each lane
+/// sums its ceil(d / 32) terms, then five shuffle sums add the lanes: the order
+/// rerankErrorRel (RerankBand.h) bounds.
+__device__ __forceinline__ float exactDistance(
+        const float* q,
+        const float* b,
+        int d,
+        bool l2,
+        int lane) {
+    float acc = 0.f;
+    for (int i = lane; i < d; i += 32) {
+        if (l2) {
+            const float t = q[i] - b[i];
+            acc += t * t;
+        } else {
+            acc += q[i] * b[i];
+        }
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        acc += __shfl_xor_sync(kFullMask, acc, off);
+    }
+    return l2 ? acc : -acc;
+}
+
 /// 8 warps, each reads 32 listed slots (an id and key a lane) and re-ranks, one after
 /// the other, those inside the band. Row r's ids, keys and results start at r * ld;
 /// counts (null: every slot) says how many of its slots are listed.
@@ -248,22 +273,40 @@ __global__ void __launch_bounds__(kRerankThreads) rerankListedKernel(
          pending &= pending - 1) {
         const int src = __ffs(pending) - 1;
         const int64_t id = __shfl_sync(kFullMask, myId, src);
-        const float* b = base + id * d;
-        float acc = 0.f;
-        for (int i = lane; i < d; i += 32) {
-            if (l2) {
-                const float t = q[i] - b[i];
-                acc += t * t;
-            } else {
-                acc += q[i] * b[i];
-            }
-        }
-        for (int off = 16; off > 0; off >>= 1) {
-            acc += __shfl_xor_sync(kFullMask, acc, off);
-        }
+        const float dist = exactDistance(q, base + id * d, d, l2, lane);
         if (lane == 0) {
-            outD[r * ld + first + src] = l2 ? acc : -acc;
+            outD[r * ld + first + src] = dist;
             outI[r * ld + first + src] = id;
+        }
+    }
+}
+
+/// rerankRow: each warp takes 32 consecutive values, then computes the exact distances
+/// of those inside the band one after the other. A warp reads its values before it
+/// writes any, so the row is rewritten in place.
+__global__ void __launch_bounds__(kRerankThreads) rerankRowKernel(
+        const float* query,
+        const float* base,
+        int d,
+        bool l2,
+        float* values,
+        int64_t ncols,
+        const float* limit) {
+    const int lane = threadIdx.x & 31;
+    const int64_t first = (int64_t(blockIdx.x) * kRerankThreads + threadIdx.x) / 32 * 32;
+    const int64_t c = first + lane;
+    const float v = c < ncols ? values[c] : CUDART_INF_F;
+    // +inf: filtered out (or never a result), even under a limit of +inf.
+    const bool inBand = v < CUDART_INF_F && v <= *limit;
+    if (c < ncols && !inBand && v != CUDART_INF_F) {
+        values[c] = CUDART_INF_F;
+    }
+    for (unsigned pending = __ballot_sync(kFullMask, inBand); pending != 0;
+         pending &= pending - 1) {
+        const int src = __ffs(pending) - 1;
+        const float dist = exactDistance(query, base + (first + src) * d, d, l2, lane);
+        if (lane == 0) {
+            values[first + src] = dist;
         }
     }
 }
@@ -530,6 +573,23 @@ void rerankKept(
     launchRerank(
             "rerankKept", queries, base, d, l2, ids, keys, ld, limits, nullptr, nrows, kept, outD,
             outI, stream);
+}
+
+void rerankRow(
+        const float* query,
+        const float* base,
+        int d,
+        bool l2,
+        float* values,
+        int64_t ncols,
+        const float* limit,
+        cudaStream_t stream) {
+    if (ncols == 0) {
+        return;
+    }
+    rerankRowKernel<<<blocksFor(ncols, kRerankThreads), kRerankThreads, 0, stream>>>(
+            query, base, d, l2, values, ncols, limit);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
 }
 
 void strideBitmap(

@@ -15,8 +15,9 @@
 namespace faiss_ext {
 namespace test {
 
-/// search(in, outD, outI) for the queries xq over base rows xb (host) in metric and
-/// precision p, results to the host; returns what search returns.
+/// search(in, outD, outI) for the queries xq over base rows xb (host, stored with their
+/// float16 copy) in metric and precision p, results to the host; returns what search
+/// returns.
 template <typename Search>
 auto searchOnDevice(
         GpuResources& res,
@@ -30,7 +31,9 @@ auto searchOnDevice(
         std::vector<int64_t>& I,
         Search search) {
     const int64_t nb = int64_t(xb.size()) / d, nq = int64_t(xq.size()) / d;
-    FlatStorage base(res, d);
+    // With the float16 copy, for FlatSearchPath::kRadixFloat16 (the other paths do not
+    // read it).
+    FlatStorage base(res, d, /*float16Copy=*/true);
     base.append(nb, xb.data());
     auto q = res.alloc<float>(xq.size());
     auto dDev = res.alloc<float>(size_t(nq) * k);
@@ -45,6 +48,10 @@ auto searchOnDevice(
     in.d = d;
     in.metric = metric;
     in.precision = p;
+    in.float16.rows = base.float16Rows();
+    in.float16.scales = base.float16Scales();
+    in.float16.maxRelError = base.float16MaxRelError();
+    in.float16.maxSquaredNorm = base.float16MaxSquaredNorm();
     auto out = search(in, dDev.data(), iDev.data());
     D = copyToHostVector(dDev.data(), size_t(nq) * k, res.stream());
     I = copyToHostVector(iDev.data(), size_t(nq) * k, res.stream());

@@ -1,11 +1,11 @@
-// Index files in the layouts of format versions 1 to 5 (impl/IndexImage.h), which the
+// Index files in the layouts of format versions 1 to 6 (impl/IndexImage.h), which the
 // library reads but no longer writes: versions 1 and 2 written here field by field,
-// apart from the library's writer, version 5 as the current file less Bang's vector
-// placement, version 4 as a version 5 file less Bang's candidate source, version 3 as a
-// version 4 file without its checksums; where the sections of a
-// file lie; whole files of the current
-// version in and out. For the tests that old files still load and that every flipped
-// byte is refused.
+// apart from the library's writer, version 6 as the current file less Flat's float16Copy,
+// version 5 as a version 6 file less Bang's vector placement, version 4 as a version 5
+// file less Bang's candidate source, version 3 as a version 4 file without its
+// checksums; where the sections of a file lie; whole files of the current version in
+// and out. For the tests that old files still load and that every flipped byte is
+// refused.
 #pragma once
 
 #include <cstdint>
@@ -147,22 +147,23 @@ inline std::vector<SectionSpan> sectionSpans(const std::vector<uint8_t>& file) {
 
 namespace legacy {
 
-/// `file` (version 4 or later) as version `version`, with `bytes` bytes of a Bang
-/// file's fields section dropped: those `tail` bytes before the section's end. The
-/// section's length and checksum and the header's checksum are made again; Flat and
-/// IVF-Flat files differ only in the version number.
-inline std::vector<uint8_t> withoutBangFields(
+/// `file` (version 4 or later) as version `version`, with `bytes` bytes of the fields
+/// section dropped, those `tail` bytes before the section's end, when the file holds an
+/// index of `kind` (the files of other kinds differ only in the version number). The
+/// section's length and checksum and the header's checksum are made again.
+inline std::vector<uint8_t> withoutFields(
         const std::vector<uint8_t>& file,
         uint32_t version,
+        IndexKind kind,
         size_t bytes,
         size_t tail) {
     std::vector<uint8_t> out = file;
     std::memcpy(out.data() + 8, &version, 4);
     const uint32_t headerCrc = crc32c(out.data(), 16);
     std::memcpy(out.data() + 16, &headerCrc, 4);
-    uint32_t kind = 0;
-    std::memcpy(&kind, file.data() + 12, 4);
-    if (kind == uint32_t(IndexKind::kBang)) {
+    uint32_t fileKind = 0;
+    std::memcpy(&fileKind, file.data() + 12, 4);
+    if (fileKind == uint32_t(kind)) {
         const SectionSpan fields = sectionSpans(file).front();
         out.erase(out.begin() + (fields.end - tail - bytes), out.begin() + (fields.end - tail));
         const uint64_t length = fields.end - fields.begin - 12 - bytes;
@@ -176,18 +177,24 @@ inline std::vector<uint8_t> withoutBangFields(
 
 } // namespace legacy
 
-/// The version 5 file of the same index as `file` (the current version, 6): Bang's
-/// fields section loses the config's vectorPlacement (the 4 bytes before search_L,
+/// The version 6 file of the same index as `file` (the current version, 7): Flat's
+/// fields section loses the config's float16Copy (the byte before ntotal).
+inline std::vector<uint8_t> version6File(const std::vector<uint8_t>& file) {
+    return legacy::withoutFields(file, 6, IndexKind::kFlat, 1, 8);
+}
+
+/// The version 5 file of the same index as `file` (the current version): version 6's
+/// Bang fields section less the config's vectorPlacement (the 4 bytes before search_L,
 /// ntotal and entry).
 inline std::vector<uint8_t> version5File(const std::vector<uint8_t>& file) {
-    return legacy::withoutBangFields(file, 5, 4, 4 + 8 + 8);
+    return legacy::withoutFields(version6File(file), 5, IndexKind::kBang, 4, 4 + 8 + 8);
 }
 
 /// The version 4 file of the same index as `file` (the current version): version 5's
 /// Bang fields less the build config's candidateLists and candidateProbes (the 12
 /// bytes before pqSubquantizers, search_L, ntotal and entry).
 inline std::vector<uint8_t> version4File(const std::vector<uint8_t>& file) {
-    return legacy::withoutBangFields(version5File(file), 4, 12, 4 + 4 + 8 + 8);
+    return legacy::withoutFields(version5File(file), 4, IndexKind::kBang, 12, 4 + 4 + 8 + 8);
 }
 
 /// The version 3 file of the same index as `file` (the current version): version 4's

@@ -72,11 +72,12 @@ void expectEverySelectorMatchesCpu(
         const FlatData& f,
         uint64_t seed,
         std::initializer_list<int> ks,
-        bool alternate = false) {
+        bool alternate = false,
+        const GpuIndexFlatConfig& config = GpuIndexFlatConfig()) {
     for (faiss::MetricType metric : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
         faiss::IndexFlat cpu(f.d, metric);
         cpu.add(f.nb, f.xb.data());
-        GpuIndexFlat gpu(res, &cpu, GpuIndexFlatConfig());
+        GpuIndexFlat gpu(res, &cpu, config);
         const std::vector<NamedSelector> sels = selectorsOver(iota(f.nb), seed);
         for (size_t i = 0; i < sels.size(); ++i) {
             const NamedSelector& s = sels[i];
@@ -101,7 +102,7 @@ TEST(GpuFlatFilters, ThresholdPathMatchesCpuForEverySelector) {
     expectEverySelectorMatchesCpu(res, flatData(seed, 40000, 300), seed, {1, 10});
 }
 
-// A few queries against a base large enough for the radix path
+// A few queries against a base large enough for the radix paths
 // (impl/FlatRadixSearch.h; 4 queries take it from k 10, one at every k): only allowed columns are
 // keyed; fewer than k allowed pad. Under compute-sanitizer (the base cannot shrink below
 // kRadixMinBase) each selector in one metric, and k 1000 (4 queries), 1 and 1000 (one):
@@ -117,11 +118,19 @@ TEST(GpuFlatFilters, RadixPathMatchesCpuForEverySelector) {
     } else {
         expectEverySelectorMatchesCpu(res, flatData(seed, 70000, 4), seed, {10, 1000});
     }
-    // One query: its product and first pass in one kernel (radixSelectQuery).
-    if (small) {
-        expectEverySelectorMatchesCpu(res, flatData(seed, 70000, 1), seed, {1, 1000}, true);
-    } else {
-        expectEverySelectorMatchesCpu(res, flatData(seed, 70000, 1), seed, {1, 10, 1000});
+    // One query: its product and first pass in one kernel (radixSelectQuery), over the
+    // FP32 base and over the float16 copy (filtered ids keyed +inf, never re-ranked).
+    GpuIndexFlatConfig copy;
+    copy.float16Copy = true;
+    for (const GpuIndexFlatConfig& config : {GpuIndexFlatConfig(), copy}) {
+        SCOPED_TRACE(config.float16Copy ? "float16 copy" : "FP32 base");
+        if (small) {
+            expectEverySelectorMatchesCpu(
+                    res, flatData(seed, 70000, 1), seed, {1, 1000}, true, config);
+        } else {
+            expectEverySelectorMatchesCpu(
+                    res, flatData(seed, 70000, 1), seed, {1, 10, 1000}, false, config);
+        }
     }
 }
 

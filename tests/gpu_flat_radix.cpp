@@ -1,17 +1,22 @@
-// The flat radix path for one query (kernels/RadixSelect.h, radixSelectQuery: the
-// product and the first digit pass in one read of the base) against faiss::IndexFlat,
-// beside the same path's separate product and passes where the shape does not fit it;
-// and its searches replayed from CUDA graphs.
+// The flat radix paths for one query against faiss::IndexFlat: over the FP32 base
+// (kernels/RadixSelect.h, radixSelectQuery: the product and the first digit pass in one
+// read of the base; the separate product and passes where the shape does not fit it)
+// and over its float16 copy (the copy's keys, the band of its error bound re-ranked in
+// FP32, impl/FlatRadixSearch.h); and their searches replayed from CUDA graphs.
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <faiss/IndexFlat.h>
+#include <faiss/impl/IDSelector.h>
 
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/impl/IndexAccess.h>
+#include <faiss_ext/index_io.h>
 #include <faiss_ext/utils/DeviceBuffer.h>
+#include <kernels/Float16Copy.h>
 #include <kernels/RadixSelect.h>
 
 #include "FlatTestUtil.h"
@@ -24,7 +29,10 @@ using faiss_ext::test::searchPath;
 
 namespace {
 
-/// One query over xb on the forced radix path against FAISS CPU, in each metric.
+/// The two radix paths, each forced.
+const FlatSearchPath kRadixPaths[] = {FlatSearchPath::kRadix, FlatSearchPath::kRadixFloat16};
+
+/// One query over xb on each forced radix path against FAISS CPU, in each metric.
 void expectOneQueryMatchesCpu(
         GpuResources& res,
         const std::vector<float>& xb,
@@ -34,23 +42,30 @@ void expectOneQueryMatchesCpu(
         std::vector<faiss::MetricType> metrics = {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
     const int64_t nb = int64_t(xb.size()) / d;
     for (faiss::MetricType m : metrics) {
-        SCOPED_TRACE(
-                "nb=" + std::to_string(nb) + " d=" + std::to_string(d) + " k=" + std::to_string(k) +
-                (m == faiss::METRIC_L2 ? " L2" : " IP"));
         faiss::IndexFlat cpu(d, m);
         cpu.add(nb, xb.data());
         std::vector<float> refD(k), D(k);
         std::vector<int64_t> refI(k), I(k);
         cpu.search(1, xq.data(), k, refD.data(), refI.data());
-        searchPath(res, xb, xq, d, k, m, FlatSearchPath::kRadix, GpuFlatPrecision::kFloat32, D, I);
-        EXPECT_EQ(compareKnn(refD, refI, D, I, 1, k, 1e-4f, 1e-5f), 0);
+        for (FlatSearchPath path : kRadixPaths) {
+            SCOPED_TRACE(
+                    std::string(flatSearchPathName(path)) + " nb=" + std::to_string(nb) +
+                    " d=" + std::to_string(d) + " k=" + std::to_string(k) +
+                    (m == faiss::METRIC_L2 ? " L2" : " IP"));
+            const GpuFlatPrecision p = path == FlatSearchPath::kRadix ? GpuFlatPrecision::kFloat32
+                                                                      : GpuFlatPrecision::kAuto;
+            searchPath(res, xb, xq, d, k, m, path, p, D, I);
+            EXPECT_EQ(compareKnn(refD, refI, D, I, 1, k, 1e-4f, 1e-5f), 0);
+        }
     }
 }
 
 } // namespace
 
-// Which shapes the one-kernel product takes: d a multiple of 4 (float4 rows), the query
-// in shared memory, 16-byte aligned rows; the others take the separate product.
+// Which shapes the one-kernel product takes: over the FP32 base, d a multiple of 4
+// (float4 rows), the query in shared memory, 16-byte aligned rows (the others take the
+// separate product); over the float16 copy, any d (its rows are padded) up to the same
+// limit.
 TEST(GpuFlatRadix, OneQueryProductFitsFloat4Rows) {
     float* aligned = reinterpret_cast<float*>(uintptr_t(256));
     kernels::RadixQueryProduct p;
@@ -67,6 +82,17 @@ TEST(GpuFlatRadix, OneQueryProductFitsFloat4Rows) {
     p.d = 128;
     p.query = aligned + 1;
     EXPECT_FALSE(kernels::radixQueryFits(p));
+    p.base16 = reinterpret_cast<const uint16_t*>(uintptr_t(256));
+    p.scales16 = aligned;
+    for (int d : {1, 3, 130, 8192}) {
+        p.d = d;
+        EXPECT_TRUE(kernels::radixQueryFits(p)) << d;
+    }
+    p.d = 8196;
+    EXPECT_FALSE(kernels::radixQueryFits(p));
+    EXPECT_EQ(kernels::float16RowHalves(1), 4);
+    EXPECT_EQ(kernels::float16RowHalves(130), 132);
+    EXPECT_EQ(kernels::float16RowHalves(768), 768);
 }
 
 // Dimensions on both sides of the float4 rule, every k up to the largest, a base of
@@ -156,7 +182,8 @@ TEST(GpuFlatRadix, OneQuerySettlesTheKthAtEachDigit) {
 // One query's searches replayed from CUDA graphs (GpuIndex::useSearchGraphs): the
 // first call of a shape runs kernel by kernel, the second is captured, later ones
 // replay it; each call must answer its own query over the contents of that moment.
-// Host arrays (the graph holds their copies) and device arrays (searchDevice) alike.
+// Host arrays (the graph holds their copies) and device arrays (searchDevice) alike;
+// over the FP32 base and over the float16 copy.
 TEST(GpuFlatRadix, OneQuerySearchesReplayCudaGraphs) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
@@ -167,10 +194,15 @@ TEST(GpuFlatRadix, OneQuerySearchesReplayCudaGraphs) {
     auto qDev = res.alloc<float>(d);
     auto dDev = res.alloc<float>(k);
     auto iDev = res.alloc<int64_t>(k);
-    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
-        SCOPED_TRACE(m == faiss::METRIC_L2 ? "L2" : "IP");
+    for (int run = 0; run < 4; ++run) {
+        const faiss::MetricType m = run % 2 ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2;
+        GpuIndexFlatConfig config;
+        config.float16Copy = run >= 2;
+        SCOPED_TRACE(
+                std::string(m == faiss::METRIC_L2 ? "L2" : "IP") +
+                (config.float16Copy ? ", float16 copy" : ""));
         faiss::IndexFlat cpu(d, m);
-        GpuIndexFlat gpu(res, d, m);
+        GpuIndexFlat gpu(res, d, m, config);
         cpu.add(nb, xb.data());
         gpu.add(nb, xb.data());
         auto expectCall = [&](uint64_t querySeed, bool onDevice) {
@@ -212,5 +244,121 @@ TEST(GpuFlatRadix, OneQuerySearchesReplayCudaGraphs) {
         EXPECT_EQ(gpu.searchGraphCount(), 1u);
         gpu.reset();
         EXPECT_EQ(gpu.searchGraphCount(), 0u);
+    }
+}
+
+namespace {
+
+/// One query on GpuIndexFlat (kAuto) against faiss::IndexFlat holding the same vectors.
+void expectIndexMatchesCpu(
+        const GpuIndexFlat& gpu,
+        const faiss::IndexFlat& cpu,
+        const std::vector<float>& xq,
+        int k,
+        const faiss::SearchParameters* params = nullptr) {
+    std::vector<float> refD(k), D(k, 12345.f);
+    std::vector<int64_t> refI(k), I(k, 777);
+    cpu.search(1, xq.data(), k, refD.data(), refI.data(), params);
+    gpu.search(1, xq.data(), k, D.data(), I.data(), params);
+    EXPECT_EQ(compareKnn(refD, refI, D, I, 1, k, 1e-4f, 1e-5f), 0);
+}
+
+} // namespace
+
+// Rows that the float16 copy cannot tell apart: one vector of large components plus
+// perturbations a thousand times below float16's resolution (2^-11 of a component), so
+// that the copy's keys of all of them are equal to its precision and their order comes
+// from the FP32 re-rank alone; mixed with rows far away, and alone. Each query lies
+// among them, so its whole neighbourhood is inside the band.
+TEST(GpuFlatRadix, Float16CopyRanksRowsItsRoundingCannotTellApart) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = test::testSeed();
+    const int d = 64;
+    const int64_t nb = test::underSanitizer() ? 66000 : 100000;
+    const auto center = datasets::uniform(1, d, seed);
+    const auto noise = datasets::uniform(nb, d, seed + 1);
+    const auto far = datasets::uniform(nb, d, seed + 2);
+    for (bool mixed : {false, true}) {
+        std::vector<float> xb(size_t(nb) * d);
+        for (int64_t i = 0; i < nb; ++i) {
+            for (int j = 0; j < d; ++j) {
+                const size_t at = size_t(i) * d + j;
+                xb[at] = mixed && i % 2 ? 1000.f * far[at]
+                                        : 1000.f * (1.f + center[j]) + 1e-3f * noise[at];
+            }
+        }
+        std::vector<float> xq(d);
+        for (int j = 0; j < d; ++j) {
+            xq[j] = 1000.f * (1.f + center[j]) + 1e-3f * noise[j];
+        }
+        for (int k : {1, 10, 100}) {
+            SCOPED_TRACE(mixed ? "mixed with far rows" : "close rows only");
+            expectOneQueryMatchesCpu(res, xb, xq, d, k);
+        }
+    }
+}
+
+// The copy follows the stored vectors through every change of them: adds (growing the
+// storage), remove_ids, reset, copyFrom, and a save and load; it costs its bytes in
+// deviceMemoryBytes; a filtered search over it takes only allowed ids.
+TEST(GpuFlatRadix, Float16CopyFollowsTheStoredVectors) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = test::testSeed();
+    const int d = 20, k = 10;
+    const int64_t nb = 70000;
+    const auto xb = datasets::uniform(nb, d, seed);
+    const auto more = datasets::uniform(nb, d, seed + 1);
+    const auto xq = datasets::uniform(1, d, seed + 2);
+    GpuIndexFlatConfig config;
+    config.float16Copy = true;
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        SCOPED_TRACE(m == faiss::METRIC_L2 ? "L2" : "IP");
+        faiss::IndexFlat cpu(d, m);
+        GpuIndexFlat gpu(res, d, m, config);
+        GpuIndexFlat plain(res, d, m);
+        cpu.add(nb, xb.data());
+        gpu.add(nb, xb.data());
+        plain.add(nb, xb.data());
+        ASSERT_EQ(GpuIndexFlatAccess::searchPath(gpu, 1, k), FlatSearchPath::kRadixFloat16);
+        EXPECT_EQ(GpuIndexFlatAccess::searchPath(plain, 1, k), FlatSearchPath::kRadix);
+        EXPECT_EQ(GpuIndexFlatAccess::searchPath(gpu, 2, k), FlatSearchPath::kRadix);
+        EXPECT_GE(
+                gpu.deviceMemoryBytes(),
+                plain.deviceMemoryBytes() +
+                        size_t(nb) * (kernels::float16RowHalves(d) * 2 + sizeof(float)));
+        expectIndexMatchesCpu(gpu, cpu, xq, k);
+        cpu.add(nb, more.data());
+        gpu.add(nb, more.data());
+        expectIndexMatchesCpu(gpu, cpu, xq, k);
+        // Every third vector removed: the copy's rows move with the vectors'.
+        std::vector<int64_t> gone;
+        for (int64_t i = 0; i < 2 * nb; i += 3) {
+            gone.push_back(i);
+        }
+        faiss::IDSelectorBatch sel(gone.size(), gone.data());
+        ASSERT_EQ(cpu.remove_ids(sel), gone.size());
+        ASSERT_EQ(gpu.remove_ids(sel), gone.size());
+        expectIndexMatchesCpu(gpu, cpu, xq, k);
+        faiss::IDSelectorRange range(1000, 50000);
+        faiss::SearchParameters params;
+        params.sel = &range;
+        expectIndexMatchesCpu(gpu, cpu, xq, k, &params);
+        const std::vector<uint8_t> bytes = faiss_ext::serialize_index(&gpu);
+        auto back = faiss_ext::deserialize_index(bytes.data(), bytes.size(), res);
+        auto* loaded = dynamic_cast<GpuIndexFlat*>(back.get());
+        ASSERT_NE(loaded, nullptr);
+        EXPECT_TRUE(loaded->flatConfig().float16Copy);
+        expectIndexMatchesCpu(*loaded, cpu, xq, k);
+        gpu.reset();
+        EXPECT_EQ(gpu.deviceMemoryBytes(), 0u);
+        gpu.add(nb, more.data());
+        faiss::IndexFlat fresh(d, m);
+        fresh.add(nb, more.data());
+        expectIndexMatchesCpu(gpu, fresh, xq, k);
+        gpu.copyFrom(&cpu);
+        EXPECT_TRUE(gpu.flatConfig().float16Copy);
+        expectIndexMatchesCpu(gpu, cpu, xq, k);
     }
 }

@@ -5,6 +5,7 @@
 #include <kernels/Distances.h>
 #include <kernels/RadixSelect.h>
 #include <kernels/Select.h>
+#include <kernels/ThresholdFilter.h>
 
 namespace faiss_ext {
 
@@ -28,6 +29,101 @@ bool flatRadixPathFits(
             flatRadixBytes(in.nq, in.nb, k) <= budgetBytes;
 }
 
+namespace {
+
+/// Checks the shape both radix paths take and their temporaries against the budget.
+void checkRadixShape(const FlatSearchInput& in, size_t bytes, size_t budgetBytes) {
+    FAISS_THROW_IF_NOT_FMT(
+            in.nb < (int64_t(1) << 31), "the flat radix path takes fewer than 2^31 vectors (%lld)",
+            (long long)in.nb);
+    FAISS_THROW_IF_NOT_FMT(
+            bytes <= budgetBytes,
+            "the flat radix path needs %zu bytes of temporary memory for %lld queries x %lld "
+            "vectors; the budget is %zu",
+            bytes, (long long)in.nq, (long long)in.nb, budgetBytes);
+}
+
+/// About two blocks an SM for each pass, shared by the rows.
+int radixBlocksPerRow(const GpuResources& res, int64_t nq) {
+    return int(std::max<int64_t>(1, 2 * int64_t(res.multiProcessorCount()) / nq));
+}
+
+} // namespace
+
+bool flatRadixFloat16PathFits(const FlatSearchInput& in, int k, size_t budgetBytes) {
+    return in.float16.rows != nullptr && in.precision == GpuFlatPrecision::kAuto && in.nq == 1 &&
+            k >= 1 && k <= kernels::kMaxSelectK && in.nb >= kRadixMinBase &&
+            in.nb < (int64_t(1) << 31) && flatRadixBytes(1, in.nb, k) <= budgetBytes;
+}
+
+void flatSearchRadixFloat16(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        float* outD,
+        int64_t* outI) {
+    FAISS_THROW_IF_NOT_MSG(
+            in.float16.rows != nullptr,
+            "the flat radix path's float16 copy is not kept (GpuIndexFlatConfig::float16Copy)");
+    const size_t bytes = flatRadixBytes(1, in.nb, k);
+    checkRadixShape(in, bytes, budgetBytes);
+    cudaStream_t stream = res.stream();
+    const bool l2 = in.metric == faiss::METRIC_L2;
+    const int d = in.d;
+
+    auto values = res.alloc<float>(size_t(in.nb));
+    auto candD = res.alloc<float>(size_t(k));
+    auto candI = res.alloc<int64_t>(size_t(k));
+    auto qNorm = res.alloc<float>(1);
+    auto limit = res.alloc<float>(1);
+    const size_t scratchBytes = kernels::radixSelectScratchBytes(1, k);
+    auto scratch = res.alloc<char>(scratchBytes);
+    const int blocks = radixBlocksPerRow(res, 1);
+    // The copy's keys against exact arithmetic: the copy's own error (at most
+    // maxRelError |q| |b|), then the FP32 product over the copy's values (at most
+    // (1 + maxRelError) |b| each) and the stored norms as on the FP32 path.
+    kernels::KeyErrorBound bound = kernels::keyErrorBound(d, kernels::GemmProduct::kFloat32);
+    bound.dotRel = in.float16.maxRelError + bound.dotRel * (1.f + in.float16.maxRelError);
+
+    kernels::RadixSelectArgs sel;
+    sel.dist = values.data();
+    sel.ldDist = in.nb;
+    sel.nrows = 1;
+    sel.ncols = in.nb;
+    sel.colBias = l2 ? in.baseNorms : nullptr;
+    sel.allow = in.allow;
+    sel.k = k;
+    sel.outD = candD.data();
+    sel.outI = candI.data();
+    sel.ldOut = k;
+    // The re-ranked row holds whole distances, +inf outside the band and the filter.
+    kernels::RadixSelectArgs exact = sel;
+    exact.colBias = nullptr;
+    exact.allow = nullptr;
+    kernels::RadixQueryProduct one;
+    one.base = in.base;
+    one.d = d;
+    one.alpha = l2 ? -2.f : -1.f;
+    one.values = values.data();
+    one.queryNormSq = qNorm.data();
+    one.base16 = in.float16.rows;
+    one.scales16 = in.float16.scales;
+    for (int64_t q = 0; q < in.nq; ++q) {
+        const float* query = in.queries + q * d;
+        one.query = query;
+        kernels::radixSelectQuery(sel, one, scratch.data(), scratchBytes, blocks, stream);
+        kernels::rerankBandLimits(
+                candD.data() + (k - 1), k, 1, qNorm.data(), in.float16.maxSquaredNorm, bound, d, l2,
+                limit.data(), stream);
+        kernels::rerankRow(query, in.base, d, l2, values.data(), in.nb, limit.data(), stream);
+        kernels::radixSelectRowsMin(exact, scratch.data(), scratchBytes, blocks, stream);
+        kernels::finishKnn(
+                candD.data(), candI.data(), k, 1, k, kernels::distanceFinishFor(in.metric), nullptr,
+                outD + q * k, outI + q * k, stream);
+    }
+}
+
 void flatSearchRadix(
         const GpuResources& res,
         const FlatSearchInput& in,
@@ -39,15 +135,8 @@ void flatSearchRadix(
             flatGemmProduct(in.precision, FlatSearchPath::kRadix, res.computeCapabilityMajor()) ==
                     kernels::GemmProduct::kFloat32,
             "the flat radix path computes FP32 products only");
-    FAISS_THROW_IF_NOT_FMT(
-            in.nb < (int64_t(1) << 31), "the flat radix path takes fewer than 2^31 vectors (%lld)",
-            (long long)in.nb);
     const size_t bytes = flatRadixBytes(in.nq, in.nb, k);
-    FAISS_THROW_IF_NOT_FMT(
-            bytes <= budgetBytes,
-            "the flat radix path needs %zu bytes of temporary memory for %lld queries x %lld "
-            "vectors; the budget is %zu",
-            bytes, (long long)in.nq, (long long)in.nb, budgetBytes);
+    checkRadixShape(in, bytes, budgetBytes);
     cudaStream_t stream = res.stream();
     const bool l2 = in.metric == faiss::METRIC_L2;
 
@@ -69,9 +158,7 @@ void flatSearchRadix(
     sel.outD = candD.data();
     sel.outI = candI.data();
     sel.ldOut = k;
-    // About two blocks an SM for each pass, shared by the rows.
-    const int blocksPerRow =
-            int(std::max<int64_t>(1, 2 * int64_t(res.multiProcessorCount()) / in.nq));
+    const int blocksPerRow = radixBlocksPerRow(res, in.nq);
     // One query: its product and first digit pass in one read of the base.
     kernels::RadixQueryProduct one;
     one.query = in.queries;

@@ -34,6 +34,27 @@ bool flatRadixPathFits(
         size_t budgetBytes,
         int computeCapabilityMajor);
 
+/// Whether kAuto takes the radix path over the float16 copy for `in` and k: the copy
+/// kept (in.float16), one query, precision kAuto (kFloat32 asks for FP32 products), the
+/// radix path's base bounds and its row within budgetBytes.
+bool flatRadixFloat16PathFits(const FlatSearchInput& in, int k, size_t budgetBytes);
+
+/// The radix path over the float16 copy (flatSearch's contract), a query at a time: the
+/// query's keys from the copy (half the bytes of the base) and a radix select of their
+/// k best; the band of the k-th (kernels/RerankBand.h: the copy's error bound, the
+/// product's and the re-rank's rounding) says which ids can still be among the k
+/// nearest, those are re-ranked exactly in FP32 in place and the row selected again.
+/// Results are the FP32 re-rank's for any data: rows the copy cannot tell apart all
+/// fall inside the band (at worst the whole base is re-ranked). Throws when the copy
+/// is not kept or the row does not fit budgetBytes.
+void flatSearchRadixFloat16(
+        const GpuResources& res,
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        float* outD,
+        int64_t* outI);
+
 /// The radix path for all of `in` (flatSearch's contract). Throws when the product is
 /// not FP32 or the rows do not fit budgetBytes.
 void flatSearchRadix(

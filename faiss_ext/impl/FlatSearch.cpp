@@ -95,6 +95,8 @@ const char* flatSearchPathName(FlatSearchPath path) {
             return "radix";
         case FlatSearchPath::kRerank:
             return "rerank";
+        case FlatSearchPath::kRadixFloat16:
+            return "radix-float16";
     }
     return "?";
 }
@@ -375,6 +377,9 @@ FlatSearchPath flatSearchPathFor(const GpuResources& res, const FlatSearchInput&
     }
     const size_t budget = res.tempMemoryBytes();
     const int cc = res.computeCapabilityMajor();
+    if (flatRadixFloat16PathFits(in, k, budget)) {
+        return FlatSearchPath::kRadixFloat16;
+    }
     if (flatRadixPathFits(in, k, budget, cc)) {
         return FlatSearchPath::kRadix;
     }
@@ -405,6 +410,9 @@ void flatSearch(
     switch (flatSearchPathFor(res, in, k)) {
         case FlatSearchPath::kRadix:
             flatSearchRadix(res, in, k, budget, outD, outI);
+            break;
+        case FlatSearchPath::kRadixFloat16:
+            flatSearchRadixFloat16(res, in, k, budget, outD, outI);
             break;
         case FlatSearchPath::kThreshold:
             flatSearchThreshold(res, in, k, budget, outD, outI);

@@ -13,6 +13,7 @@
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/IvfSearch.h>
 
 namespace faiss_ext {
@@ -25,6 +26,9 @@ struct GpuIndexFlatAccess {
     static const FlatStorage& deviceState(const GpuIndexFlat& index) {
         return *index.storage_;
     }
+    /// The path a search of nq queries for k results takes, without a filter
+    /// (impl/FlatSearch.h: flatSearchPathFor).
+    static FlatSearchPath searchPath(const GpuIndexFlat& index, int64_t nq, int k);
 };
 
 struct GpuIndexBangAccess {

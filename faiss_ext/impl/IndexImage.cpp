@@ -22,6 +22,8 @@ constexpr uint32_t kChecksumVersion = 4;
 constexpr uint32_t kBangCandidateSourceVersion = 5;
 /// The first version that saves GpuIndexBangConfig's vectorPlacement.
 constexpr uint32_t kBangPlacementVersion = 6;
+/// The first version that saves GpuIndexFlatConfig's float16Copy.
+constexpr uint32_t kFlatFloat16CopyVersion = 7;
 
 // Sections (version 4 on): u64 length, u32 CRC32C of the section's bytes followed by
 // the length's 8 bytes, then the bytes.
@@ -179,11 +181,18 @@ void getConfig(ByteSource& in, GpuIndexConfig& c) {
 void putConfig(ByteSink& out, const GpuIndexFlatConfig& c) {
     putConfig(out, static_cast<const GpuIndexConfig&>(c));
     put<uint32_t>(out, uint32_t(c.precision));
+    put<uint8_t>(out, c.float16Copy ? 1 : 0);
 }
 
-void getConfig(ByteSource& in, GpuIndexFlatConfig& c) {
+/// Versions before kFlatFloat16CopyVersion keep float16Copy's default.
+void getConfig(ByteSource& in, GpuIndexFlatConfig& c, uint32_t version) {
     getConfig(in, static_cast<GpuIndexConfig&>(c));
     c.precision = getEnum<GpuFlatPrecision>(in, 3, "precision");
+    if (version >= kFlatFloat16CopyVersion) {
+        const uint8_t copy = get<uint8_t>(in);
+        FAISS_THROW_IF_NOT_FMT(copy <= 1, "index file: float16Copy flag %u is not 0 or 1", copy);
+        c.float16Copy = copy == 1;
+    }
 }
 
 void putConfig(ByteSink& out, const GpuIndexIVFFlatConfig& c) {
@@ -342,7 +351,7 @@ FlatFields readFlatFields(ByteSource& in, uint32_t version) {
         f.d = getDim(s);
         f.metric = getMetric(s, "index");
         if (version >= 3) {
-            getConfig(s, f.config);
+            getConfig(s, f.config, version);
         }
         f.ntotal = get<int64_t>(s);
         FAISS_THROW_IF_NOT_FMT(

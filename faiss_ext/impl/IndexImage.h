@@ -26,8 +26,9 @@
 //
 // What a saved index keeps: its data, its default search knob (IVF nprobe, Bang
 // search_L) and its whole configuration struct (IndexConfig.h: GpuIndexConfig's
-// pageBytes, IVF's mergePath / scanPath / listChunkVectors, Bang's build,
-// pqSubquantizers and vectorPlacement), each struct written field by field in one place
+// pageBytes, Flat's precision and float16Copy, IVF's mergePath / scanPath /
+// listChunkVectors, Bang's build, pqSubquantizers and vectorPlacement), each struct
+// written field by field in one place
 // (IndexImage.cpp); read_index builds the index with that configuration. Not kept: the GpuResources
 // (device, temporary memory: the reader's) and GpuIndexIVFFlat::cp (k-means
 // parameters of a train that has happened; faiss does not save them either).
@@ -49,8 +50,10 @@
 //      node ids, ascending; GpuIndexBang::remove_ids).
 //   5  Bang's build config ends with candidateLists (i64) and candidateProbes (i32).
 //      Files of versions 1 to 4 load with their defaults.
-//   6  (written) GpuIndexBangConfig ends with vectorPlacement (u32) after
+//   6  GpuIndexBangConfig ends with vectorPlacement (u32) after
 //      pqSubquantizers. Files of versions 1 to 5 load with the vectors on the device.
+//   7  (written) GpuIndexFlatConfig ends with float16Copy (u8, 0 or 1) after
+//      precision. Files of versions 1 to 6 load without the copy.
 #pragma once
 
 #include <cstdint>
@@ -63,7 +66,7 @@
 namespace faiss_ext {
 
 /// The version written; every version from kIndexFormatOldestVersion up is read.
-constexpr uint32_t kIndexFormatVersion = 6;
+constexpr uint32_t kIndexFormatVersion = 7;
 constexpr uint32_t kIndexFormatOldestVersion = 1;
 
 enum class IndexKind : uint32_t {
