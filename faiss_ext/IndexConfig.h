@@ -45,7 +45,7 @@ struct GpuIndexFlatConfig : GpuIndexConfig {
     /// The product's precision (see GpuFlatPrecision).
     GpuFlatPrecision precision = GpuFlatPrecision::kAuto;
     /// Also keep a float16 copy of the vectors on the device (+50% of the vectors' bytes:
-    /// d rounded up to a multiple of 4 halves and a scale a vector). With kAuto, one
+    /// d rounded up to a multiple of 8 halves and a scale a vector). With kAuto, one
     /// query against at least 65536 vectors then reads the copy (half the bytes of the
     /// base, which is nearly all of such a search) and re-ranks in FP32 the vectors its
     /// proven error bound cannot rule out: the same exact results, about twice as fast

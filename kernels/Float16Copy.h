@@ -13,7 +13,7 @@
 namespace faiss_ext {
 namespace kernels {
 
-/// Halves in one stored row: d rounded up to a multiple of 4 (8-byte rows, zero padded).
+/// Halves in one stored row: d rounded up to a multiple of 8 (16-byte rows, zero padded).
 int64_t float16RowHalves(int d);
 
 /// Writes the copy of rows [0, n) of x (n x d floats, device, finite) to out (n x

@@ -66,7 +66,7 @@ struct RadixQueryProduct {
 
 /// Whether radixSelectQuery takes this product: d at most 8192; reading the float base,
 /// d a multiple of 4 and the query and base 16-byte aligned, reading a float16 copy, the
-/// copy 8-byte aligned.
+/// copy 16-byte aligned.
 bool radixQueryFits(const RadixQueryProduct& p);
 
 /// Runs radixSelectQuery on `stream`; scratch as for radixSelectRowsMin with one row.

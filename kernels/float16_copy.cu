@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kThreads) float16CopyKernel(
 } // namespace
 
 int64_t float16RowHalves(int d) {
-    return (int64_t(d) + 3) / 4 * 4;
+    return (int64_t(d) + 7) / 8 * 8;
 }
 
 void float16CopyRows(

@@ -19,12 +19,14 @@ using radix::kBins;
 using radix::kThreads;
 using radix::Scratch;
 
-/// Base rows a warp has in flight: one float4 of each a lane per step.
-constexpr int kRowsPerWarp = 8;
+/// Base rows a group of lanes has in flight: one 16-byte chunk of each a lane per step.
+constexpr int kRowsPerGroup = 8;
 constexpr int kWarps = kThreads / 32;
 /// The query is held in shared memory.
 constexpr int kMaxQueryFloats = 8192;
-static_assert(kMaxQueryFloats % 4 == 0, "the padded query fits as well");
+/// Elements in one 16-byte chunk of the float16 copy.
+constexpr int kHalfChunk = 8;
+static_assert(kMaxQueryFloats % kHalfChunk == 0, "the padded query fits as well");
 
 __device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
     acc = fmaf(a.x, b.x, acc);
@@ -33,47 +35,49 @@ __device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
     return fmaf(a.w, b.w, acc);
 }
 
-/// Four elements of one base row as floats: a float4 of the float base, or four halves
-/// of the float16 copy times the row's scale (exact: a power of two).
-template <bool kHalf>
-__device__ __forceinline__ float4
-loadChunk(const RadixQueryProduct& p, int64_t row, int c, int chunks);
-
-template <>
-__device__ __forceinline__ float4
-loadChunk<false>(const RadixQueryProduct& p, int64_t row, int c, int chunks) {
-    // The base is read once: stream it past L2, which keeps the row of values.
-    return __ldcs(reinterpret_cast<const float4*>(p.base) + row * chunks + c);
+/// acc + q . (chunk's 8 halves times scale): each product of the query with the copy's
+/// value, which the scale (a power of two) makes exactly.
+__device__ __forceinline__ float
+dotHalfChunk(const float4* q, uint4 bits, float scale, float acc) {
+    const uint32_t words[4] = {bits.x, bits.y, bits.z, bits.w};
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+        const float2 v = __half22float2(*reinterpret_cast<const __half2*>(&words[w]));
+        const float4 qv = q[w / 2];
+        const float qa = w % 2 ? qv.z : qv.x;
+        const float qb = w % 2 ? qv.w : qv.y;
+        acc = fmaf(qa, v.x * scale, acc);
+        acc = fmaf(qb, v.y * scale, acc);
+    }
+    return acc;
 }
 
-template <>
-__device__ __forceinline__ float4
-loadChunk<true>(const RadixQueryProduct& p, int64_t row, int c, int chunks) {
-    const uint2 bits = __ldcs(reinterpret_cast<const uint2*>(p.base16) + row * chunks + c);
-    const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&bits.x));
-    const float2 hi = __half22float2(*reinterpret_cast<const __half2*>(&bits.y));
-    const float s = p.scales16[row];
-    return make_float4(lo.x * s, lo.y * s, hi.x * s, hi.y * s);
-}
-
-template <bool kHalf>
+/// The product and first digit pass. Each warp splits into 32 / kLanes groups of kLanes
+/// lanes; a group takes kRowsPerGroup rows at a time, its lanes striding over the rows'
+/// chunks: float4s of the base, or with kHalf 16-byte chunks of 8 halves of the float16
+/// copy (narrower groups keep short rows' lanes busy).
+template <bool kHalf, int kLanes>
 __global__ void __launch_bounds__(kThreads, 2)
         radixQueryFirstPassKernel(RadixSelectArgs a, RadixQueryProduct p, Scratch s) {
     extern __shared__ float4 query4[];
     __shared__ uint32_t hist[kBins];
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    // Chunks of four elements a row; the float16 copy's rows are zero padded to them, and
-    // so is the query here.
-    const int chunks = (p.d + 3) / 4;
+    const int groupLane = lane % kLanes;
+    constexpr int kGroups = 32 / kLanes;
+    constexpr int kRowsPerWarp = kGroups * kRowsPerGroup;
+    // The query as float4s, zero padded to the copy's chunks.
+    const int chunkFloats = kHalf ? kHalfChunk : 4;
+    const int chunks = (p.d + chunkFloats - 1) / chunkFloats;
+    const int query4s = chunks * chunkFloats / 4;
     if (kHalf) {
         float* q = reinterpret_cast<float*>(query4);
-        for (int i = threadIdx.x; i < chunks * 4; i += kThreads) {
+        for (int i = threadIdx.x; i < query4s * 4; i += kThreads) {
             q[i] = i < p.d ? p.query[i] : 0.f;
         }
     } else {
         const float4* q4 = reinterpret_cast<const float4*>(p.query);
-        for (int i = threadIdx.x; i < chunks; i += kThreads) {
+        for (int i = threadIdx.x; i < query4s; i += kThreads) {
             query4[i] = q4[i];
         }
     }
@@ -83,7 +87,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
     if (p.queryNormSq != nullptr && blockIdx.x == 0 && warp == 0) {
         float sum = 0.f;
-        for (int i = lane; i < chunks; i += 32) {
+        for (int i = lane; i < query4s; i += 32) {
             sum = dot4(query4[i], query4[i], sum);
         }
         for (int o = 16; o > 0; o >>= 1) {
@@ -94,40 +98,61 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
     }
 
+    // The loop runs warp-uniformly (the groups' shuffles need every lane).
     const int64_t stride = int64_t(gridDim.x) * kWarps * kRowsPerWarp;
-    for (int64_t r0 = (int64_t(blockIdx.x) * kWarps + warp) * kRowsPerWarp; r0 < a.ncols;
-         r0 += stride) {
-        float acc[kRowsPerWarp];
-        for (int r = 0; r < kRowsPerWarp; ++r) {
+    for (int64_t w0 = (int64_t(blockIdx.x) * kWarps + warp) * kRowsPerWarp; w0 < a.ncols;
+         w0 += stride) {
+        const int64_t r0 = w0 + (lane / kLanes) * kRowsPerGroup;
+        float acc[kRowsPerGroup];
+        float scale[kRowsPerGroup];
+#pragma unroll
+        for (int r = 0; r < kRowsPerGroup; ++r) {
             acc[r] = 0.f;
+            scale[r] = kHalf && r0 + r < a.ncols ? p.scales16[r0 + r] : 0.f;
         }
-        for (int c = lane; c < chunks; c += 32) {
-            const float4 qv = query4[c];
-            float4 bv[kRowsPerWarp];
+        for (int c = groupLane; c < chunks; c += kLanes) {
+            if constexpr (kHalf) {
+                const uint4* base = reinterpret_cast<const uint4*>(p.base16);
+                uint4 bits[kRowsPerGroup];
 #pragma unroll
-            for (int r = 0; r < kRowsPerWarp; ++r) {
-                bv[r] = r0 + r < a.ncols ? loadChunk<kHalf>(p, r0 + r, c, chunks)
-                                         : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
+                for (int r = 0; r < kRowsPerGroup; ++r) {
+                    // Streamed past L2, which keeps the row of values.
+                    bits[r] = r0 + r < a.ncols ? __ldcs(base + (r0 + r) * chunks + c)
+                                               : make_uint4(0u, 0u, 0u, 0u);
+                }
 #pragma unroll
-            for (int r = 0; r < kRowsPerWarp; ++r) {
-                acc[r] = dot4(qv, bv[r], acc[r]);
+                for (int r = 0; r < kRowsPerGroup; ++r) {
+                    acc[r] = dotHalfChunk(query4 + 2 * c, bits[r], scale[r], acc[r]);
+                }
+            } else {
+                const float4* base = reinterpret_cast<const float4*>(p.base);
+                const float4 qv = query4[c];
+                float4 bv[kRowsPerGroup];
+#pragma unroll
+                for (int r = 0; r < kRowsPerGroup; ++r) {
+                    bv[r] = r0 + r < a.ncols ? __ldcs(base + (r0 + r) * chunks + c)
+                                             : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+#pragma unroll
+                for (int r = 0; r < kRowsPerGroup; ++r) {
+                    acc[r] = dot4(qv, bv[r], acc[r]);
+                }
             }
         }
-        // Every lane gets every row's sum; lane r keeps row r0 + r's.
+        // Every lane of a group gets each of its rows' sums; lane r keeps row r0 + r's.
         float mine = 0.f;
 #pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r) {
-            for (int o = 16; o > 0; o >>= 1) {
+        for (int r = 0; r < kRowsPerGroup; ++r) {
+            for (int o = kLanes / 2; o > 0; o >>= 1) {
                 acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
             }
-            if (lane == r) {
+            if (groupLane == r) {
                 mine = acc[r];
             }
         }
-        const int64_t c = r0 + lane;
+        const int64_t c = r0 + groupLane;
         uint32_t bin = radix::kNoBin;
-        if (lane < kRowsPerWarp && c < a.ncols) {
+        if (groupLane < kRowsPerGroup && c < a.ncols) {
             float v = p.alpha * mine;
             if (a.colBias != nullptr) {
                 v += a.colBias[c];
@@ -158,7 +183,7 @@ bool radixQueryFits(const RadixQueryProduct& p) {
         return false;
     }
     if (p.base16 != nullptr) {
-        return reinterpret_cast<uintptr_t>(p.base16) % 8 == 0 && p.scales16 != nullptr;
+        return aligned16(p.base16) && p.scales16 != nullptr;
     }
     return p.d % 4 == 0 && aligned16(p.query) && aligned16(p.base);
 }
@@ -182,12 +207,19 @@ void radixSelectQuery(
     const Scratch s = Scratch::carve(scratch, 1, args.k);
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(scratch, 0, Scratch::zeroedBytes(1), stream));
     const int64_t grid = radix::passBlocks(args.ncols, blocks);
-    const size_t queryBytes = size_t(product.d + 3) / 4 * sizeof(float4);
-    if (product.base16 != nullptr) {
-        radixQueryFirstPassKernel<true>
+    const size_t queryBytes = size_t(product.d + kHalfChunk - 1) / kHalfChunk * kHalfChunk *
+            sizeof(float);
+    if (product.base16 == nullptr) {
+        radixQueryFirstPassKernel<false, 32>
+                <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
+    } else if (product.d <= 8 * kHalfChunk) {
+        radixQueryFirstPassKernel<true, 8>
+                <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
+    } else if (product.d <= 16 * kHalfChunk) {
+        radixQueryFirstPassKernel<true, 16>
                 <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
     } else {
-        radixQueryFirstPassKernel<false>
+        radixQueryFirstPassKernel<true, 32>
                 <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
     }
     FAISS_EXT_CUDA_CHECK_LAUNCH();

@@ -90,8 +90,11 @@ TEST(GpuFlatRadix, OneQueryProductFitsFloat4Rows) {
     }
     p.d = 8196;
     EXPECT_FALSE(kernels::radixQueryFits(p));
-    EXPECT_EQ(kernels::float16RowHalves(1), 4);
-    EXPECT_EQ(kernels::float16RowHalves(130), 132);
+    p.d = 128;
+    p.base16 = reinterpret_cast<const uint16_t*>(uintptr_t(264)); // 16-byte chunks
+    EXPECT_FALSE(kernels::radixQueryFits(p));
+    EXPECT_EQ(kernels::float16RowHalves(1), 8);
+    EXPECT_EQ(kernels::float16RowHalves(130), 136);
     EXPECT_EQ(kernels::float16RowHalves(768), 768);
 }
 

@@ -78,7 +78,7 @@ void FlatStorage::reserve(int64_t n) {
 void FlatStorage::keepRows(const std::vector<int64_t>& rows) {
     cudaStream_t stream = res_->stream();
     const int64_t m = int64_t(rows.size());
-    // The copy's rows move as floats: float16RowHalves(d) is a multiple of 4 halves.
+    // The copy's rows move as floats: float16RowHalves(d) is a multiple of 8 halves.
     const int halfRowFloats = float16_ ? int(kernels::float16RowHalves(d_) / 2) : 0;
     auto v = res_->alloc<float>(size_t(m) * d_);
     auto nr = res_->alloc<float>(size_t(m));
