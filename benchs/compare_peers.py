@@ -141,6 +141,10 @@ def parse_args(argv=None):
     ap.add_argument("--cagra-itopk", type=int_list)
     ap.add_argument("--hnsw-ef", type=int_list)
     ap.add_argument("--singles", type=int, help="single queries timed for batch-1 p50")
+    ap.add_argument("--flat-float16-copy", action="store_true",
+                    help="build faiss_ext's GpuIndexFlat with float16_copy=True (one query "
+                         "reads the copy first; +50%% device memory, shown in the indexes "
+                         "table)")
     ap.add_argument("--filtered-fractions", type=fraction_list,
                     default=list(peer_filters.FRACTIONS),
                     help="filtered family: fractions of the ids allowed (default 0.5,0.1,0.01)")
@@ -546,7 +550,9 @@ def real_makers(args, ds, b, runner):
     xb, metric = ds.xb, ds.metric
     flat, ivf, graph = [], [], []
     if b.has("faiss_ext"):
-        flat.append(("faiss_ext GpuIndexFlat", lambda: systems.ExtFlat(b, fx_res, xb, metric)))
+        copy = args.flat_float16_copy
+        flat.append(("faiss_ext GpuIndexFlat",
+                     lambda: systems.ExtFlat(b, fx_res, xb, metric, float16_copy=copy)))
     if b.has("faiss"):
         flat.append(("FAISS GpuIndexFlat", lambda: systems.FaissFlat(b, fres, xb, metric)))
     if b.has("cuvs"):
