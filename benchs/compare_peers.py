@@ -331,7 +331,8 @@ class Runner:
         return [np.arange(0, batch)]
 
     def flat_floor(self, k, batch):
-        nbytes, flops = measure.flat_work(self.ds.nb, self.ds.d, batch)
+        nbytes, flops = measure.flat_work(self.ds.nb, self.ds.d, batch,
+                                          self.args.flat_float16_copy)
         return measure.floors(self.rates, batch, self.ds.d, k, nbytes, flops)
 
     def ivf_floor(self, k, batch, nprobe, list_sizes, probes):
@@ -707,7 +708,8 @@ def write_report(runner, args, ds, header, argv, partial=None):
         f"QPS = 1 / p50 latency of up to {args.singles} single queries; larger batches: "
         "batch / median call time after one warm-up. faiss_ext / best peer: faiss_ext QPS "
         "over the faster of FAISS and cuVS at that line.",
-        "- floors (per call): DRAM = bytes read once (Flat: the base; IVF: the distinct "
+        "- floors (per call): DRAM = bytes read once (Flat: the base, or at batch 1 with "
+        "--flat-float16-copy faiss_ext's float16 copy; IVF: the distinct "
         "probed lists + centroids) / DRAM rate; PCIe = queries in + results out; FP32, "
         "TF32 = flops (Flat 2 nq nb d; IVF 2 d (nq nlist + vectors scanned)) / rate; "
         "'% of floor' = (max(DRAM, TF32) + PCIe) / faiss_ext's call time.",

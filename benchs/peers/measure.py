@@ -251,9 +251,12 @@ def floors(rates, nq, d, k, device_bytes, flops):
     return t
 
 
-def flat_work(nb, d, nq):
+def flat_work(nb, d, nq, float16_copy=False):
     """(device bytes, flops) of exact search: the base (and its norms) read once;
-    2 nq nb d flops."""
+    2 nq nb d flops. float16_copy: one query reads faiss_ext's float16 copy instead (d
+    rounded up to 8 halves, a scale and a norm a vector)."""
+    if float16_copy and nq == 1:
+        return nb * ((d + 7) // 8 * 8 * 2 + 8), 2.0 * nb * d
     return nb * (d * 4 + 4), 2.0 * nq * nb * d
 
 
