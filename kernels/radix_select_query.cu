@@ -37,8 +37,7 @@ __device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
 
 /// acc + q . (chunk's 8 halves times scale): each product of the query with the copy's
 /// value, which the scale (a power of two) makes exactly.
-__device__ __forceinline__ float
-dotHalfChunk(const float4* q, uint4 bits, float scale, float acc) {
+__device__ __forceinline__ float dotHalfChunk(const float4* q, uint4 bits, float scale, float acc) {
     const uint32_t words[4] = {bits.x, bits.y, bits.z, bits.w};
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
@@ -207,8 +206,8 @@ void radixSelectQuery(
     const Scratch s = Scratch::carve(scratch, 1, args.k);
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(scratch, 0, Scratch::zeroedBytes(1), stream));
     const int64_t grid = radix::passBlocks(args.ncols, blocks);
-    const size_t queryBytes = size_t(product.d + kHalfChunk - 1) / kHalfChunk * kHalfChunk *
-            sizeof(float);
+    const size_t queryBytes =
+            size_t(product.d + kHalfChunk - 1) / kHalfChunk * kHalfChunk * sizeof(float);
     if (product.base16 == nullptr) {
         radixQueryFirstPassKernel<false, 32>
                 <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);

@@ -56,12 +56,15 @@ struct IndexTraits<GpuIndexFlat> {
             faiss::MetricType m = faiss::METRIC_L2) {
         GpuIndexFlatConfig c;
         c.pageBytes = size_t(3) << 20;
+        c.float16Copy = true; // the contract covers the copy's storage too
         return std::make_unique<GpuIndexFlat>(res, d, m, c);
     }
     /// Ready to add (trained).
     static void prepare(GpuIndexFlat&, int64_t, const float*) {}
     static void expectSameSetup(const GpuIndexFlat& a, const GpuIndexFlat& b) {
         EXPECT_EQ(a.flatConfig().pageBytes, b.flatConfig().pageBytes);
+        EXPECT_EQ(a.flatConfig().precision, b.flatConfig().precision);
+        EXPECT_EQ(a.flatConfig().float16Copy, b.flatConfig().float16Copy);
     }
     /// Device state beyond the vectors, for "left as it was" checks.
     static std::vector<int64_t> state(const GpuIndexFlat&) {
