@@ -16,20 +16,14 @@ size_t flatRadixBytes(int64_t nq, int64_t nb, int k) {
             + kernels::radixSelectScratchBytes(nq, k);
 }
 
-bool flatRadixPathFits(
-        const FlatSearchInput& in,
-        int k,
-        size_t budgetBytes,
-        int computeCapabilityMajor) {
-    return k >= 1 && k <= kernels::kMaxSelectK && in.nq <= kRadixMaxQueries &&
-            (in.nq == 1 || k >= kRadixMinKForBatches) && in.nb >= kRadixMinBase &&
-            in.nb < (int64_t(1) << 31) &&
-            flatGemmProduct(in.precision, FlatSearchPath::kRadix, computeCapabilityMajor) ==
-            kernels::GemmProduct::kFloat32 &&
-            flatRadixBytes(in.nq, in.nb, k) <= budgetBytes;
-}
-
 namespace {
+
+/// What kAuto asks of both radix paths: k in range, a large base, and the rows of rowQueries
+/// queries within budgetBytes.
+bool radixShapeFits(const FlatSearchInput& in, int64_t rowQueries, int k, size_t budgetBytes) {
+    return k >= 1 && k <= kernels::kMaxSelectK && in.nb >= kRadixMinBase &&
+            in.nb < (int64_t(1) << 31) && flatRadixBytes(rowQueries, in.nb, k) <= budgetBytes;
+}
 
 /// Checks the shape both radix paths take and their temporaries against the budget.
 void checkRadixShape(const FlatSearchInput& in, size_t bytes, size_t budgetBytes) {
@@ -50,10 +44,20 @@ int radixBlocksPerRow(const GpuResources& res, int64_t nq) {
 
 } // namespace
 
+bool flatRadixPathFits(
+        const FlatSearchInput& in,
+        int k,
+        size_t budgetBytes,
+        int computeCapabilityMajor) {
+    return in.nq <= kRadixMaxQueries && (in.nq == 1 || k >= kRadixMinKForBatches) &&
+            flatGemmProduct(in.precision, FlatSearchPath::kRadix, computeCapabilityMajor) ==
+            kernels::GemmProduct::kFloat32 &&
+            radixShapeFits(in, in.nq, k, budgetBytes);
+}
+
 bool flatRadixFloat16PathFits(const FlatSearchInput& in, int k, size_t budgetBytes) {
     return in.float16.rows != nullptr && in.precision == GpuFlatPrecision::kAuto && in.nq == 1 &&
-            k >= 1 && k <= kernels::kMaxSelectK && in.nb >= kRadixMinBase &&
-            in.nb < (int64_t(1) << 31) && flatRadixBytes(1, in.nb, k) <= budgetBytes;
+            radixShapeFits(in, 1, k, budgetBytes);
 }
 
 void flatSearchRadixFloat16(
