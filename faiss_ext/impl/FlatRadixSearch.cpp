@@ -56,8 +56,13 @@ bool flatRadixPathFits(
 }
 
 bool flatRadixFloat16PathFits(const FlatSearchInput& in, int k, size_t budgetBytes) {
+    // The fused product over the copy holds the query in shared memory.
+    kernels::RadixQueryProduct product;
+    product.d = in.d;
+    product.base16 = in.float16.rows;
+    product.scales16 = in.float16.scales;
     return in.float16.rows != nullptr && in.precision == GpuFlatPrecision::kAuto && in.nq == 1 &&
-            radixShapeFits(in, 1, k, budgetBytes);
+            kernels::radixQueryFits(product) && radixShapeFits(in, 1, k, budgetBytes);
 }
 
 void flatSearchRadixFloat16(

@@ -35,8 +35,9 @@ bool flatRadixPathFits(
         int computeCapabilityMajor);
 
 /// Whether kAuto takes the radix path over the float16 copy for `in` and k: the copy
-/// kept (in.float16), one query, precision kAuto (kFloat32 asks for FP32 products), the
-/// radix path's base bounds and its row within budgetBytes.
+/// kept (in.float16), one query, precision kAuto (kFloat32 asks for FP32 products), d
+/// within the fused product's limit (kernels::radixQueryFits), the radix path's base
+/// bounds and its row within budgetBytes.
 bool flatRadixFloat16PathFits(const FlatSearchInput& in, int k, size_t budgetBytes);
 
 /// The radix path over the float16 copy (flatSearch's contract), a query at a time: the
