@@ -138,7 +138,17 @@ int main(int argc, char** argv) {
                         res, 1, reps, [&] { flatSearch(res, in, k, dDev.data(), iDev.data()); }));
             };
             const double tilesMs = timePath(FlatSearchPath::kTiles);
-            const double thresholdMs = timePath(FlatSearchPath::kThreshold);
+            // The threshold path where its plan fits the budget (the sample's copy of a large
+            // base may not): -1 else.
+            const bool thresholdRuns = nb < (int64_t(1) << 31) &&
+                    planFlatThreshold(
+                            nq, nb, d, k,
+                            flatGemmProduct(
+                                    cfg.precision, FlatSearchPath::kThreshold,
+                                    res.computeCapabilityMajor()),
+                            res.tempMemoryBytes())
+                                    .queryGroup > 0;
+            const double thresholdMs = thresholdRuns ? timePath(FlatSearchPath::kThreshold) : -1.0;
             // The rerank path, and how many queries it searched again in FP32.
             int64_t rerankAgain = 0;
             const double rerankMs = bench::median(bench::timeDevice(res, 1, reps, [&] {
