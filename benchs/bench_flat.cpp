@@ -1,5 +1,5 @@
 // GpuIndexFlat throughput beside its floors: n_base = 1M, d = 128.
-// Usage: bench_flat [--nq N,N,...] [--float16-copy] [n_base] [uniform|clustered]
+// Usage: bench_flat [--nq N,N,...] [--float16-copy | --int8-copy] [n_base] [uniform|clustered]
 //                   [auto|fp32|tf32x3] [d] [k ...]
 #include <algorithm>
 #include <cstdio>
@@ -13,7 +13,7 @@
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/impl/FlatThresholdSearch.h>
-#include <kernels/Float16Copy.h>
+#include <kernels/SearchCopy.h>
 
 #include "BenchUtil.h"
 #include "Synthetic.h"
@@ -25,9 +25,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_flat: no CUDA device found; this benchmark needs a GPU\n");
         return 2;
     }
-    // bench_flat [--nq N,N,...] [--float16-copy] [n_base] [uniform|clustered]
+    // bench_flat [--nq N,N,...] [--float16-copy | --int8-copy] [n_base] [uniform|clustered]
     // [auto|fp32|tf32x3] [d] [k ...]: --nq picks the batch sizes (default 1, 8, 16, 256,
-    // 1024, 10000); --float16-copy builds the index with GpuIndexFlatConfig::float16Copy
+    // 1024, 10000); --float16-copy / --int8-copy build the index with that copy
     // (the forced paths below always have the copy beside the base); clustered is
     // bench_ivf's set (2000 blobs, spread 0.15); the third argument forces
     // GpuIndexFlatConfig's precision; the ks default to 1, 10, 100 and 1024.
@@ -46,12 +46,18 @@ int main(int argc, char** argv) {
         argc -= 2;
         argv += 2;
     }
-    bool float16Copy = false;
-    if (argc > 1 && std::string(argv[1]) == "--float16-copy") {
-        float16Copy = true;
+    // The copy the index keeps (none by default) and the one the forced paths read.
+    bool indexCopy = false;
+    kernels::CopyCode copy = kernels::CopyCode::kFloat16;
+    if (argc > 1 &&
+        (std::string(argv[1]) == "--float16-copy" || std::string(argv[1]) == "--int8-copy")) {
+        indexCopy = true;
+        copy = std::string(argv[1]) == "--int8-copy" ? kernels::CopyCode::kInt8
+                                                     : kernels::CopyCode::kFloat16;
         --argc;
         ++argv;
     }
+    const char* copyName = copy == kernels::CopyCode::kInt8 ? "int8" : "float16";
     const int64_t nb = argc > 1 ? std::atoll(argv[1]) : 1000000;
     const bool clustered = argc > 2 && std::string(argv[2]) == "clustered";
     const std::string precision = argc > 3 ? argv[3] : "auto";
@@ -59,7 +65,8 @@ int main(int argc, char** argv) {
     cfg.precision = precision == "fp32" ? GpuFlatPrecision::kFloat32
             : precision == "tf32x3"     ? GpuFlatPrecision::kTF32x3
                                         : GpuFlatPrecision::kAuto;
-    cfg.float16Copy = float16Copy;
+    cfg.float16Copy = indexCopy && copy == kernels::CopyCode::kFloat16;
+    cfg.int8Copy = indexCopy && copy == kernels::CopyCode::kInt8;
     const int d = argc > 4 ? std::atoi(argv[4]) : 128;
     std::vector<int> ks;
     for (int i = 5; i < argc; ++i) {
@@ -87,23 +94,23 @@ int main(int argc, char** argv) {
             clustered ? "clustered (2000 blobs, spread 0.15)" : "uniform [0,1)", precision.c_str());
     GpuIndexFlat index(res, d, faiss::METRIC_L2, cfg);
     index.add(nb, xb.data());
-    // A device copy of the base (with its float16 copy) for the forced paths and the FP32
+    // A device copy of the base (with its low-precision copy) for the forced paths and the FP32
     // GEMM tiles alone.
-    FlatStorage base(res, d, /*float16Copy=*/true);
+    FlatStorage base(res, d, copy);
     base.append(nb, xb.data());
     std::printf(
-            "n_base=%lld d=%d device memory %.1f MiB (%.1f bytes/vector)%s; the float16 copy's "
+            "n_base=%lld d=%d device memory %.1f MiB (%.1f bytes/vector)%s; the %s copy's "
             "relative error bound %.3g\n\n",
             (long long)nb, d, index.deviceMemoryBytes() / 1048576.0,
-            double(index.deviceMemoryBytes()) / nb, float16Copy ? ", float16 copy kept" : "",
-            base.float16MaxRelError());
+            double(index.deviceMemoryBytes()) / nb, indexCopy ? ", its copy kept" : "", copyName,
+            base.copyMaxRelError());
 
     std::printf(
             "| n_query | k | device ms (median) | QPS (device) | API ms | QPS (API) | API ms without"
             " graphs | path |"
             " tiles path ms | threshold path ms | rerank path ms (re-searched) | radix path ms |"
-            " radix-float16 path ms | FP32 GEMM tiles alone ms |"
-            " floor ms (bytes) | floor ms (float16 copy bytes) | floor ms (FP32 flops) |"
+            " radix-copy path ms | FP32 GEMM tiles alone ms |"
+            " floor ms (bytes) | floor ms (copy bytes) | floor ms (FP32 flops) |"
             " floor ms (3xTF32 flops) | floor ms (bf16x3 flops) | floor / device |\n");
     std::printf(
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -128,10 +135,11 @@ int main(int argc, char** argv) {
             in.nb = nb;
             in.d = d;
             in.precision = cfg.precision;
-            in.float16.rows = stored.float16Rows();
-            in.float16.scales = stored.float16Scales();
-            in.float16.maxRelError = stored.float16MaxRelError();
-            in.float16.maxSquaredNorm = stored.float16MaxSquaredNorm();
+            in.copy.code = copy;
+            in.copy.rows = stored.copyRows();
+            in.copy.scales = stored.copyScales();
+            in.copy.maxRelError = stored.copyMaxRelError();
+            in.copy.maxSquaredNorm = stored.copyMaxSquaredNorm();
             auto timePath = [&](FlatSearchPath path) {
                 in.path = path;
                 return bench::median(bench::timeDevice(
@@ -162,13 +170,13 @@ int main(int argc, char** argv) {
                             kernels::GemmProduct::kFloat32 &&
                     flatRadixBytes(nq, nb, k) <= res.tempMemoryBytes();
             const double radixMs = radixRuns ? timePath(FlatSearchPath::kRadix) : -1.0;
-            // The float16 copy's radix path, a query at a time: a few queries only.
-            const double radix16Ms = nq <= 8 && flatRadixBytes(1, nb, k) <= res.tempMemoryBytes()
-                    ? timePath(FlatSearchPath::kRadixFloat16)
+            // The copy's radix path, a query at a time: a few queries only.
+            const double radixCopyMs = nq <= 8 && flatRadixBytes(1, nb, k) <= res.tempMemoryBytes()
+                    ? timePath(FlatSearchPath::kRadixCopy)
                     : -1.0;
             in.path = FlatSearchPath::kAuto;
-            if (!float16Copy) {
-                in.float16 = FlatFloat16Copy(); // the path the index takes: without the copy
+            if (!indexCopy) {
+                in.copy = FlatSearchCopy(); // the path the index takes: without a copy
             }
             const FlatSearchPath taken = flatSearchPathFor(res, in, k);
             // The tiles path's FP32 GEMMs alone: what it costs beyond them is the selection.
@@ -203,9 +211,9 @@ int main(int argc, char** argv) {
             double bytes = double(nb) * (d + 1) * 4 + double(nq) * d * 4 + double(nq) * k * 12;
             double flops = 2.0 * nq * double(nb) * d;
             double floorBytesMs = bytes / ceil.bytesPerSec * 1e3;
-            // The float16 copy's pass: its rows, their scales and the base's norms.
-            double floor16Ms =
-                    double(nb) * (kernels::float16RowHalves(d) * 2 + 8) / ceil.bytesPerSec * 1e3;
+            // The copy's pass: its rows, their scales and the base's norms.
+            double floorCopyMs =
+                    double(nb) * (kernels::copyRowBytes(copy, d) + 8) / ceil.bytesPerSec * 1e3;
             double floorFlopsMs = flops / ceil.flopsPerSec * 1e3;
             double floorTf32Ms = 3 * flops / ceil.tf32FlopsPerSec * 1e3;
             double floorBf16Ms = 3 * flops / ceil.bf16FlopsPerSec * 1e3;
@@ -219,15 +227,15 @@ int main(int argc, char** argv) {
                     : product == kernels::GemmProduct::kTF32x3                 ? " 3xTF32"
                                                                                : "";
             const double floorMs = std::max(
-                    taken == FlatSearchPath::kRadixFloat16 ? floor16Ms : floorBytesMs,
+                    taken == FlatSearchPath::kRadixCopy ? floorCopyMs : floorBytesMs,
                     floorProductMs);
             std::printf(
                     "| %lld | %d | %.3f | %.0f | %.3f | %.0f | %.3f | %s%s | %.3f | %.3f | %.3f (%lld) | %.3f |"
                     " %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f |\n",
                     (long long)nq, k, devMs, nq / (devMs * 1e-3), apiMs, nq / (apiMs * 1e-3),
                     apiNoGraphMs, flatSearchPathName(taken), productName, tilesMs, thresholdMs,
-                    rerankMs, (long long)rerankAgain, radixMs, radix16Ms, gemmMs, floorBytesMs,
-                    floor16Ms, floorFlopsMs, floorTf32Ms, floorBf16Ms, floorMs / devMs);
+                    rerankMs, (long long)rerankAgain, radixMs, radixCopyMs, gemmMs, floorBytesMs,
+                    floorCopyMs, floorFlopsMs, floorTf32Ms, floorBf16Ms, floorMs / devMs);
         }
     }
     return 0;

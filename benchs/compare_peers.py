@@ -141,10 +141,13 @@ def parse_args(argv=None):
     ap.add_argument("--cagra-itopk", type=int_list)
     ap.add_argument("--hnsw-ef", type=int_list)
     ap.add_argument("--singles", type=int, help="single queries timed for batch-1 p50")
-    ap.add_argument("--flat-float16-copy", action="store_true",
-                    help="build faiss_ext's GpuIndexFlat with float16_copy=True (one query "
-                         "reads the copy first; +50%% device memory, shown in the indexes "
-                         "table)")
+    copies = ap.add_mutually_exclusive_group()
+    copies.add_argument("--flat-float16-copy", action="store_true",
+                        help="build faiss_ext's GpuIndexFlat with float16_copy=True (one "
+                             "query reads the copy first; +50%% device memory, shown in the "
+                             "indexes table)")
+    copies.add_argument("--flat-int8-copy", action="store_true",
+                        help="the same with int8_copy=True (+25%% device memory)")
     ap.add_argument("--filtered-fractions", type=fraction_list,
                     default=list(peer_filters.FRACTIONS),
                     help="filtered family: fractions of the ids allowed (default 0.5,0.1,0.01)")
@@ -331,8 +334,7 @@ class Runner:
         return [np.arange(0, batch)]
 
     def flat_floor(self, k, batch):
-        nbytes, flops = measure.flat_work(self.ds.nb, self.ds.d, batch,
-                                          self.args.flat_float16_copy)
+        nbytes, flops = measure.flat_work(self.ds.nb, self.ds.d, batch, flat_copy(self.args))
         return measure.floors(self.rates, batch, self.ds.d, k, nbytes, flops)
 
     def ivf_floor(self, k, batch, nprobe, list_sizes, probes):
@@ -543,6 +545,11 @@ def git_revision():
         return "unknown (no git here)"
 
 
+def flat_copy(args):
+    """The copy faiss_ext's GpuIndexFlat keeps: 'float16', 'int8' or None."""
+    return "float16" if args.flat_float16_copy else "int8" if args.flat_int8_copy else None
+
+
 def real_makers(args, ds, b, runner):
     """The systems of each family as (label, constructor) pairs, for the peers that
     loaded; the IVF floors' shared information; and the graph sweeps."""
@@ -551,9 +558,9 @@ def real_makers(args, ds, b, runner):
     xb, metric = ds.xb, ds.metric
     flat, ivf, graph = [], [], []
     if b.has("faiss_ext"):
-        copy = args.flat_float16_copy
+        copy = flat_copy(args)
         flat.append(("faiss_ext GpuIndexFlat",
-                     lambda: systems.ExtFlat(b, fx_res, xb, metric, float16_copy=copy)))
+                     lambda: systems.ExtFlat(b, fx_res, xb, metric, copy=copy)))
     if b.has("faiss"):
         flat.append(("FAISS GpuIndexFlat", lambda: systems.FaissFlat(b, fres, xb, metric)))
     if b.has("cuvs"):
@@ -709,7 +716,7 @@ def write_report(runner, args, ds, header, argv, partial=None):
         "batch / median call time after one warm-up. faiss_ext / best peer: faiss_ext QPS "
         "over the faster of FAISS and cuVS at that line.",
         "- floors (per call): DRAM = bytes read once (Flat: the base, or at batch 1 with "
-        "--flat-float16-copy faiss_ext's float16 copy; IVF: the distinct "
+        "--flat-float16-copy / --flat-int8-copy faiss_ext's copy; IVF: the distinct "
         "probed lists + centroids) / DRAM rate; PCIe = queries in + results out; FP32, "
         "TF32 = flops (Flat 2 nq nb d; IVF 2 d (nq nlist + vectors scanned)) / rate; "
         "'% of floor' = (max(DRAM, TF32) + PCIe) / faiss_ext's call time.",

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include <optional>
 #include <vector>
 
 #include <faiss/IndexFlat.h>
@@ -38,13 +39,25 @@ FlatSearchInput searchInput(
     in.d = index.d;
     in.metric = index.metric_type;
     in.precision = index.flatConfig().precision;
-    if (storage.float16Rows() != nullptr) {
-        in.float16.rows = storage.float16Rows();
-        in.float16.scales = storage.float16Scales();
-        in.float16.maxRelError = storage.float16MaxRelError();
-        in.float16.maxSquaredNorm = storage.float16MaxSquaredNorm();
+    if (storage.copyRows() != nullptr) {
+        in.copy.code = *storage.copyCode();
+        in.copy.rows = storage.copyRows();
+        in.copy.scales = storage.copyScales();
+        in.copy.maxRelError = storage.copyMaxRelError();
+        in.copy.maxSquaredNorm = storage.copyMaxSquaredNorm();
     }
     return in;
+}
+
+/// The copy config asks for (none, float16 or int8).
+std::optional<kernels::CopyCode> copyOf(const GpuIndexFlatConfig& config) {
+    if (config.float16Copy) {
+        return kernels::CopyCode::kFloat16;
+    }
+    if (config.int8Copy) {
+        return kernels::CopyCode::kInt8;
+    }
+    return std::nullopt;
 }
 
 } // namespace
@@ -60,12 +73,15 @@ GpuIndexFlat::GpuIndexFlat(
         GpuIndexFlatConfig config)
         : GpuIndex(resources, d, metric, config),
           flatConfig_(config),
-          storage_(std::make_unique<FlatStorage>(resources, d, config.float16Copy)) {
+          storage_(std::make_unique<FlatStorage>(resources, d, copyOf(config))) {
     FAISS_THROW_IF_NOT_FMT(
             config.precision == GpuFlatPrecision::kAuto ||
                     config.precision == GpuFlatPrecision::kFloat32 ||
                     config.precision == GpuFlatPrecision::kTF32x3,
             "precision=%d is not a GpuFlatPrecision", int(config.precision));
+    FAISS_THROW_IF_NOT_MSG(
+            !(config.float16Copy && config.int8Copy),
+            "GpuIndexFlatConfig: float16Copy and int8Copy are exclusive (one copy at most)");
 }
 
 GpuIndexFlat::GpuIndexFlat(
@@ -90,7 +106,7 @@ void GpuIndexFlat::copyFrom(const faiss::IndexFlat* index) {
                     index->metric_type == faiss::METRIC_INNER_PRODUCT,
             "copyFrom: metric %d is not supported", int(index->metric_type));
     DeviceScope scope(res_.device());
-    FlatStorage fresh(res_, index->d, flatConfig_.float16Copy);
+    FlatStorage fresh(res_, index->d, copyOf(flatConfig_));
     if (index->ntotal > 0) {
         fresh.append(index->ntotal, index->get_xb());
     }
@@ -178,7 +194,7 @@ std::vector<int64_t> GpuIndexFlat::searchGraphKey_(
     const FlatSearchInput in = searchInput(*this, *storage_, n, nullptr);
     const FlatSearchPath path = flatSearchPathFor(res_, in, k);
     if ((params != nullptr && params->sel != nullptr) ||
-        (path != FlatSearchPath::kRadix && path != FlatSearchPath::kRadixFloat16) ||
+        (path != FlatSearchPath::kRadix && path != FlatSearchPath::kRadixCopy) ||
         !searchGraphFits(res_, flatRadixBytes(n, ntotal, k))) {
         return {};
     }
@@ -193,9 +209,9 @@ std::vector<int64_t> GpuIndexFlat::searchGraphKey_(
             int64_t(reinterpret_cast<uintptr_t>(in.base)),
             int64_t(reinterpret_cast<uintptr_t>(in.baseNorms)),
             int64_t(path),
-            int64_t(reinterpret_cast<uintptr_t>(in.float16.rows)),
-            int64_t(reinterpret_cast<uintptr_t>(in.float16.scales)),
-            int64_t(reinterpret_cast<uintptr_t>(in.float16.maxSquaredNorm))};
+            int64_t(reinterpret_cast<uintptr_t>(in.copy.rows)),
+            int64_t(reinterpret_cast<uintptr_t>(in.copy.scales)),
+            int64_t(reinterpret_cast<uintptr_t>(in.copy.maxSquaredNorm))};
 }
 
 std::shared_ptr<IdFilterBits> GpuIndexFlat::filterOf_(const faiss::SearchParameters* params) const {

@@ -52,6 +52,11 @@ struct GpuIndexFlatConfig : GpuIndexConfig {
     /// where the base is large (impl/FlatRadixSearch.h). Other searches, and
     /// reconstruct, copyTo and save, use the FP32 vectors.
     bool float16Copy = false;
+    /// As float16Copy with an int8 copy instead (+25% of the vectors' bytes: d rounded up
+    /// to 16 bytes and a scale a vector): a quarter of the base's bytes read, each row
+    /// at ~0.5-1% of its norm (its largest magnitude over 127), so more ids to re-rank
+    /// (the same exact results). At most one of the two.
+    bool int8Copy = false;
 };
 
 /// How GpuIndexIVFFlat's merge stage reduces each query's nprobe x chunks x k

@@ -9,6 +9,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "SearchCopy.h"
+
 namespace faiss_ext {
 namespace kernels {
 
@@ -57,16 +59,17 @@ struct RadixQueryProduct {
     float* values = nullptr; ///< args.ncols floats, written
     /// When set, receives |q|^2.
     float* queryNormSq = nullptr;
-    /// When set, the product reads this float16 copy of the base instead
-    /// (kernels/Float16Copy.h: row c is scales16[c] times its float16RowHalves(d) halves
-    /// at base16 + c * float16RowHalves(d)), any d: the values are those of the copy.
-    const uint16_t* base16 = nullptr;
-    const float* scales16 = nullptr;
+    /// When set, the product reads this low-precision copy of the base instead
+    /// (kernels/SearchCopy.h: row c is copyScales[c] times its copyRowBytes(copyCode, d)
+    /// bytes at copyRows), any d: the values are those of the copy.
+    const void* copyRows = nullptr;
+    CopyCode copyCode = CopyCode::kFloat16;
+    const float* copyScales = nullptr;
 };
 
 /// Whether radixSelectQuery takes this product: d at most 8192; reading the float base,
-/// d a multiple of 4 and the query and base 16-byte aligned, reading a float16 copy, the
-/// copy 16-byte aligned.
+/// d a multiple of 4 and the query and base 16-byte aligned, reading a copy, the copy
+/// 16-byte aligned.
 bool radixQueryFits(const RadixQueryProduct& p);
 
 /// Runs radixSelectQuery on `stream`; scratch as for radixSelectRowsMin with one row.

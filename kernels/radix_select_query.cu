@@ -3,7 +3,8 @@
 // the values it gives are counted while they are written, so the row of values is read
 // back (from L2) only by the later passes. At batch 1 the read of the base is nearly all
 // of the search; a separate GEMV and first pass cost a launch and a pass over the row.
-// The same kernel reads a float16 copy of the base instead (half the bytes).
+// The same kernel reads a low-precision copy of the base instead (kernels/SearchCopy.h:
+// a half or a quarter of the bytes).
 #include <cuda_fp16.h>
 
 #include <faiss_ext/utils/CudaCheck.h>
@@ -24,9 +25,18 @@ constexpr int kRowsPerGroup = 8;
 constexpr int kWarps = kThreads / 32;
 /// The query is held in shared memory.
 constexpr int kMaxQueryFloats = 8192;
-/// Elements in one 16-byte chunk of the float16 copy.
-constexpr int kHalfChunk = 8;
-static_assert(kMaxQueryFloats % kHalfChunk == 0, "the padded query fits as well");
+/// The widest 16-byte chunk: 16 int8 elements (the query is padded to it).
+constexpr int kMaxChunk = 16;
+static_assert(kMaxQueryFloats % kMaxChunk == 0, "the padded query fits as well");
+
+/// What a row's 16-byte chunks hold: float4s of the base, or a copy's 8 halves or 16
+/// int8 (kernels/SearchCopy.h).
+enum class Rows { kFloat, kHalf, kInt8 };
+
+template <Rows kRows>
+constexpr int kChunkElements = kRows == Rows::kFloat ? 4
+        : kRows == Rows::kHalf                       ? 8
+                                                     : 16;
 
 __device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
     acc = fmaf(a.x, b.x, acc);
@@ -51,11 +61,35 @@ __device__ __forceinline__ float dotHalfChunk(const float4* q, uint4 bits, float
     return acc;
 }
 
+/// Byte j of w (a signed int8 made unsigned by adding 128) as a float: placed in the
+/// mantissa of 2^23 (one PRMT), less 2^23 + 128 (one FADD). Exact.
+template <int j>
+__device__ __forceinline__ float int8AsFloat(uint32_t w) {
+    return __int_as_float(__byte_perm(w, 0x4B000000u, 0x7440 + j)) - 8388736.f;
+}
+
+/// acc + q . (chunk's 16 int8 times scale): each element times the row's scale first, as
+/// the copy's measured error has it, so the sum stays as far from overflow as the FP32
+/// base's.
+__device__ __forceinline__ float dotInt8Chunk(const float4* q, uint4 bits, float scale, float acc) {
+    const uint32_t words[4] = {bits.x, bits.y, bits.z, bits.w};
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+        const uint32_t u = words[w] ^ 0x80808080u;
+        const float4 qv = q[w];
+        acc = fmaf(qv.x, int8AsFloat<0>(u) * scale, acc);
+        acc = fmaf(qv.y, int8AsFloat<1>(u) * scale, acc);
+        acc = fmaf(qv.z, int8AsFloat<2>(u) * scale, acc);
+        acc = fmaf(qv.w, int8AsFloat<3>(u) * scale, acc);
+    }
+    return acc;
+}
+
 /// The product and first digit pass. Each warp splits into 32 / kLanes groups of kLanes
 /// lanes; a group takes kRowsPerGroup rows at a time, its lanes striding over the rows'
-/// chunks: float4s of the base, or with kHalf 16-byte chunks of 8 halves of the float16
-/// copy (narrower groups keep short rows' lanes busy).
-template <bool kHalf, int kLanes>
+/// 16-byte chunks (float4s of the base, or a copy's halves or int8; narrower groups keep
+/// short rows' lanes busy).
+template <Rows kRows, int kLanes>
 __global__ void __launch_bounds__(kThreads, 2)
         radixQueryFirstPassKernel(RadixSelectArgs a, RadixQueryProduct p, Scratch s) {
     extern __shared__ float4 query4[];
@@ -65,11 +99,12 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int groupLane = lane % kLanes;
     constexpr int kGroups = 32 / kLanes;
     constexpr int kRowsPerWarp = kGroups * kRowsPerGroup;
+    constexpr bool kCopy = kRows != Rows::kFloat;
+    constexpr int kChunk = kChunkElements<kRows>;
     // The query as float4s, zero padded to the copy's chunks.
-    const int chunkFloats = kHalf ? kHalfChunk : 4;
-    const int chunks = (p.d + chunkFloats - 1) / chunkFloats;
-    const int query4s = chunks * chunkFloats / 4;
-    if (kHalf) {
+    const int chunks = (p.d + kChunk - 1) / kChunk;
+    const int query4s = chunks * kChunk / 4;
+    if (kCopy) {
         float* q = reinterpret_cast<float*>(query4);
         for (int i = threadIdx.x; i < query4s * 4; i += kThreads) {
             q[i] = i < p.d ? p.query[i] : 0.f;
@@ -107,11 +142,11 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int r = 0; r < kRowsPerGroup; ++r) {
             acc[r] = 0.f;
-            scale[r] = kHalf && r0 + r < a.ncols ? p.scales16[r0 + r] : 0.f;
+            scale[r] = kCopy && r0 + r < a.ncols ? p.copyScales[r0 + r] : 0.f;
         }
         for (int c = groupLane; c < chunks; c += kLanes) {
-            if constexpr (kHalf) {
-                const uint4* base = reinterpret_cast<const uint4*>(p.base16);
+            if constexpr (kCopy) {
+                const uint4* base = static_cast<const uint4*>(p.copyRows);
                 uint4 bits[kRowsPerGroup];
 #pragma unroll
                 for (int r = 0; r < kRowsPerGroup; ++r) {
@@ -121,7 +156,9 @@ __global__ void __launch_bounds__(kThreads, 2)
                 }
 #pragma unroll
                 for (int r = 0; r < kRowsPerGroup; ++r) {
-                    acc[r] = dotHalfChunk(query4 + 2 * c, bits[r], scale[r], acc[r]);
+                    acc[r] = kRows == Rows::kHalf
+                            ? dotHalfChunk(query4 + 2 * c, bits[r], scale[r], acc[r])
+                            : dotInt8Chunk(query4 + 4 * c, bits[r], scale[r], acc[r]);
                 }
             } else {
                 const float4* base = reinterpret_cast<const float4*>(p.base);
@@ -171,6 +208,33 @@ __global__ void __launch_bounds__(kThreads, 2)
             hist, s, 0, radix::kFirstShift, radix::kDigitBits, true, 0u, 0u, uint32_t(a.k));
 }
 
+/// The first pass over rows of kRows, its lane groups sized to the row's chunks: 8 lanes
+/// for at most 8 chunks, 16 for at most 16, else 32 (the float base: always 32).
+template <Rows kRows>
+void launchFirstPass(
+        const RadixSelectArgs& args,
+        const RadixQueryProduct& product,
+        const Scratch& s,
+        int64_t grid,
+        size_t queryBytes,
+        cudaStream_t stream) {
+    const int chunks = (product.d + kChunkElements<kRows> - 1) / kChunkElements<kRows>;
+    if constexpr (kRows != Rows::kFloat) {
+        if (chunks <= 8) {
+            radixQueryFirstPassKernel<kRows, 8>
+                    <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
+            return;
+        }
+        if (chunks <= 16) {
+            radixQueryFirstPassKernel<kRows, 16>
+                    <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
+            return;
+        }
+    }
+    radixQueryFirstPassKernel<kRows, 32>
+            <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
+}
+
 bool aligned16(const void* p) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
@@ -181,8 +245,8 @@ bool radixQueryFits(const RadixQueryProduct& p) {
     if (p.d < 1 || p.d > kMaxQueryFloats) {
         return false;
     }
-    if (p.base16 != nullptr) {
-        return aligned16(p.base16) && p.scales16 != nullptr;
+    if (p.copyRows != nullptr) {
+        return aligned16(p.copyRows) && p.copyScales != nullptr;
     }
     return p.d % 4 == 0 && aligned16(p.query) && aligned16(p.base);
 }
@@ -207,19 +271,13 @@ void radixSelectQuery(
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(scratch, 0, Scratch::zeroedBytes(1), stream));
     const int64_t grid = radix::passBlocks(args.ncols, blocks);
     const size_t queryBytes =
-            size_t(product.d + kHalfChunk - 1) / kHalfChunk * kHalfChunk * sizeof(float);
-    if (product.base16 == nullptr) {
-        radixQueryFirstPassKernel<false, 32>
-                <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
-    } else if (product.d <= 8 * kHalfChunk) {
-        radixQueryFirstPassKernel<true, 8>
-                <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
-    } else if (product.d <= 16 * kHalfChunk) {
-        radixQueryFirstPassKernel<true, 16>
-                <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
+            size_t(product.d + kMaxChunk - 1) / kMaxChunk * kMaxChunk * sizeof(float);
+    if (product.copyRows == nullptr) {
+        launchFirstPass<Rows::kFloat>(args, product, s, grid, queryBytes, stream);
+    } else if (product.copyCode == CopyCode::kFloat16) {
+        launchFirstPass<Rows::kHalf>(args, product, s, grid, queryBytes, stream);
     } else {
-        radixQueryFirstPassKernel<true, 32>
-                <<<unsigned(grid), kThreads, queryBytes, stream>>>(args, product, s);
+        launchFirstPass<Rows::kInt8>(args, product, s, grid, queryBytes, stream);
     }
     FAISS_EXT_CUDA_CHECK_LAUNCH();
     // The later passes read the values as written: bias and filter are in them.

@@ -16,8 +16,8 @@ namespace faiss_ext {
 namespace test {
 
 /// search(in, outD, outI) for the queries xq over base rows xb (host, stored with their
-/// float16 copy) in metric and precision p, results to the host; returns what search
-/// returns.
+/// copy of `copy`'s kind) in metric and precision p, results to the host; returns what
+/// search returns.
 template <typename Search>
 auto searchOnDevice(
         GpuResources& res,
@@ -29,11 +29,11 @@ auto searchOnDevice(
         GpuFlatPrecision p,
         std::vector<float>& D,
         std::vector<int64_t>& I,
-        Search search) {
+        Search search,
+        kernels::CopyCode copy = kernels::CopyCode::kFloat16) {
     const int64_t nb = int64_t(xb.size()) / d, nq = int64_t(xq.size()) / d;
-    // With the float16 copy, for FlatSearchPath::kRadixFloat16 (the other paths do not
-    // read it).
-    FlatStorage base(res, d, /*float16Copy=*/true);
+    // With a copy, for FlatSearchPath::kRadixCopy (the other paths do not read it).
+    FlatStorage base(res, d, copy);
     base.append(nb, xb.data());
     auto q = res.alloc<float>(xq.size());
     auto dDev = res.alloc<float>(size_t(nq) * k);
@@ -48,17 +48,19 @@ auto searchOnDevice(
     in.d = d;
     in.metric = metric;
     in.precision = p;
-    in.float16.rows = base.float16Rows();
-    in.float16.scales = base.float16Scales();
-    in.float16.maxRelError = base.float16MaxRelError();
-    in.float16.maxSquaredNorm = base.float16MaxSquaredNorm();
+    in.copy.code = copy;
+    in.copy.rows = base.copyRows();
+    in.copy.scales = base.copyScales();
+    in.copy.maxRelError = base.copyMaxRelError();
+    in.copy.maxSquaredNorm = base.copyMaxSquaredNorm();
     auto out = search(in, dDev.data(), iDev.data());
     D = copyToHostVector(dDev.data(), size_t(nq) * k, res.stream());
     I = copyToHostVector(iDev.data(), size_t(nq) * k, res.stream());
     return out;
 }
 
-/// flatSearch on `path` in precision p over base rows xb (host), results to the host.
+/// flatSearch on `path` in precision p over base rows xb (host, with a copy of `copy`'s
+/// kind for kRadixCopy), results to the host.
 inline void searchPath(
         GpuResources& res,
         const std::vector<float>& xb,
@@ -69,13 +71,16 @@ inline void searchPath(
         FlatSearchPath path,
         GpuFlatPrecision p,
         std::vector<float>& D,
-        std::vector<int64_t>& I) {
+        std::vector<int64_t>& I,
+        kernels::CopyCode copy = kernels::CopyCode::kFloat16) {
     searchOnDevice(
-            res, xb, xq, d, k, metric, p, D, I, [&](FlatSearchInput& in, float* oD, int64_t* oI) {
+            res, xb, xq, d, k, metric, p, D, I,
+            [&](FlatSearchInput& in, float* oD, int64_t* oI) {
                 in.path = path;
                 flatSearch(res, in, k, oD, oI);
                 return 0;
-            });
+            },
+            copy);
 }
 
 /// The rerank path in precision p; returns how many queries it searched again in FP32.

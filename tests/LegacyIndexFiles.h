@@ -1,6 +1,6 @@
 // Index files in the layouts of format versions 1 to 6 (impl/IndexImage.h), which the
 // library reads but no longer writes: versions 1 and 2 written here field by field,
-// apart from the library's writer, version 6 as the current file less Flat's float16Copy,
+// apart from the library's writer, version 6 as the current file less Flat's copy flag,
 // version 5 as a version 6 file less Bang's vector placement, version 4 as a version 5
 // file less Bang's candidate source, version 3 as a version 4 file without its
 // checksums; where the sections of a file lie; whole files of the current version in
@@ -178,7 +178,7 @@ inline std::vector<uint8_t> withoutFields(
 } // namespace legacy
 
 /// The version 6 file of the same index as `file` (the current version, 7): Flat's
-/// fields section loses the config's float16Copy (the byte before ntotal).
+/// fields section loses the config's copy flag (the byte before ntotal).
 inline std::vector<uint8_t> version6File(const std::vector<uint8_t>& file) {
     return legacy::withoutFields(file, 6, IndexKind::kFlat, 1, 8);
 }

@@ -255,41 +255,44 @@ TEST(FlatRadixPath, AutomaticChoiceNeedsFewQueriesALargeBaseAndFp32) {
     EXPECT_TRUE(flatRadixPathFits(in, 10, budget, 9));
 }
 
-// One query with the float16 copy kept, precision kAuto, d up to the fused product's
-// limit (8192 floats of query in shared memory), and the FP32 radix path's base and
-// budget bounds; else the FP32 paths.
-TEST(FlatRadixPath, Float16CopyTakesOneQueryAtAutomaticPrecision) {
-    FlatSearchInput in;
-    in.nq = 1;
-    in.nb = 1000000;
-    in.d = 768;
-    const size_t budget = size_t(1) << 30;
-    EXPECT_FALSE(flatRadixFloat16PathFits(in, 10, budget)); // no copy
-    // Device addresses are not read here; 16-byte aligned ones stand in.
-    in.float16.rows = reinterpret_cast<const uint16_t*>(uintptr_t(1) << 20);
-    in.float16.scales = reinterpret_cast<const float*>(uintptr_t(2) << 20);
-    for (int k : {1, 10, 100, 1024, 2048}) {
-        EXPECT_TRUE(flatRadixFloat16PathFits(in, k, budget)) << k;
+// One query with a copy kept (float16 or int8), precision kAuto, d up to the fused
+// product's limit (8192 floats of query in shared memory), and the FP32 radix path's
+// base and budget bounds; else the FP32 paths.
+TEST(FlatRadixPath, CopyTakesOneQueryAtAutomaticPrecision) {
+    for (kernels::CopyCode code : {kernels::CopyCode::kFloat16, kernels::CopyCode::kInt8}) {
+        FlatSearchInput in;
+        in.nq = 1;
+        in.nb = 1000000;
+        in.d = 768;
+        const size_t budget = size_t(1) << 30;
+        EXPECT_FALSE(flatRadixCopyPathFits(in, 10, budget)); // no copy
+        // Device addresses are not read here; 16-byte aligned ones stand in.
+        in.copy.code = code;
+        in.copy.rows = reinterpret_cast<const void*>(uintptr_t(1) << 20);
+        in.copy.scales = reinterpret_cast<const float*>(uintptr_t(2) << 20);
+        for (int k : {1, 10, 100, 1024, 2048}) {
+            EXPECT_TRUE(flatRadixCopyPathFits(in, k, budget)) << k;
+        }
+        EXPECT_FALSE(flatRadixCopyPathFits(in, 2049, budget));
+        in.nq = 2; // a batch reads the FP32 base
+        EXPECT_FALSE(flatRadixCopyPathFits(in, 10, budget));
+        in.nq = 1;
+        in.precision = GpuFlatPrecision::kFloat32;
+        EXPECT_FALSE(flatRadixCopyPathFits(in, 10, budget));
+        in.precision = GpuFlatPrecision::kAuto;
+        for (int d : {1, 3, 130, 8192}) {
+            in.d = d;
+            EXPECT_TRUE(flatRadixCopyPathFits(in, 10, budget)) << d;
+        }
+        in.d = 8193; // the query no longer fits shared memory: the FP32 radix path's GEMM
+        EXPECT_FALSE(flatRadixCopyPathFits(in, 10, budget));
+        EXPECT_TRUE(flatRadixPathFits(in, 10, budget, 9));
+        in.d = 128;
+        in.nb = kRadixMinBase - 1;
+        EXPECT_FALSE(flatRadixCopyPathFits(in, 10, budget));
+        in.nb = 300000000; // 1.2 GB of keys over a 1 GiB budget
+        EXPECT_FALSE(flatRadixCopyPathFits(in, 10, budget));
     }
-    EXPECT_FALSE(flatRadixFloat16PathFits(in, 2049, budget));
-    in.nq = 2; // a batch reads the FP32 base
-    EXPECT_FALSE(flatRadixFloat16PathFits(in, 10, budget));
-    in.nq = 1;
-    in.precision = GpuFlatPrecision::kFloat32;
-    EXPECT_FALSE(flatRadixFloat16PathFits(in, 10, budget));
-    in.precision = GpuFlatPrecision::kAuto;
-    for (int d : {1, 3, 130, 8192}) {
-        in.d = d;
-        EXPECT_TRUE(flatRadixFloat16PathFits(in, 10, budget)) << d;
-    }
-    in.d = 8193; // the query no longer fits shared memory: the FP32 radix path's GEMM
-    EXPECT_FALSE(flatRadixFloat16PathFits(in, 10, budget));
-    EXPECT_TRUE(flatRadixPathFits(in, 10, budget, 9));
-    in.d = 128;
-    in.nb = kRadixMinBase - 1;
-    EXPECT_FALSE(flatRadixFloat16PathFits(in, 10, budget));
-    in.nb = 300000000; // 1.2 GB of keys over a 1 GiB budget
-    EXPECT_FALSE(flatRadixFloat16PathFits(in, 10, budget));
 }
 
 TEST(FlatSearchPrecision, ThresholdAndRerankPathsRunBf16x3UnlessAProductIsForced) {

@@ -120,22 +120,24 @@ TEST(IndexFormat, FlatRoundTrip) {
     im.config.pageBytes = size_t(5) << 20;
     for (GpuFlatPrecision p :
          {GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32, GpuFlatPrecision::kTF32x3}) {
-        for (bool copy : {false, true}) {
+        for (int copy : {0, 1, 2}) {
             im.config.precision = p;
-            im.config.float16Copy = copy;
+            im.config.float16Copy = copy == 1;
+            im.config.int8Copy = copy == 2;
             FlatImage back = decodeFlat(encodeFlat(im));
             EXPECT_EQ(back.vectors, im.vectors);
             EXPECT_EQ(back.ntotal, 2);
             EXPECT_EQ(back.config.pageBytes, im.config.pageBytes);
             EXPECT_EQ(back.config.precision, p);
-            EXPECT_EQ(back.config.float16Copy, copy);
+            EXPECT_EQ(back.config.float16Copy, copy == 1);
+            EXPECT_EQ(back.config.int8Copy, copy == 2);
         }
     }
 }
 
-// Version 6 files have no float16Copy: they load without the copy; a flag other than 0
-// or 1 is refused.
-TEST(IndexFormat, Version6FlatLoadsWithoutTheFloat16Copy) {
+// Version 6 files have no copy flag: they load without a copy; a flag other than 0, 1
+// or 2 is refused.
+TEST(IndexFormat, Version6FlatLoadsWithoutACopy) {
     FlatImage im;
     im.d = 2;
     im.ntotal = 1;
@@ -147,18 +149,19 @@ TEST(IndexFormat, Version6FlatLoadsWithoutTheFloat16Copy) {
     EXPECT_EQ(old.vectors, im.vectors);
     EXPECT_EQ(old.config.precision, GpuFlatPrecision::kFloat32);
     EXPECT_FALSE(old.config.float16Copy);
+    EXPECT_FALSE(old.config.int8Copy);
     // The flag's byte, before ntotal and the end of the fields section.
     const size_t flag = test::sectionSpans(b).front().end - 8 - 1;
     ASSERT_EQ(b[flag], 1);
     std::vector<uint8_t> bad = b;
-    bad[flag] = 2;
+    bad[flag] = 3;
     // The section's checksum made again, so that the flag's own check is the one that fails.
     bad = test::legacy::withoutFields(bad, kIndexFormatVersion, IndexKind::kFlat, 0, 0);
     try {
         decodeFlat(bad);
-        ADD_FAILURE() << "a float16Copy flag of 2 was accepted";
+        ADD_FAILURE() << "a copy flag of 3 was accepted";
     } catch (const faiss::FaissException& e) {
-        EXPECT_NE(std::string(e.what()).find("float16Copy"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("int8Copy"), std::string::npos) << e.what();
     }
 }
 

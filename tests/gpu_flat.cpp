@@ -55,7 +55,7 @@ std::string pathName(FlatSearchPath p) {
 /// only up to d = 256: its one-sided accumulation error grows with d (IndexConfig.h)
 /// and passes 1e-4 of these uniform sets' distances near d = 2048.
 std::vector<GpuFlatPrecision> precisionsFor(int d, FlatSearchPath path) {
-    if (path == FlatSearchPath::kRadixFloat16) {
+    if (path == FlatSearchPath::kRadixCopy) {
         return {GpuFlatPrecision::kAuto}; // its products are the copy's, then FP32
     }
     std::vector<GpuFlatPrecision> out{GpuFlatPrecision::kAuto, GpuFlatPrecision::kFloat32};
@@ -77,7 +77,7 @@ std::string describe(const FlatCase& c) {
 
 const std::vector<FlatSearchPath> kEveryPath{
         FlatSearchPath::kAuto,  FlatSearchPath::kTiles,  FlatSearchPath::kThreshold,
-        FlatSearchPath::kRadix, FlatSearchPath::kRerank, FlatSearchPath::kRadixFloat16};
+        FlatSearchPath::kRadix, FlatSearchPath::kRerank, FlatSearchPath::kRadixCopy};
 
 /// Every path of `paths` (GpuIndexFlat's own choice, and each forced through flatSearch)
 /// in every precision checked on it, against faiss::IndexFlat.
@@ -102,20 +102,33 @@ void runCase(
             SCOPED_TRACE(pathName(path) + ", " + precisionName(p));
             std::vector<float> D(c.nq * c.k, 12345.f);
             std::vector<int64_t> I(c.nq * c.k, 777);
+            if (path == FlatSearchPath::kRadixCopy) {
+                for (kernels::CopyCode copy :
+                     {kernels::CopyCode::kFloat16, kernels::CopyCode::kInt8}) {
+                    SCOPED_TRACE(copy == kernels::CopyCode::kInt8 ? "int8 copy" : "float16 copy");
+                    searchPath(res, xb, xq, c.d, c.k, c.metric, path, p, D, I, copy);
+                    EXPECT_EQ(compareKnn(refD, refI, D, I, c.nq, c.k, 1e-4f, 1e-5f), 0);
+                }
+                continue;
+            }
             if (path != FlatSearchPath::kAuto) {
                 searchPath(res, xb, xq, c.d, c.k, c.metric, path, p, D, I);
                 EXPECT_EQ(compareKnn(refD, refI, D, I, c.nq, c.k, 1e-4f, 1e-5f), 0);
                 continue;
             }
-            // With the float16 copy too where the automatic choice may read it (one query).
-            for (bool copy : {false, true}) {
-                if (copy && c.nq != 1) {
+            // With each copy too where the automatic choice may read it (one query).
+            for (int copy : {0, 1, 2}) {
+                if (copy > 0 && c.nq != 1) {
                     continue;
                 }
-                SCOPED_TRACE(copy ? "with the float16 copy" : "without the copy");
+                SCOPED_TRACE(
+                        copy == 1           ? "with the float16 copy"
+                                : copy == 2 ? "with the int8 copy"
+                                            : "without a copy");
                 GpuIndexFlatConfig cfg;
                 cfg.precision = p;
-                cfg.float16Copy = copy;
+                cfg.float16Copy = copy == 1;
+                cfg.int8Copy = copy == 2;
                 GpuIndexFlat gpu(res, c.d, c.metric, cfg);
                 // Two adds, to exercise storage growth.
                 gpu.add(c.nb / 2 + 1, xb.data());

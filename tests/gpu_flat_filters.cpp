@@ -119,11 +119,15 @@ TEST(GpuFlatFilters, RadixPathMatchesCpuForEverySelector) {
         expectEverySelectorMatchesCpu(res, flatData(seed, 70000, 4), seed, {10, 1000});
     }
     // One query: its product and first pass in one kernel (radixSelectQuery), over the
-    // FP32 base and over the float16 copy (filtered ids keyed +inf, never re-ranked).
-    GpuIndexFlatConfig copy;
-    copy.float16Copy = true;
-    for (const GpuIndexFlatConfig& config : {GpuIndexFlatConfig(), copy}) {
-        SCOPED_TRACE(config.float16Copy ? "float16 copy" : "FP32 base");
+    // FP32 base and over each copy (filtered ids keyed +inf, never re-ranked).
+    GpuIndexFlatConfig half, int8;
+    half.float16Copy = true;
+    int8.int8Copy = true;
+    for (const GpuIndexFlatConfig& config : {GpuIndexFlatConfig(), half, int8}) {
+        SCOPED_TRACE(
+                config.float16Copy        ? "float16 copy"
+                        : config.int8Copy ? "int8 copy"
+                                          : "FP32 base");
         if (small) {
             expectEverySelectorMatchesCpu(
                     res, flatData(seed, 70000, 1), seed, {1, 1000}, true, config);

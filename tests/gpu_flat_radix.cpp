@@ -1,7 +1,7 @@
 // The flat radix paths for one query against faiss::IndexFlat: over the FP32 base
 // (kernels/RadixSelect.h, radixSelectQuery: the product and the first digit pass in one
 // read of the base; the separate product and passes where the shape does not fit it)
-// and over its float16 copy (the copy's keys, the band of its error bound re-ranked in
+// and over its float16 and int8 copies (the copy's keys, the band of its error bound re-ranked in
 // FP32, impl/FlatRadixSearch.h); and their searches replayed from CUDA graphs.
 #include <cmath>
 #include <string>
@@ -16,8 +16,8 @@
 #include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/index_io.h>
 #include <faiss_ext/utils/DeviceBuffer.h>
-#include <kernels/Float16Copy.h>
 #include <kernels/RadixSelect.h>
+#include <kernels/SearchCopy.h>
 
 #include "FlatTestUtil.h"
 #include "Synthetic.h"
@@ -29,10 +29,23 @@ using faiss_ext::test::searchPath;
 
 namespace {
 
-/// The two radix paths, each forced.
-const FlatSearchPath kRadixPaths[] = {FlatSearchPath::kRadix, FlatSearchPath::kRadixFloat16};
+/// The copies the radix path reads.
+const kernels::CopyCode kCopies[] = {kernels::CopyCode::kFloat16, kernels::CopyCode::kInt8};
 
-/// One query over xb on each forced radix path against FAISS CPU, in each metric.
+const char* copyName(kernels::CopyCode copy) {
+    return copy == kernels::CopyCode::kInt8 ? "int8 copy" : "float16 copy";
+}
+
+/// The config of a GpuIndexFlat that keeps `copy`.
+GpuIndexFlatConfig configWith(kernels::CopyCode copy) {
+    GpuIndexFlatConfig config;
+    config.float16Copy = copy == kernels::CopyCode::kFloat16;
+    config.int8Copy = copy == kernels::CopyCode::kInt8;
+    return config;
+}
+
+/// One query over xb on each forced radix path (over the FP32 base, over each copy)
+/// against FAISS CPU, in each metric.
 void expectOneQueryMatchesCpu(
         GpuResources& res,
         const std::vector<float>& xb,
@@ -47,14 +60,19 @@ void expectOneQueryMatchesCpu(
         std::vector<float> refD(k), D(k);
         std::vector<int64_t> refI(k), I(k);
         cpu.search(1, xq.data(), k, refD.data(), refI.data());
-        for (FlatSearchPath path : kRadixPaths) {
-            SCOPED_TRACE(
-                    std::string(flatSearchPathName(path)) + " nb=" + std::to_string(nb) +
-                    " d=" + std::to_string(d) + " k=" + std::to_string(k) +
-                    (m == faiss::METRIC_L2 ? " L2" : " IP"));
-            const GpuFlatPrecision p = path == FlatSearchPath::kRadix ? GpuFlatPrecision::kFloat32
-                                                                      : GpuFlatPrecision::kAuto;
-            searchPath(res, xb, xq, d, k, m, path, p, D, I);
+        const std::string shape = " nb=" + std::to_string(nb) + " d=" + std::to_string(d) +
+                " k=" + std::to_string(k) + (m == faiss::METRIC_L2 ? " L2" : " IP");
+        {
+            SCOPED_TRACE("radix" + shape);
+            searchPath(
+                    res, xb, xq, d, k, m, FlatSearchPath::kRadix, GpuFlatPrecision::kFloat32, D, I);
+            EXPECT_EQ(compareKnn(refD, refI, D, I, 1, k, 1e-4f, 1e-5f), 0);
+        }
+        for (kernels::CopyCode copy : kCopies) {
+            SCOPED_TRACE(std::string("radix over the ") + copyName(copy) + shape);
+            searchPath(
+                    res, xb, xq, d, k, m, FlatSearchPath::kRadixCopy, GpuFlatPrecision::kAuto, D, I,
+                    copy);
             EXPECT_EQ(compareKnn(refD, refI, D, I, 1, k, 1e-4f, 1e-5f), 0);
         }
     }
@@ -64,7 +82,7 @@ void expectOneQueryMatchesCpu(
 
 // Which shapes the one-kernel product takes: over the FP32 base, d a multiple of 4
 // (float4 rows), the query in shared memory, 16-byte aligned rows (the others take the
-// separate product); over the float16 copy, any d (its rows are padded) up to the same
+// separate product); over a copy, any d (its rows are padded) up to the same
 // limit.
 TEST(GpuFlatRadix, OneQueryProductFitsFloat4Rows) {
     float* aligned = reinterpret_cast<float*>(uintptr_t(256));
@@ -82,8 +100,8 @@ TEST(GpuFlatRadix, OneQueryProductFitsFloat4Rows) {
     p.d = 128;
     p.query = aligned + 1;
     EXPECT_FALSE(kernels::radixQueryFits(p));
-    p.base16 = reinterpret_cast<const uint16_t*>(uintptr_t(256));
-    p.scales16 = aligned;
+    p.copyRows = reinterpret_cast<const void*>(uintptr_t(256));
+    p.copyScales = aligned;
     for (int d : {1, 3, 130, 8192}) {
         p.d = d;
         EXPECT_TRUE(kernels::radixQueryFits(p)) << d;
@@ -91,11 +109,15 @@ TEST(GpuFlatRadix, OneQueryProductFitsFloat4Rows) {
     p.d = 8196;
     EXPECT_FALSE(kernels::radixQueryFits(p));
     p.d = 128;
-    p.base16 = reinterpret_cast<const uint16_t*>(uintptr_t(264)); // 16-byte chunks
+    p.copyRows = reinterpret_cast<const void*>(uintptr_t(264)); // 16-byte chunks
     EXPECT_FALSE(kernels::radixQueryFits(p));
-    EXPECT_EQ(kernels::float16RowHalves(1), 8);
-    EXPECT_EQ(kernels::float16RowHalves(130), 136);
-    EXPECT_EQ(kernels::float16RowHalves(768), 768);
+    using kernels::CopyCode;
+    EXPECT_EQ(kernels::copyRowBytes(CopyCode::kFloat16, 1), 16);
+    EXPECT_EQ(kernels::copyRowBytes(CopyCode::kFloat16, 130), 272);
+    EXPECT_EQ(kernels::copyRowBytes(CopyCode::kFloat16, 768), 1536);
+    EXPECT_EQ(kernels::copyRowBytes(CopyCode::kInt8, 1), 16);
+    EXPECT_EQ(kernels::copyRowBytes(CopyCode::kInt8, 130), 144);
+    EXPECT_EQ(kernels::copyRowBytes(CopyCode::kInt8, 768), 768);
 }
 
 // Dimensions on both sides of the float4 rule, every k up to the largest, a base of
@@ -186,7 +208,7 @@ TEST(GpuFlatRadix, OneQuerySettlesTheKthAtEachDigit) {
 // first call of a shape runs kernel by kernel, the second is captured, later ones
 // replay it; each call must answer its own query over the contents of that moment.
 // Host arrays (the graph holds their copies) and device arrays (searchDevice) alike;
-// over the FP32 base and over the float16 copy.
+// over the FP32 base and over each copy.
 TEST(GpuFlatRadix, OneQuerySearchesReplayCudaGraphs) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
@@ -197,13 +219,16 @@ TEST(GpuFlatRadix, OneQuerySearchesReplayCudaGraphs) {
     auto qDev = res.alloc<float>(d);
     auto dDev = res.alloc<float>(k);
     auto iDev = res.alloc<int64_t>(k);
-    for (int run = 0; run < 4; ++run) {
+    for (int run = 0; run < 6; ++run) {
         const faiss::MetricType m = run % 2 ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2;
         GpuIndexFlatConfig config;
-        config.float16Copy = run >= 2;
+        config.float16Copy = run / 2 == 1;
+        config.int8Copy = run / 2 == 2;
         SCOPED_TRACE(
                 std::string(m == faiss::METRIC_L2 ? "L2" : "IP") +
-                (config.float16Copy ? ", float16 copy" : ""));
+                (config.float16Copy        ? ", float16 copy"
+                         : config.int8Copy ? ", int8 copy"
+                                           : ""));
         faiss::IndexFlat cpu(d, m);
         GpuIndexFlat gpu(res, d, m, config);
         cpu.add(nb, xb.data());
@@ -268,12 +293,12 @@ void expectIndexMatchesCpu(
 
 } // namespace
 
-// Rows that the float16 copy cannot tell apart: one vector of large components plus
-// perturbations a thousand times below float16's resolution (2^-11 of a component), so
-// that the copy's keys of all of them are equal to its precision and their order comes
-// from the FP32 re-rank alone; mixed with rows far away, and alone. Each query lies
-// among them, so its whole neighbourhood is inside the band.
-TEST(GpuFlatRadix, Float16CopyRanksRowsItsRoundingCannotTellApart) {
+// Rows that a copy cannot tell apart: one vector of large components plus perturbations
+// a thousand times below float16's resolution (2^-11 of a component; int8's is coarser
+// still), so that the copy's keys of all of them are equal to its precision and their
+// order comes from the FP32 re-rank alone; mixed with rows far away, and alone. Each
+// query lies among them, so its whole neighbourhood is inside the band.
+TEST(GpuFlatRadix, CopiesRankRowsTheirRoundingCannotTellApart) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const uint64_t seed = test::testSeed();
@@ -302,10 +327,11 @@ TEST(GpuFlatRadix, Float16CopyRanksRowsItsRoundingCannotTellApart) {
     }
 }
 
-// The copy follows the stored vectors through every change of them: adds (growing the
+// Each copy follows the stored vectors through every change of them: adds (growing the
 // storage), remove_ids, reset, copyFrom, and a save and load; it costs its bytes in
-// deviceMemoryBytes; a filtered search over it takes only allowed ids.
-TEST(GpuFlatRadix, Float16CopyFollowsTheStoredVectors) {
+// deviceMemoryBytes; a filtered search over it takes only allowed ids. Both copies at
+// once are refused.
+TEST(GpuFlatRadix, CopiesFollowTheStoredVectors) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const uint64_t seed = test::testSeed();
@@ -314,23 +340,27 @@ TEST(GpuFlatRadix, Float16CopyFollowsTheStoredVectors) {
     const auto xb = datasets::uniform(nb, d, seed);
     const auto more = datasets::uniform(nb, d, seed + 1);
     const auto xq = datasets::uniform(1, d, seed + 2);
-    GpuIndexFlatConfig config;
-    config.float16Copy = true;
-    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
-        SCOPED_TRACE(m == faiss::METRIC_L2 ? "L2" : "IP");
+    GpuIndexFlatConfig both;
+    both.float16Copy = both.int8Copy = true;
+    EXPECT_THROW(GpuIndexFlat(res, d, faiss::METRIC_L2, both), faiss::FaissException);
+    for (int run = 0; run < 4; ++run) {
+        const kernels::CopyCode copy = kCopies[run / 2];
+        const GpuIndexFlatConfig config = configWith(copy);
+        const faiss::MetricType m = run % 2 ? faiss::METRIC_INNER_PRODUCT : faiss::METRIC_L2;
+        SCOPED_TRACE(std::string(copyName(copy)) + (m == faiss::METRIC_L2 ? ", L2" : ", IP"));
         faiss::IndexFlat cpu(d, m);
         GpuIndexFlat gpu(res, d, m, config);
         GpuIndexFlat plain(res, d, m);
         cpu.add(nb, xb.data());
         gpu.add(nb, xb.data());
         plain.add(nb, xb.data());
-        ASSERT_EQ(GpuIndexFlatAccess::searchPath(gpu, 1, k), FlatSearchPath::kRadixFloat16);
+        ASSERT_EQ(GpuIndexFlatAccess::searchPath(gpu, 1, k), FlatSearchPath::kRadixCopy);
         EXPECT_EQ(GpuIndexFlatAccess::searchPath(plain, 1, k), FlatSearchPath::kRadix);
         EXPECT_EQ(GpuIndexFlatAccess::searchPath(gpu, 2, k), FlatSearchPath::kRadix);
         EXPECT_GE(
                 gpu.deviceMemoryBytes(),
                 plain.deviceMemoryBytes() +
-                        size_t(nb) * (kernels::float16RowHalves(d) * 2 + sizeof(float)));
+                        size_t(nb) * (kernels::copyRowBytes(copy, d) + sizeof(float)));
         expectIndexMatchesCpu(gpu, cpu, xq, k);
         cpu.add(nb, more.data());
         gpu.add(nb, more.data());
@@ -352,7 +382,8 @@ TEST(GpuFlatRadix, Float16CopyFollowsTheStoredVectors) {
         auto back = faiss_ext::deserialize_index(bytes.data(), bytes.size(), res);
         auto* loaded = dynamic_cast<GpuIndexFlat*>(back.get());
         ASSERT_NE(loaded, nullptr);
-        EXPECT_TRUE(loaded->flatConfig().float16Copy);
+        EXPECT_EQ(loaded->flatConfig().float16Copy, config.float16Copy);
+        EXPECT_EQ(loaded->flatConfig().int8Copy, config.int8Copy);
         expectIndexMatchesCpu(*loaded, cpu, xq, k);
         gpu.reset();
         EXPECT_EQ(gpu.deviceMemoryBytes(), 0u);
@@ -361,7 +392,7 @@ TEST(GpuFlatRadix, Float16CopyFollowsTheStoredVectors) {
         fresh.add(nb, more.data());
         expectIndexMatchesCpu(gpu, fresh, xq, k);
         gpu.copyFrom(&cpu);
-        EXPECT_TRUE(gpu.flatConfig().float16Copy);
+        EXPECT_EQ(gpu.flatConfig().int8Copy, config.int8Copy);
         expectIndexMatchesCpu(gpu, cpu, xq, k);
     }
 }

@@ -65,13 +65,14 @@ struct IndexTraits<GpuIndexFlat> {
         EXPECT_EQ(a.flatConfig().pageBytes, b.flatConfig().pageBytes);
         EXPECT_EQ(a.flatConfig().precision, b.flatConfig().precision);
         EXPECT_EQ(a.flatConfig().float16Copy, b.flatConfig().float16Copy);
+        EXPECT_EQ(a.flatConfig().int8Copy, b.flatConfig().int8Copy);
     }
-    /// b loaded from a version 3 file of a: everything but float16Copy (version 7 on),
+    /// b loaded from a version 3 file of a: everything but the copy flags (version 7 on),
     /// which such files load without.
     static void expectSameSetupFromVersion3(const GpuIndexFlat& a, const GpuIndexFlat& b) {
         EXPECT_EQ(a.flatConfig().pageBytes, b.flatConfig().pageBytes);
         EXPECT_EQ(a.flatConfig().precision, b.flatConfig().precision);
-        EXPECT_FALSE(b.flatConfig().float16Copy);
+        EXPECT_FALSE(b.flatConfig().float16Copy || b.flatConfig().int8Copy);
     }
     /// Device state beyond the vectors, for "left as it was" checks.
     static std::vector<int64_t> state(const GpuIndexFlat&) {

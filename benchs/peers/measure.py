@@ -251,12 +251,14 @@ def floors(rates, nq, d, k, device_bytes, flops):
     return t
 
 
-def flat_work(nb, d, nq, float16_copy=False):
+def flat_work(nb, d, nq, copy=None):
     """(device bytes, flops) of exact search: the base (and its norms) read once;
-    2 nq nb d flops. float16_copy: one query reads faiss_ext's float16 copy instead (d
-    rounded up to 8 halves, a scale and a norm a vector)."""
-    if float16_copy and nq == 1:
-        return nb * ((d + 7) // 8 * 8 * 2 + 8), 2.0 * nb * d
+    2 nq nb d flops. copy ('float16' or 'int8'): one query reads faiss_ext's copy
+    instead (16-byte rows: d rounded up to 8 halves or 16 bytes; a scale and a norm a
+    vector)."""
+    if copy is not None and nq == 1:
+        row = (d + 7) // 8 * 16 if copy == "float16" else (d + 15) // 16 * 16
+        return nb * (row + 8), 2.0 * nb * d
     return nb * (d * 4 + 4), 2.0 * nq * nb * d
 
 

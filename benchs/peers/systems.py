@@ -180,15 +180,15 @@ def ext_selector(fx, f):
 class ExtFlat(System):
     peer, label, family = "faiss_ext", "faiss_ext GpuIndexFlat", "flat"
 
-    def __init__(self, b, res, xb, metric, float16_copy=False):
+    def __init__(self, b, res, xb, metric, copy=None):
         super().__init__()
         fx = b.mods["faiss_ext"]
         m = fx.METRIC_L2 if metric == "l2" else fx.METRIC_INNER_PRODUCT
         self.fx = fx
-        extra = {"float16_copy": True} if float16_copy else {}
+        extra = {f"{copy}_copy": True} if copy else {}
         self.index = fx.GpuIndexFlat(res, xb.shape[1], m, **extra)
-        if float16_copy:
-            self.notes.append("float16_copy=True: single queries read a float16 copy of the "
+        if copy:
+            self.notes.append(f"{copy}_copy=True: single queries read a {copy} copy of the "
                               "vectors first, then re-rank in FP32 (exact results)")
         self.build_s, _ = _timed_build(b, lambda: self.index.add(xb))
         self.mem = self.index.device_memory_bytes()

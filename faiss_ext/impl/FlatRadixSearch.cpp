@@ -55,17 +55,18 @@ bool flatRadixPathFits(
             radixShapeFits(in, in.nq, k, budgetBytes);
 }
 
-bool flatRadixFloat16PathFits(const FlatSearchInput& in, int k, size_t budgetBytes) {
+bool flatRadixCopyPathFits(const FlatSearchInput& in, int k, size_t budgetBytes) {
     // The fused product over the copy holds the query in shared memory.
     kernels::RadixQueryProduct product;
     product.d = in.d;
-    product.base16 = in.float16.rows;
-    product.scales16 = in.float16.scales;
-    return in.float16.rows != nullptr && in.precision == GpuFlatPrecision::kAuto && in.nq == 1 &&
+    product.copyRows = in.copy.rows;
+    product.copyCode = in.copy.code;
+    product.copyScales = in.copy.scales;
+    return in.copy.rows != nullptr && in.precision == GpuFlatPrecision::kAuto && in.nq == 1 &&
             kernels::radixQueryFits(product) && radixShapeFits(in, 1, k, budgetBytes);
 }
 
-void flatSearchRadixFloat16(
+void flatSearchRadixCopy(
         const GpuResources& res,
         const FlatSearchInput& in,
         int k,
@@ -73,8 +74,9 @@ void flatSearchRadixFloat16(
         float* outD,
         int64_t* outI) {
     FAISS_THROW_IF_NOT_MSG(
-            in.float16.rows != nullptr,
-            "the flat radix path's float16 copy is not kept (GpuIndexFlatConfig::float16Copy)");
+            in.copy.rows != nullptr,
+            "the flat radix path over a copy needs one kept (GpuIndexFlatConfig::float16Copy "
+            "or int8Copy)");
     const size_t bytes = flatRadixBytes(1, in.nb, k);
     checkRadixShape(in, bytes, budgetBytes);
     cudaStream_t stream = res.stream();
@@ -90,10 +92,11 @@ void flatSearchRadixFloat16(
     auto scratch = res.alloc<char>(scratchBytes);
     const int blocks = radixBlocksPerRow(res, 1);
     // The copy's keys against exact arithmetic: the copy's own error (at most
-    // maxRelError |q| |b|), then the FP32 product over the copy's values (at most
-    // (1 + maxRelError) |b| each) and the stored norms as on the FP32 path.
+    // maxRelError |q| |b|), then the FP32 product over the copy's values (each element
+    // its stored value times the row's scale: at most (1 + maxRelError) |b| in all) and
+    // the stored norms as on the FP32 path.
     kernels::KeyErrorBound bound = kernels::keyErrorBound(d, kernels::GemmProduct::kFloat32);
-    bound.dotRel = in.float16.maxRelError + bound.dotRel * (1.f + in.float16.maxRelError);
+    bound.dotRel = in.copy.maxRelError + bound.dotRel * (1.f + in.copy.maxRelError);
 
     kernels::RadixSelectArgs sel;
     sel.dist = values.data();
@@ -116,14 +119,15 @@ void flatSearchRadixFloat16(
     one.alpha = l2 ? -2.f : -1.f;
     one.values = values.data();
     one.queryNormSq = qNorm.data();
-    one.base16 = in.float16.rows;
-    one.scales16 = in.float16.scales;
+    one.copyRows = in.copy.rows;
+    one.copyCode = in.copy.code;
+    one.copyScales = in.copy.scales;
     for (int64_t q = 0; q < in.nq; ++q) {
         const float* query = in.queries + q * d;
         one.query = query;
         kernels::radixSelectQuery(sel, one, scratch.data(), scratchBytes, blocks, stream);
         kernels::rerankBandLimits(
-                candD.data() + (k - 1), k, 1, qNorm.data(), in.float16.maxSquaredNorm, bound, d, l2,
+                candD.data() + (k - 1), k, 1, qNorm.data(), in.copy.maxSquaredNorm, bound, d, l2,
                 limit.data(), stream);
         kernels::rerankRow(query, in.base, d, l2, values.data(), in.nb, limit.data(), stream);
         kernels::radixSelectRowsMin(exact, scratch.data(), scratchBytes, blocks, stream);

@@ -34,21 +34,21 @@ bool flatRadixPathFits(
         size_t budgetBytes,
         int computeCapabilityMajor);
 
-/// Whether kAuto takes the radix path over the float16 copy for `in` and k: the copy
-/// kept (in.float16), one query, precision kAuto (kFloat32 asks for FP32 products), d
+/// Whether kAuto takes the radix path over the base's copy for `in` and k: the copy
+/// kept (in.copy), one query, precision kAuto (kFloat32 asks for FP32 products), d
 /// within the fused product's limit (kernels::radixQueryFits), the radix path's base
 /// bounds and its row within budgetBytes.
-bool flatRadixFloat16PathFits(const FlatSearchInput& in, int k, size_t budgetBytes);
+bool flatRadixCopyPathFits(const FlatSearchInput& in, int k, size_t budgetBytes);
 
-/// The radix path over the float16 copy (flatSearch's contract), a query at a time: the
-/// query's keys from the copy (half the bytes of the base) and a radix select of their
-/// k best; the band of the k-th (kernels/RerankBand.h: the copy's error bound, the
-/// product's and the re-rank's rounding) says which ids can still be among the k
-/// nearest, those are re-ranked exactly in FP32 in place and the row selected again.
-/// Results are the FP32 re-rank's for any data: rows the copy cannot tell apart all
-/// fall inside the band (at worst the whole base is re-ranked). Throws when the copy
-/// is not kept or the row does not fit budgetBytes.
-void flatSearchRadixFloat16(
+/// The radix path over the base's low-precision copy (flatSearch's contract), a query at
+/// a time: the query's keys from the copy (a half or a quarter of the base's bytes) and
+/// a radix select of their k best; the band of the k-th (kernels/RerankBand.h: the
+/// copy's measured error bound, the product's and the re-rank's rounding) says which
+/// ids can still be among the k nearest, those are re-ranked exactly in FP32 in place
+/// and the row selected again. Results are the FP32 re-rank's for any data: rows the
+/// copy cannot tell apart all fall inside the band (at worst the whole base is
+/// re-ranked). Throws when no copy is kept or the row does not fit budgetBytes.
+void flatSearchRadixCopy(
         const GpuResources& res,
         const FlatSearchInput& in,
         int k,

@@ -95,8 +95,8 @@ const char* flatSearchPathName(FlatSearchPath path) {
             return "radix";
         case FlatSearchPath::kRerank:
             return "rerank";
-        case FlatSearchPath::kRadixFloat16:
-            return "radix-float16";
+        case FlatSearchPath::kRadixCopy:
+            return "radix-copy";
     }
     return "?";
 }
@@ -377,8 +377,8 @@ FlatSearchPath flatSearchPathFor(const GpuResources& res, const FlatSearchInput&
     }
     const size_t budget = res.tempMemoryBytes();
     const int cc = res.computeCapabilityMajor();
-    if (flatRadixFloat16PathFits(in, k, budget)) {
-        return FlatSearchPath::kRadixFloat16;
+    if (flatRadixCopyPathFits(in, k, budget)) {
+        return FlatSearchPath::kRadixCopy;
     }
     if (flatRadixPathFits(in, k, budget, cc)) {
         return FlatSearchPath::kRadix;
@@ -411,8 +411,8 @@ void flatSearch(
         case FlatSearchPath::kRadix:
             flatSearchRadix(res, in, k, budget, outD, outI);
             break;
-        case FlatSearchPath::kRadixFloat16:
-            flatSearchRadixFloat16(res, in, k, budget, outD, outI);
+        case FlatSearchPath::kRadixCopy:
+            flatSearchRadixCopy(res, in, k, budget, outD, outI);
             break;
         case FlatSearchPath::kThreshold:
             flatSearchThreshold(res, in, k, budget, outD, outI);

@@ -9,6 +9,7 @@
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/IndexConfig.h>
 #include <kernels/OperandSplit.h>
+#include <kernels/SearchCopy.h>
 
 namespace faiss_ext {
 
@@ -64,13 +65,13 @@ enum class FlatSearchPath {
     /// can be among the k nearest re-ranked exactly; a query whose margin is not proven
     /// is searched again in FP32 (impl/FlatRerankSearch.h)
     kRerank,
-    /// the radix path over the base's float16 copy (GpuIndexFlatConfig::float16Copy),
-    /// then the ids its error bound cannot rule out re-ranked exactly in FP32 and
-    /// selected again, a query at a time (impl/FlatRadixSearch.h)
-    kRadixFloat16,
+    /// the radix path over the base's low-precision copy (GpuIndexFlatConfig::float16Copy,
+    /// int8Copy), then the ids its error bound cannot rule out re-ranked exactly in FP32
+    /// and selected again, a query at a time (impl/FlatRadixSearch.h)
+    kRadixCopy,
 };
 
-/// "auto", "tiles", "threshold", "radix", "rerank" or "radix-float16".
+/// "auto", "tiles", "threshold", "radix", "rerank" or "radix-copy".
 const char* flatSearchPathName(FlatSearchPath path);
 
 /// The GEMMs' arithmetic of a search in precision p on the given path (not kAuto) on a
@@ -84,9 +85,11 @@ kernels::GemmProduct flatGemmProduct(
         FlatSearchPath path,
         int computeCapabilityMajor);
 
-/// The base's float16 copy (impl/FlatStorage.h, kernels/Float16Copy.h), in device memory.
-struct FlatFloat16Copy {
-    const uint16_t* rows = nullptr;        ///< nb x float16RowHalves(d) halves; null: no copy
+/// The base's low-precision copy (impl/FlatStorage.h, kernels/SearchCopy.h), in device
+/// memory.
+struct FlatSearchCopy {
+    kernels::CopyCode code = kernels::CopyCode::kFloat16;
+    const void* rows = nullptr;            ///< nb x copyRowBytes(code, d) bytes; null: no copy
     const float* scales = nullptr;         ///< nb
     float maxRelError = 0;                 ///< bounds every row's |x - copy| / |x|
     const float* maxSquaredNorm = nullptr; ///< one float: the base's largest squared norm
@@ -110,8 +113,8 @@ struct FlatSearchInput {
     /// only rows whose bit is set are results, and fewer than k allowed rows leave -1 /
     /// +-inf.
     const uint32_t* allow = nullptr;
-    /// The base's float16 copy, when kept (FlatSearchPath::kRadixFloat16).
-    FlatFloat16Copy float16;
+    /// The base's low-precision copy, when kept (FlatSearchPath::kRadixCopy).
+    FlatSearchCopy copy;
 };
 
 /// The tiling the tiles path uses for `in` within `budgetBytes`: the selection geometry

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include <kernels/Distances.h>
-#include <kernels/Float16Copy.h>
 #include <kernels/GatherRows.h>
+#include <kernels/SearchCopy.h>
 #include <kernels/ThresholdFilter.h>
 
 namespace faiss_ext {
@@ -19,14 +19,15 @@ void FlatStorage::append(int64_t n, const float* x) {
     float* dst = vectors_.data() + size_t(n_) * d_;
     copyToDevice(dst, x, size_t(n) * d_, stream);
     kernels::rowSquaredNorms(dst, n, d_, norms_.data() + n_, stream);
-    if (float16_) {
-        kernels::float16CopyRows(
-                dst, n, d_, rows16_.data() + size_t(n_) * kernels::float16RowHalves(d_),
-                scales16_.data() + n_, relError16_.data(), stream);
+    if (copy_) {
+        kernels::copyRows(
+                *copy_, dst, n, d_,
+                copyRows_.data() + size_t(n_) * size_t(kernels::copyRowBytes(*copy_, d_)),
+                copyScales_.data() + n_, copyRelError_.data(), stream);
     }
     n_ += n;
-    if (float16_) {
-        refreshFloat16Bounds_();
+    if (copy_) {
+        refreshCopyBounds_();
     }
 }
 
@@ -35,13 +36,13 @@ void FlatStorage::reserve(int64_t n) {
         return;
     }
     cudaStream_t stream = res_->stream();
-    const size_t halves = float16_ ? size_t(kernels::float16RowHalves(d_)) : 0;
+    const size_t rowBytes = copy_ ? size_t(kernels::copyRowBytes(*copy_, d_)) : 0;
     auto v = res_->alloc<float>(size_t(n) * d_);
     auto nr = res_->alloc<float>(size_t(n));
-    auto r16 = res_->alloc<uint16_t>(size_t(n) * halves);
-    auto s16 = res_->alloc<float>(float16_ ? size_t(n) : 0);
+    auto r16 = res_->alloc<uint8_t>(size_t(n) * rowBytes);
+    auto s16 = res_->alloc<float>(copy_ ? size_t(n) : 0);
     DeviceBuffer<float> m16, e16;
-    if (float16_ && relError16_.size() == 0) {
+    if (copy_ && copyRelError_.size() == 0) {
         m16 = res_->alloc<float>(1);
         e16 = res_->alloc<float>(1);
         FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(m16.data(), 0, sizeof(float), stream));
@@ -54,23 +55,23 @@ void FlatStorage::reserve(int64_t n) {
         FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
                 nr.data(), norms_.data(), size_t(n_) * sizeof(float), cudaMemcpyDeviceToDevice,
                 stream));
-        if (float16_) {
+        if (copy_) {
             FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                    r16.data(), rows16_.data(), size_t(n_) * halves * sizeof(uint16_t),
-                    cudaMemcpyDeviceToDevice, stream));
+                    r16.data(), copyRows_.data(), size_t(n_) * rowBytes, cudaMemcpyDeviceToDevice,
+                    stream));
             FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                    s16.data(), scales16_.data(), size_t(n_) * sizeof(float),
+                    s16.data(), copyScales_.data(), size_t(n_) * sizeof(float),
                     cudaMemcpyDeviceToDevice, stream));
         }
     }
     vectors_ = std::move(v);
     norms_ = std::move(nr);
-    if (float16_) {
-        rows16_ = std::move(r16);
-        scales16_ = std::move(s16);
+    if (copy_) {
+        copyRows_ = std::move(r16);
+        copyScales_ = std::move(s16);
         if (m16.size() > 0) {
-            maxNorm16_ = std::move(m16);
-            relError16_ = std::move(e16);
+            copyMaxNorm_ = std::move(m16);
+            copyRelError_ = std::move(e16);
         }
     }
 }
@@ -78,42 +79,42 @@ void FlatStorage::reserve(int64_t n) {
 void FlatStorage::keepRows(const std::vector<int64_t>& rows) {
     cudaStream_t stream = res_->stream();
     const int64_t m = int64_t(rows.size());
-    // The copy's rows move as floats: float16RowHalves(d) is a multiple of 8 halves.
-    const int halfRowFloats = float16_ ? int(kernels::float16RowHalves(d_) / 2) : 0;
+    // The copy's rows move as floats: copyRowBytes is a multiple of 16.
+    const int copyRowFloats = copy_ ? int(kernels::copyRowBytes(*copy_, d_) / 4) : 0;
     auto v = res_->alloc<float>(size_t(m) * d_);
     auto nr = res_->alloc<float>(size_t(m));
-    auto r16 = res_->alloc<uint16_t>(size_t(m) * halfRowFloats * 2);
-    auto s16 = res_->alloc<float>(float16_ ? size_t(m) : 0);
+    auto r16 = res_->alloc<uint8_t>(size_t(m) * copyRowFloats * 4);
+    auto s16 = res_->alloc<float>(copy_ ? size_t(m) : 0);
     if (m > 0) {
         auto idx = res_->alloc<int64_t>(size_t(m));
         copyToDevice(idx.data(), rows.data(), rows.size(), stream);
         kernels::gatherRows(vectors_.data(), idx.data(), m, d_, v.data(), stream);
         kernels::rowSquaredNorms(v.data(), m, d_, nr.data(), stream);
-        if (float16_) {
+        if (copy_) {
             kernels::gatherRows(
-                    reinterpret_cast<const float*>(rows16_.data()), idx.data(), m, halfRowFloats,
+                    reinterpret_cast<const float*>(copyRows_.data()), idx.data(), m, copyRowFloats,
                     reinterpret_cast<float*>(r16.data()), stream);
-            kernels::gatherRows(scales16_.data(), idx.data(), m, 1, s16.data(), stream);
+            kernels::gatherRows(copyScales_.data(), idx.data(), m, 1, s16.data(), stream);
         }
     }
     vectors_ = std::move(v);
     norms_ = std::move(nr);
     n_ = m;
-    if (float16_) {
-        rows16_ = std::move(r16);
-        scales16_ = std::move(s16);
-        refreshFloat16Bounds_();
+    if (copy_) {
+        copyRows_ = std::move(r16);
+        copyScales_ = std::move(s16);
+        refreshCopyBounds_();
     }
 }
 
 void FlatStorage::clear() {
     vectors_ = DeviceBuffer<float>();
     norms_ = DeviceBuffer<float>();
-    rows16_ = DeviceBuffer<uint16_t>();
-    scales16_ = DeviceBuffer<float>();
-    maxNorm16_ = DeviceBuffer<float>();
-    relError16_ = DeviceBuffer<float>();
-    relError16Host_ = 0.f;
+    copyRows_ = DeviceBuffer<uint8_t>();
+    copyScales_ = DeviceBuffer<float>();
+    copyMaxNorm_ = DeviceBuffer<float>();
+    copyRelError_ = DeviceBuffer<float>();
+    copyRelErrorHost_ = 0.f;
     n_ = 0;
 }
 
@@ -124,15 +125,16 @@ void FlatStorage::copyRowsToHost(int64_t i0, int64_t n, float* out) const {
     copyToHost(out, vectors_.data() + size_t(i0) * d_, size_t(n) * d_, res_->stream());
 }
 
-void FlatStorage::refreshFloat16Bounds_() {
+void FlatStorage::refreshCopyBounds_() {
     cudaStream_t stream = res_->stream();
-    if (relError16_.size() == 0) {
+    if (copyRelError_.size() == 0) {
         return; // nothing was ever stored
     }
     if (n_ > 0) {
-        kernels::maxSquaredNorm(vectors_.data(), norms_.data(), n_, d_, maxNorm16_.data(), stream);
+        kernels::maxSquaredNorm(
+                vectors_.data(), norms_.data(), n_, d_, copyMaxNorm_.data(), stream);
     }
-    copyToHost(&relError16Host_, relError16_.data(), 1, stream);
+    copyToHost(&copyRelErrorHost_, copyRelError_.data(), 1, stream);
 }
 
 } // namespace faiss_ext

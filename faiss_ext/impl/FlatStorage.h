@@ -1,19 +1,25 @@
 // Row-major float vectors and their squared norms in device memory, growable; and, when
-// asked for, a float16 copy of the vectors (kernels/Float16Copy.h) kept beside them.
+// asked for, a low-precision copy of the vectors (kernels/SearchCopy.h) kept beside them.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <faiss_ext/GpuResources.h>
+#include <kernels/SearchCopy.h>
 
 namespace faiss_ext {
 
 class FlatStorage {
    public:
-    /// float16Copy: also keep the vectors' float16 copy (GpuIndexFlatConfig::float16Copy).
-    FlatStorage(const GpuResources& res, int d, bool float16Copy = false)
-            : res_(&res), d_(d), float16_(float16Copy) {}
+    /// copy: also keep the vectors' copy of that kind (GpuIndexFlatConfig::float16Copy,
+    /// int8Copy).
+    FlatStorage(
+            const GpuResources& res,
+            int d,
+            std::optional<kernels::CopyCode> copy = std::nullopt)
+            : res_(&res), d_(d), copy_(copy) {}
 
     /// Appends n vectors (host or device memory). Allocates first, so a failure leaves
     /// the storage as it was.
@@ -40,47 +46,47 @@ class FlatStorage {
         return norms_.data();
     }
     size_t deviceBytes() const {
-        return vectors_.bytes() + norms_.bytes() + rows16_.bytes() + scales16_.bytes() +
-                maxNorm16_.bytes() + relError16_.bytes();
+        return vectors_.bytes() + norms_.bytes() + copyRows_.bytes() + copyScales_.bytes() +
+                copyMaxNorm_.bytes() + copyRelError_.bytes();
     }
 
-    /// Whether the float16 copy is kept.
-    bool hasFloat16Copy() const {
-        return float16_;
+    /// The kind of copy kept, if any.
+    std::optional<kernels::CopyCode> copyCode() const {
+        return copy_;
     }
-    /// The copy's rows (kernels::float16RowHalves(d) halves each) and scales; null when
+    /// The copy's rows (kernels::copyRowBytes(code, d) bytes each) and scales; null when
     /// it is not kept or the storage is empty.
-    const uint16_t* float16Rows() const {
-        return rows16_.data();
+    const void* copyRows() const {
+        return copyRows_.data();
     }
-    const float* float16Scales() const {
-        return scales16_.data();
+    const float* copyScales() const {
+        return copyScales_.data();
     }
     /// With the copy: a bound on every stored row's |x - copy| / |x| (it may exceed the
     /// current rows' once rows are dropped), and the largest squared norm of the stored
     /// rows (one device float).
-    float float16MaxRelError() const {
-        return relError16Host_;
+    float copyMaxRelError() const {
+        return copyRelErrorHost_;
     }
-    const float* float16MaxSquaredNorm() const {
-        return maxNorm16_.data();
+    const float* copyMaxSquaredNorm() const {
+        return copyMaxNorm_.data();
     }
 
    private:
     /// The copy's largest squared norm over all rows, and its error bound to the host.
-    void refreshFloat16Bounds_();
+    void refreshCopyBounds_();
 
     const GpuResources* res_;
     int d_;
-    bool float16_;
+    std::optional<kernels::CopyCode> copy_;
     int64_t n_ = 0;
-    DeviceBuffer<float> vectors_;    ///< capacity x d
-    DeviceBuffer<float> norms_;      ///< capacity
-    DeviceBuffer<uint16_t> rows16_;  ///< capacity x float16RowHalves(d), with the copy
-    DeviceBuffer<float> scales16_;   ///< capacity, with the copy
-    DeviceBuffer<float> maxNorm16_;  ///< 1, with the copy
-    DeviceBuffer<float> relError16_; ///< 1, with the copy
-    float relError16Host_ = 0.f;
+    DeviceBuffer<float> vectors_;      ///< capacity x d
+    DeviceBuffer<float> norms_;        ///< capacity
+    DeviceBuffer<uint8_t> copyRows_;   ///< capacity x copyRowBytes, with the copy
+    DeviceBuffer<float> copyScales_;   ///< capacity, with the copy
+    DeviceBuffer<float> copyMaxNorm_;  ///< 1, with the copy
+    DeviceBuffer<float> copyRelError_; ///< 1, with the copy
+    float copyRelErrorHost_ = 0.f;
 };
 
 } // namespace faiss_ext

@@ -22,7 +22,7 @@ constexpr uint32_t kChecksumVersion = 4;
 constexpr uint32_t kBangCandidateSourceVersion = 5;
 /// The first version that saves GpuIndexBangConfig's vectorPlacement.
 constexpr uint32_t kBangPlacementVersion = 6;
-/// The first version that saves GpuIndexFlatConfig's float16Copy.
+/// The first version that saves GpuIndexFlatConfig's float16Copy and int8Copy.
 constexpr uint32_t kFlatFloat16CopyVersion = 7;
 
 // Sections (version 4 on): u64 length, u32 CRC32C of the section's bytes followed by
@@ -181,17 +181,20 @@ void getConfig(ByteSource& in, GpuIndexConfig& c) {
 void putConfig(ByteSink& out, const GpuIndexFlatConfig& c) {
     putConfig(out, static_cast<const GpuIndexConfig&>(c));
     put<uint32_t>(out, uint32_t(c.precision));
-    put<uint8_t>(out, c.float16Copy ? 1 : 0);
+    put<uint8_t>(out, c.float16Copy ? 1 : c.int8Copy ? 2 : 0);
 }
 
-/// Versions before kFlatFloat16CopyVersion keep float16Copy's default.
+/// Versions before kFlatFloat16CopyVersion keep the copies' defaults (none).
 void getConfig(ByteSource& in, GpuIndexFlatConfig& c, uint32_t version) {
     getConfig(in, static_cast<GpuIndexConfig&>(c));
     c.precision = getEnum<GpuFlatPrecision>(in, 3, "precision");
     if (version >= kFlatFloat16CopyVersion) {
         const uint8_t copy = get<uint8_t>(in);
-        FAISS_THROW_IF_NOT_FMT(copy <= 1, "index file: float16Copy flag %u is not 0 or 1", copy);
+        FAISS_THROW_IF_NOT_FMT(
+                copy <= 2,
+                "index file: the copy %u is not 0 (none), 1 (float16Copy) or 2 (int8Copy)", copy);
         c.float16Copy = copy == 1;
+        c.int8Copy = copy == 2;
     }
 }
 

@@ -26,7 +26,7 @@
 //
 // What a saved index keeps: its data, its default search knob (IVF nprobe, Bang
 // search_L) and its whole configuration struct (IndexConfig.h: GpuIndexConfig's
-// pageBytes, Flat's precision and float16Copy, IVF's mergePath / scanPath /
+// pageBytes, Flat's precision and copy, IVF's mergePath / scanPath /
 // listChunkVectors, Bang's build, pqSubquantizers and vectorPlacement), each struct
 // written field by field in one place
 // (IndexImage.cpp); read_index builds the index with that configuration. Not kept: the GpuResources
@@ -52,8 +52,8 @@
 //      Files of versions 1 to 4 load with their defaults.
 //   6  GpuIndexBangConfig ends with vectorPlacement (u32) after
 //      pqSubquantizers. Files of versions 1 to 5 load with the vectors on the device.
-//   7  (written) GpuIndexFlatConfig ends with float16Copy (u8, 0 or 1) after
-//      precision. Files of versions 1 to 6 load without the copy.
+//   7  (written) GpuIndexFlatConfig ends with its copy (u8: 0 none, 1 float16Copy, 2
+//      int8Copy) after precision. Files of versions 1 to 6 load without a copy.
 #pragma once
 
 #include <cstdint>

@@ -108,9 +108,12 @@ class GpuIndexFlat(GpuIndex):
         page_bytes: int = 268435456,
         precision: str = "auto",
         float16_copy: bool = False,
+        int8_copy: bool = False,
     ) -> None: ...
     @property
     def float16_copy(self) -> bool: ...
+    @property
+    def int8_copy(self) -> bool: ...
 
 class GpuIndexIVFFlat(GpuIndex):
     nprobe: int

@@ -166,8 +166,9 @@ def test_floors():
     nbytes, flops = measure.flat_work(1000, 10, 5)
     assert nbytes == 1000 * 44 and flops == 2 * 5 * 1000 * 10
     # One query over the float16 copy: 16 halves (10 rounded up to 8s), scale and norm.
-    assert measure.flat_work(1000, 10, 1, float16_copy=True)[0] == 1000 * (32 + 8)
-    assert measure.flat_work(1000, 10, 5, float16_copy=True)[0] == 1000 * 44
+    assert measure.flat_work(1000, 10, 1, copy="float16")[0] == 1000 * (32 + 8)
+    assert measure.flat_work(1000, 10, 1, copy="int8")[0] == 1000 * (16 + 8)
+    assert measure.flat_work(1000, 10, 5, copy="int8")[0] == 1000 * 44
     f = measure.floors(rates, 5, 10, 2, nbytes, flops)
     assert f["dram"] == pytest.approx(44e3 / 1e12)
     assert f["pcie"] == pytest.approx(5 * 40 / 1e10 + 5 * 2 * 12 / 1e10)

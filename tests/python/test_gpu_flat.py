@@ -282,26 +282,29 @@ def test_one_query_searches_replay_cuda_graphs(res, rng):
     assert index.search_graph_count == 0
 
 
-def test_float16_copy_gives_exact_results_and_is_saved(res, rng):
-    # One query against a base large enough for the radix path reads the float16 copy
-    # (direct, captured, replayed); the results are the exact ones, in both metrics. The
-    # copy costs device memory and survives a save and load.
+def test_copies_give_exact_results_and_are_saved(res, rng):
+    # One query against a base large enough for the radix path reads the float16 or int8
+    # copy (direct, captured, replayed); the results are the exact ones, in both metrics.
+    # The copy costs device memory and survives a save and load; both at once are refused.
     d, k, nb = 20, 10, 70000
     xb = rng.standard_normal((nb, d), dtype=np.float32)
-    for metric in (faiss_ext.METRIC_L2, faiss_ext.METRIC_INNER_PRODUCT):
-        plain = faiss_ext.GpuIndexFlat(res, d, metric)
-        index = faiss_ext.GpuIndexFlat(res, d, metric, float16_copy=True)
-        assert index.float16_copy and not plain.float16_copy
-        plain.add(xb)
-        index.add(xb)
-        assert index.device_memory_bytes() > plain.device_memory_bytes()
-        for _ in range(3):
+    with pytest.raises(faiss_ext.FaissException, match="exclusive"):
+        faiss_ext.GpuIndexFlat(res, d, float16_copy=True, int8_copy=True)
+    for copy in ("float16_copy", "int8_copy"):
+        for metric in (faiss_ext.METRIC_L2, faiss_ext.METRIC_INNER_PRODUCT):
+            plain = faiss_ext.GpuIndexFlat(res, d, metric)
+            index = faiss_ext.GpuIndexFlat(res, d, metric, **{copy: True})
+            assert getattr(index, copy) and not plain.float16_copy and not plain.int8_copy
+            plain.add(xb)
+            index.add(xb)
+            assert index.device_memory_bytes() > plain.device_memory_bytes()
+            for _ in range(3):
+                xq = rng.standard_normal((1, d), dtype=np.float32)
+                D, I = index.search(xq, k)
+                check_results(D, I, xb, xq, k, metric)
+            assert index.search_graph_count == 1
+            back = faiss_ext.deserialize_index(faiss_ext.serialize_index(index), res)
+            assert getattr(back, copy)
             xq = rng.standard_normal((1, d), dtype=np.float32)
-            D, I = index.search(xq, k)
+            D, I = back.search(xq, k)
             check_results(D, I, xb, xq, k, metric)
-        assert index.search_graph_count == 1
-        back = faiss_ext.deserialize_index(faiss_ext.serialize_index(index), res)
-        assert back.float16_copy
-        xq = rng.standard_normal((1, d), dtype=np.float32)
-        D, I = back.search(xq, k)
-        check_results(D, I, xb, xq, k, metric)
