@@ -101,7 +101,7 @@ def main(argv=None):
     p = sub.add_parser("pack")
     p.add_argument("src")
     p.add_argument("--out", required=True)
-    p.add_argument("--part-mib", type=float, default=56,
+    p.add_argument("--part-mib", type=float, default=50,
                    help="size of one part (leave room under 64 MiB for the repository)")
     u = sub.add_parser("unpack")
     u.add_argument("folder", help="folder holding every part's files")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Here (a machine with network), from the repository root: downloads the peers' wheels
 # for CPython 3.12 / x86-64 / CUDA 13 into .whl/peers/wheels (ignored by git) and packs
-# them into parts of at most 56 MiB, .whl/peers/part-NN/, one per device run (a run
-# carries at most 64 MiB together with the repository's own files, ~5 MB; 60 MiB parts
+# them into parts of at most 50 MiB, .whl/peers/part-NN/, one per device run (a run
+# carries at most 64 MiB together with the repository's own files, ~8 MB in 2026-11; 56 MiB parts
 # did not fit beside them):
 #   faiss-cuda 1.14.1.post4           stock FAISS with its GPU indexes
 #   cuVS 26.10 and what it needs       cuvs, libcuvs, libraft, librmm, libkvikio, pylibraft,
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dest=.whl/peers
-part_mib=${PART_MIB:-56}
+part_mib=${PART_MIB:-50}
 mkdir -p "$dest/wheels"
 plat=(--platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64
       --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64
