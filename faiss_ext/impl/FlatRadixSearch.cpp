@@ -37,6 +37,16 @@ void checkRadixShape(const FlatSearchInput& in, size_t bytes, size_t budgetBytes
             bytes, (long long)in.nq, (long long)in.nb, budgetBytes);
 }
 
+/// The fused product over the base's copy for in.d (the query and the outputs unset).
+kernels::RadixQueryProduct copyProduct(const FlatSearchInput& in) {
+    kernels::RadixQueryProduct product;
+    product.d = in.d;
+    product.copyRows = in.copy.rows;
+    product.copyCode = in.copy.code;
+    product.copyScales = in.copy.scales;
+    return product;
+}
+
 /// About two blocks an SM for each pass, shared by the rows.
 int radixBlocksPerRow(const GpuResources& res, int64_t nq) {
     return int(std::max<int64_t>(1, 2 * int64_t(res.multiProcessorCount()) / nq));
@@ -57,13 +67,8 @@ bool flatRadixPathFits(
 
 bool flatRadixCopyPathFits(const FlatSearchInput& in, int k, size_t budgetBytes) {
     // The fused product over the copy holds the query in shared memory.
-    kernels::RadixQueryProduct product;
-    product.d = in.d;
-    product.copyRows = in.copy.rows;
-    product.copyCode = in.copy.code;
-    product.copyScales = in.copy.scales;
     return in.copy.rows != nullptr && in.precision == GpuFlatPrecision::kAuto && in.nq == 1 &&
-            kernels::radixQueryFits(product) && radixShapeFits(in, 1, k, budgetBytes);
+            kernels::radixQueryFits(copyProduct(in)) && radixShapeFits(in, 1, k, budgetBytes);
 }
 
 void flatSearchRadixCopy(
@@ -113,15 +118,11 @@ void flatSearchRadixCopy(
     kernels::RadixSelectArgs exact = sel;
     exact.colBias = nullptr;
     exact.allow = nullptr;
-    kernels::RadixQueryProduct one;
+    kernels::RadixQueryProduct one = copyProduct(in);
     one.base = in.base;
-    one.d = d;
     one.alpha = l2 ? -2.f : -1.f;
     one.values = values.data();
     one.queryNormSq = qNorm.data();
-    one.copyRows = in.copy.rows;
-    one.copyCode = in.copy.code;
-    one.copyScales = in.copy.scales;
     for (int64_t q = 0; q < in.nq; ++q) {
         const float* query = in.queries + q * d;
         one.query = query;
