@@ -8,7 +8,8 @@ CUPTI activity records.
         --index ivf --nb 1000000 --nlist 4096 --nprobe 4 --k 10 --batch 10000
 
 Queries and results are PyTorch tensors on the device (no host copies in the trace)
-unless --host is given. The index is built on Gaussian blobs (synthetic.py). Searches of
+unless --host is given. The index is built on Gaussian blobs (synthetic.py), or on a
+named set of compare_peers.py with --data (sift, say; named_sets.py). Searches of
 at most 1024 queries replay a CUDA graph, whose kernels the profiler does not show one
 by one: --no-graphs runs them kernel by kernel.
 """
@@ -23,12 +24,23 @@ import numpy as np
 import torch
 
 import faiss_ext
+import named_sets
 import synthetic
 
 
-def build(args):
-    res = faiss_ext.GpuResources(device=0)
+def vectors(args):
+    """Base and query vectors: the named set, or blobs of --nb x --d."""
+    if args.data:
+        ds = named_sets.load(args.data, nb=args.nb)
+        args.d = ds.xb.shape[1]
+        return ds.xb, ds.xq
     xb = synthetic.clustered(args.nb, args.d, clusters=1000, stream=0)
+    xq = synthetic.clustered(max(args.batch or [10000]), args.d, clusters=1000, stream=1)
+    return xb, xq
+
+
+def build(args, xb):
+    res = faiss_ext.GpuResources(device=0)
     if args.index == "flat":
         index = faiss_ext.GpuIndexFlat(res, args.d)
     else:
@@ -102,6 +114,7 @@ def main():
     p.add_argument("--index", choices=("ivf", "flat"), default="ivf")
     p.add_argument("--nb", type=int, default=1000000)
     p.add_argument("--d", type=int, default=128)
+    p.add_argument("--data", help="a named set (named_sets.py) instead of blobs")
     p.add_argument("--nlist", type=int, default=4096)
     p.add_argument("--nprobe", type=int, default=4)
     p.add_argument("--k", type=int, default=10)
@@ -113,15 +126,15 @@ def main():
     args = p.parse_args()
     if faiss_ext.get_num_gpus() == 0:
         raise SystemExit("trace_search.py: no CUDA device")
-    _, index = build(args)
+    xb, xqAll = vectors(args)
+    _, index = build(args, xb)
     if args.no_graphs:
         index.use_search_graphs = False
-    xqAll = synthetic.clustered(max(args.batch or [10000]), args.d, clusters=1000, stream=1)
     for batch in args.batch or [10000]:
         xq = xqAll[:batch]
         if not args.host:
             xq = torch.as_tensor(np.ascontiguousarray(xq), device="cuda:0")
-        print(f"\n## {args.index} nb {args.nb} d {args.d} nprobe {args.nprobe} k {args.k} "
+        print(f"\n## {args.index} {args.data or 'blobs'} nb {xb.shape[0]} d {args.d} nprobe {args.nprobe} k {args.k} "
               f"batch {batch} ({'host' if args.host else 'device'} arrays)\n")
         report(trace(args, index, xq), sys.stdout)
 
