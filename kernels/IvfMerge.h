@@ -14,8 +14,9 @@ namespace kernels {
 /// to a power of two, one float key and one int position per entry.
 size_t ivfMergeFastSmemBytes(int64_t candidates);
 
-/// Fast path: one block per row stages the whole row (ld entries of ascending-sorted
-/// groups, +inf / -1 padding allowed) in shared memory, bitonic-sorts it and writes the
+/// Fast path: one block per row stages the row's candidates (its first
+/// rowCandidates[row] entries, or all ld when rowCandidates is null; ascending-sorted
+/// groups, +inf / -1 padding allowed) in shared memory, bitonic-sorts them and writes the
 /// k best as FAISS distances (see ivfFinish). Needs ivfMergeFastSmemBytes(ld) of
 /// dynamic shared memory, which the caller has checked against the device limit.
 void ivfMergeFast(
@@ -23,6 +24,7 @@ void ivfMergeFast(
         const int64_t* candI,
         int64_t nrows,
         int64_t ld,
+        const int* rowCandidates,
         int k,
         bool innerProduct,
         float* outD,

@@ -9,9 +9,26 @@
 namespace faiss_ext {
 namespace kernels {
 
+/// The candidate slots a scan runs, as a work list (device memory): only the slots that
+/// hold vectors are launched, however many the longest lists would need.
+struct IvfSlotList {
+    /// Items in the list (zeroed by ivfChunkOffsets).
+    int* count = nullptr;
+    /// (query << 32) | slot, in no particular order; room for nq * chunksPerQuery.
+    int64_t* items = nullptr;
+    /// Per query: its slots times k, the candidates the merge reads.
+    int* rowCandidates = nullptr;
+    /// 0: a slot per chunk counted; > 0: slots are windows of this many of the counted
+    /// units (the list-major path counts vectors).
+    int64_t window = 0;
+    int k = 0;
+};
+
 /// For each query q < nq: offsets[q * (nprobe + 1) + p] = number of chunks of chunkLen
 /// vectors in the lists probed before probe p (list coarse[q * nprobe + p]; -1 is an
-/// empty probe). offsets[q * (nprobe + 1) + nprobe] is the query's chunk count.
+/// empty probe). offsets[q * (nprobe + 1) + nprobe] is the query's chunk count. Appends
+/// each query's slots to `slots` (at least one a query, so that every query's results
+/// are written; a slot past its chunks reads as empty).
 void ivfChunkOffsets(
         const int64_t* coarse,
         int64_t nq,
@@ -19,13 +36,14 @@ void ivfChunkOffsets(
         const int64_t* listLen,
         int64_t chunkLen,
         int* offsets,
+        const IvfSlotList& slots,
         cudaStream_t stream);
 
-/// One list scan: every (query, candidate slot) pair selects the k best of the slot's
-/// vectors (a chunk of a probed list; on the list-major path a window of the query's
-/// distance row), a thread block per pair, or a warp per pair when distances are
-/// precomputed and nextPow2(k) <= kMaxWarpSelectK (its selection in registers up to
-/// kMaxWarpRegisterSelectK, in shared memory above).
+/// One list scan: every (query, candidate slot) pair of the work list selects the k best
+/// of the slot's vectors (a chunk of a probed list; on the list-major path a window of
+/// the query's distance row), a thread block per pair, or a warp per pair when distances
+/// are precomputed and nextPow2(k) <= kMaxWarpSelectK (its selection in registers up to
+/// kMaxWarpRegisterSelectK, in shared memory above), over the work list's pairs only.
 struct IvfScanArgs {
     const float* queries = nullptr; ///< nq x d, row-major
     int64_t nq = 0;
@@ -38,6 +56,13 @@ struct IvfScanArgs {
     const int64_t* listLen = nullptr;
     int64_t chunkLen = 0;       ///< a multiple of 32
     int64_t chunksPerQuery = 0; ///< candidate slots per query (>= every query's chunk count)
+    /// The work list ivfChunkOffsets filled (its length and items).
+    const int* slotCount = nullptr;
+    const int64_t* slotItems = nullptr;
+    /// Size the grid (IvfScanImpl.cuh, workersFor): the work list's expected length
+    /// and the device's SMs.
+    int64_t expectedItems = 0;
+    int smCount = 0;
     int k = 0;
     bool innerProduct = false;
     /// List-major path: distances precomputed by ivfListMajorDistances are read instead
@@ -56,7 +81,8 @@ struct IvfScanArgs {
     const int64_t* listBitBase = nullptr; ///< nlist entries, multiples of 32
     /// nq x (chunksPerQuery * k): slot c of query q holds the k best keys of its chunk
     /// c, ascending (L2: squared distance; IP: minus the inner product), with the
-    /// stored ids; unused slots and missing results are +inf with id -1.
+    /// stored ids; missing results are +inf with id -1. Only the work list's slots are
+    /// written (IvfSlotList::rowCandidates says how many a query has).
     float* candD = nullptr;
     int64_t* candI = nullptr;
 };

@@ -72,6 +72,9 @@ struct SelectRowsArgs {
     /// candidates of row r, the others read as +inf (every path).
     const float* rowBound = nullptr;
     int64_t ldRowBound = 1;
+    /// Per row (device; null: ncols): row r's candidates are its first rowCols[r]
+    /// columns; the others are neither read nor selected (every path).
+    const int* rowCols = nullptr;
     /// Columns [0, sortedPrefix) of every row hold values in ascending order (NaN and
     /// +inf last), at most k of them, in one segment: the running best of an earlier
     /// selection, merged with new candidates. A hint: the block path takes them as its

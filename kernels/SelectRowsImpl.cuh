@@ -75,6 +75,17 @@ __device__ inline BiasedRowLoader rowLoader(
             a.idBase + segStart, a.rowBound ? a.rowBound[row * a.ldRowBound] : CUDART_INF_F};
 }
 
+/// Columns of segment [segStart, segStart + segLen) of row `row` that hold candidates:
+/// the row's first rowCols[row] (or ncols) columns, possibly none.
+__device__ inline int64_t segmentColumns(
+        const SelectRowsArgs& a,
+        int64_t row,
+        int64_t segStart,
+        int64_t segLen) {
+    const int64_t cols = a.rowCols ? min(a.ncols, int64_t(a.rowCols[row])) : a.ncols;
+    return max(int64_t(0), min(segLen, cols - segStart));
+}
+
 constexpr int kWarpRowThreads = 256;
 constexpr int kWarpRowWarps = kWarpRowThreads / 32;
 
@@ -138,7 +149,7 @@ __global__ void __launch_bounds__(kWarpRowThreads) warpSelectRowsKernel(
     const int64_t row = rowOffset + w / nseg;
     const int64_t seg = w % nseg;
     const int64_t segStart = seg * segLen;
-    const int64_t segN = min(segLen, a.ncols - segStart);
+    const int64_t segN = segmentColumns(a, row, segStart, segLen);
 
     WarpSelect<kKp> sel(a.k);
     const BiasedRowLoader load = rowLoader(a, row, segStart);

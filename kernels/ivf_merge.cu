@@ -25,6 +25,7 @@ __global__ void __launch_bounds__(kMergeThreads) mergeFastKernel(
         const float* candD,
         const int64_t* candI,
         int64_t ld,
+        const int* rowCandidates,
         int len,
         int k,
         bool innerProduct,
@@ -35,11 +36,19 @@ __global__ void __launch_bounds__(kMergeThreads) mergeFastKernel(
     uint64_t* keys = reinterpret_cast<uint64_t*>(smem);
     const int64_t row = rowOffset + blockIdx.x;
     const float* d = candD + row * ld;
-    for (int i = threadIdx.x; i < len; i += kMergeThreads) {
-        keys[i] = i < ld ? selectKey(d[i], i) : kSelectEmptyKey;
+    // Only the row's candidates are read, and only the power of two that holds them
+    // (and k) is sorted.
+    const int n = rowCandidates ? int(min(ld, int64_t(rowCandidates[row]))) : int(ld);
+    int sorted = 1;
+    while (sorted < n || sorted < k) {
+        sorted <<= 1;
+    }
+    sorted = min(sorted, len);
+    for (int i = threadIdx.x; i < sorted; i += kMergeThreads) {
+        keys[i] = i < n ? selectKey(d[i], i) : kSelectEmptyKey;
     }
     __syncthreads();
-    bitonicSort<kMergeThreads>(keys, len);
+    bitonicSort<kMergeThreads>(keys, sorted);
     const int64_t* ids = candI + row * ld;
     for (int i = threadIdx.x; i < k; i += kMergeThreads) {
         const int p = selectKeyPosition(keys[i]);
@@ -71,6 +80,7 @@ void ivfMergeFast(
         const int64_t* candI,
         int64_t nrows,
         int64_t ld,
+        const int* rowCandidates,
         int k,
         bool innerProduct,
         float* outD,
@@ -89,7 +99,7 @@ void ivfMergeFast(
     for (int64_t r0 = 0; r0 < nrows; r0 += kMaxGrid) {
         const int64_t m = nrows - r0 < kMaxGrid ? nrows - r0 : kMaxGrid;
         mergeFastKernel<<<unsigned(m), kMergeThreads, smem, stream>>>(
-                candD, candI, ld, len, k, innerProduct, outD, outI, r0);
+                candD, candI, ld, rowCandidates, len, k, innerProduct, outD, outI, r0);
         FAISS_EXT_CUDA_CHECK_LAUNCH();
     }
 }

@@ -30,107 +30,148 @@ using scan::resolveWindow;
 using scan::rowId;
 using scan::RowWindow;
 using scan::ScanSlot;
+using scan::slotIds;
+using scan::slotKeys;
+using scan::WorkItem;
+using scan::workItem;
 using scan::writeEmptySlot;
 
-constexpr int kOffsetThreads = 128; // 4 warps, one query each
+constexpr int kOffsetThreads = 256; // 8 warps, one query each
+constexpr int kOffsetWarps = kOffsetThreads / 32;
+// Scan blocks of kSelectThreads an SM holds at most (2048 threads).
+constexpr int kMaxResidentBlocksPerSm = 8;
 
-// One warp per query: a running prefix sum over the probes, 32 at a time.
-__global__ void chunkOffsetsKernel(
+// One warp per query: a running prefix sum over the probes, 32 at a time; then the
+// block's queries' slots appended to the work list, one atomic a block.
+__global__ void __launch_bounds__(kOffsetThreads) chunkOffsetsKernel(
         const int64_t* coarse,
         int64_t nq,
         int nprobe,
         const int64_t* listLen,
         int64_t chunkLen,
-        int* offsets) {
-    const int64_t q = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+        int* offsets,
+        IvfSlotList slots) {
+    __shared__ int warpFirst[kOffsetWarps];
+    __shared__ int blockFirst;
+    const int warp = threadIdx.x / 32;
     const int lane = threadIdx.x & 31;
-    if (q >= nq) {
-        return;
-    }
-    int* out = offsets + q * (nprobe + 1);
-    int running = 0;
-    for (int p0 = 0; p0 < nprobe; p0 += 32) {
-        const int p = p0 + lane;
-        int chunks = 0;
-        if (p < nprobe) {
-            const int64_t list = coarse[q * nprobe + p];
-            if (list >= 0) {
-                chunks = int((listLen[list] + chunkLen - 1) / chunkLen);
+    const int64_t q = int64_t(blockIdx.x) * kOffsetWarps + warp;
+    int count = 0;
+    if (q < nq) {
+        int* out = offsets + q * (nprobe + 1);
+        int running = 0;
+        for (int p0 = 0; p0 < nprobe; p0 += 32) {
+            const int p = p0 + lane;
+            int chunks = 0;
+            if (p < nprobe) {
+                const int64_t list = coarse[q * nprobe + p];
+                if (list >= 0) {
+                    chunks = int((listLen[list] + chunkLen - 1) / chunkLen);
+                }
             }
-        }
-        int incl = chunks;
-        for (int off = 1; off < 32; off <<= 1) {
-            int v = __shfl_up_sync(0xffffffffu, incl, off);
-            if (lane >= off) {
-                incl += v;
+            int incl = chunks;
+            for (int off = 1; off < 32; off <<= 1) {
+                int v = __shfl_up_sync(0xffffffffu, incl, off);
+                if (lane >= off) {
+                    incl += v;
+                }
             }
+            if (p < nprobe) {
+                out[p] = running + incl - chunks;
+            }
+            running += __shfl_sync(0xffffffffu, incl, 31);
         }
-        if (p < nprobe) {
-            out[p] = running + incl - chunks;
+        const int64_t counted =
+                slots.window > 0 ? (running + slots.window - 1) / slots.window : running;
+        count = int(max(counted, int64_t(1)));
+        if (lane == 0) {
+            out[nprobe] = running;
+            slots.rowCandidates[q] = count * slots.k;
+            warpFirst[warp] = count;
         }
-        running += __shfl_sync(0xffffffffu, incl, 31);
+    } else if (lane == 0) {
+        warpFirst[warp] = 0;
     }
-    if (lane == 0) {
-        out[nprobe] = running;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int total = 0;
+        for (int w = 0; w < kOffsetWarps; ++w) {
+            const int c = warpFirst[w];
+            warpFirst[w] = total;
+            total += c;
+        }
+        blockFirst = atomicAdd(slots.count, total);
+    }
+    __syncthreads();
+    const int first = blockFirst + warpFirst[warp];
+    for (int i = lane; i < count; i += 32) {
+        slots.items[first + i] = (q << 32) | i;
     }
 }
 
-/// One block per (query, window of its row of precomputed distances): the list-major
-/// path for k above the warp selections'.
-__global__ void __launch_bounds__(kSelectThreads)
-        windowScanKernel(IvfScanArgs a, int64_t queryOffset) {
+/// One block per (query, window of its row of precomputed distances) of the work list:
+/// the list-major path for k above the warp selections'.
+__global__ void __launch_bounds__(kSelectThreads) windowScanKernel(IvfScanArgs a) {
     extern __shared__ __align__(16) char smem[];
-    const int64_t q = queryOffset + blockIdx.y;
-    const int64_t slot = blockIdx.x;
-    float* outD = a.candD + q * (a.chunksPerQuery * a.k) + slot * a.k;
-    int64_t* outI = a.candI + q * (a.chunksPerQuery * a.k) + slot * a.k;
-    const RowWindow win = resolveWindow(a, q, slot);
-    if (win.n < 0) {
-        writeEmptySlot(outD, outI, a.k, threadIdx.x, kSelectThreads);
-        return;
-    }
-    BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
-    blockSelectMin<kSelectThreads, kSelectItems>(
-            s, win.n, BufferLoader{a.distances + q * a.ldDistances + win.start});
-    for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
-        const int p = s.position(i);
-        outD[i] = s.value(i);
-        outI[i] = p < 0 ? -1 : rowId(a, q, win.start + p);
+    const int items = *a.slotCount;
+    for (int w = blockIdx.x; w < items; w += gridDim.x) {
+        // The previous item's selection and reads of shared memory are done.
+        __syncthreads();
+        const WorkItem item = workItem(a, w);
+        const int64_t q = item.query;
+        float* outD = slotKeys(a, item);
+        int64_t* outI = slotIds(a, item);
+        const RowWindow win = resolveWindow(a, q, item.slot);
+        if (win.n < 0) {
+            writeEmptySlot(outD, outI, a.k, threadIdx.x, kSelectThreads);
+            continue;
+        }
+        BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
+        blockSelectMin<kSelectThreads, kSelectItems>(
+                s, win.n, BufferLoader{a.distances + q * a.ldDistances + win.start});
+        for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
+            const int p = s.position(i);
+            outD[i] = s.value(i);
+            outI[i] = p < 0 ? -1 : rowId(a, q, win.start + p);
+        }
     }
 }
 
 /// kSource: 0 computes L2 from the lists, 1 inner product.
 template <int kSource>
-__global__ void __launch_bounds__(kSelectThreads)
-        scanKernel(IvfScanArgs a, int64_t queryOffset, size_t selectBytes) {
+__global__ void __launch_bounds__(kSelectThreads) scanKernel(IvfScanArgs a, size_t selectBytes) {
     extern __shared__ __align__(16) char smem[];
-    const int64_t q = queryOffset + blockIdx.y;
-    const int64_t slot = blockIdx.x;
-    float* outD = a.candD + q * (a.chunksPerQuery * a.k) + slot * a.k;
-    int64_t* outI = a.candI + q * (a.chunksPerQuery * a.k) + slot * a.k;
+    const int items = *a.slotCount;
+    for (int w = blockIdx.x; w < items; w += gridDim.x) {
+        // The previous item's selection and reads of shared memory are done.
+        __syncthreads();
+        const WorkItem item = workItem(a, w);
+        const int64_t q = item.query;
+        float* outD = slotKeys(a, item);
+        int64_t* outI = slotIds(a, item);
+        const ScanSlot ss = resolveSlot(a, q, item.slot);
+        if (ss.n < 0) {
+            writeEmptySlot(outD, outI, a.k, threadIdx.x, kSelectThreads);
+            continue;
+        }
+        // blockSelectMin's first barrier orders the query writes before any load.
+        BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
+        const int groups = ivfPaddedDim(a.d) / 4;
+        float4* query = reinterpret_cast<float4*>(smem + selectBytes);
+        const float* qsrc = a.queries + q * a.d;
+        for (int j = threadIdx.x; j < 4 * groups; j += kSelectThreads) {
+            reinterpret_cast<float*>(query)[j] = j < a.d ? qsrc[j] : 0.f;
+        }
+        ListLoader<kSource == 1> load{
+                reinterpret_cast<const float4*>(a.listData[ss.list]), query, ss.start, groups};
+        blockSelectMin<kSelectThreads, kSelectItems>(s, ss.n, filtered(a, ss, load));
 
-    const ScanSlot ss = resolveSlot(a, q, slot);
-    if (ss.n < 0) {
-        writeEmptySlot(outD, outI, a.k, threadIdx.x, kSelectThreads);
-        return;
-    }
-    // blockSelectMin's first barrier orders the query writes before any load.
-    BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
-    const int groups = ivfPaddedDim(a.d) / 4;
-    float4* query = reinterpret_cast<float4*>(smem + selectBytes);
-    const float* qsrc = a.queries + q * a.d;
-    for (int j = threadIdx.x; j < 4 * groups; j += kSelectThreads) {
-        reinterpret_cast<float*>(query)[j] = j < a.d ? qsrc[j] : 0.f;
-    }
-    ListLoader<kSource == 1> load{
-            reinterpret_cast<const float4*>(a.listData[ss.list]), query, ss.start, groups};
-    blockSelectMin<kSelectThreads, kSelectItems>(s, ss.n, filtered(a, ss, load));
-
-    const int64_t* ids = a.listIds[ss.list] + ss.start;
-    for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
-        const int p = s.position(i);
-        outD[i] = s.value(i);
-        outI[i] = p < 0 ? -1 : ids[p];
+        const int64_t* ids = a.listIds[ss.list] + ss.start;
+        for (int i = threadIdx.x; i < a.k; i += kSelectThreads) {
+            const int p = s.position(i);
+            outD[i] = s.value(i);
+            outI[i] = p < 0 ? -1 : ids[p];
+        }
     }
 }
 
@@ -151,14 +192,15 @@ void ivfChunkOffsets(
         const int64_t* listLen,
         int64_t chunkLen,
         int* offsets,
+        const IvfSlotList& slots,
         cudaStream_t stream) {
     if (nq == 0) {
         return;
     }
-    const int64_t threads = nq * 32;
+    FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(slots.count, 0, sizeof(int), stream));
     chunkOffsetsKernel<<<
-            unsigned((threads + kOffsetThreads - 1) / kOffsetThreads), kOffsetThreads, 0, stream>>>(
-            coarse, nq, nprobe, listLen, chunkLen, offsets);
+            unsigned((nq + kOffsetWarps - 1) / kOffsetWarps), kOffsetThreads, 0, stream>>>(
+            coarse, nq, nprobe, listLen, chunkLen, offsets, slots);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
@@ -188,24 +230,18 @@ void ivfScan(const IvfScanArgs& a, cudaStream_t stream) {
         return;
     }
     const size_t selectBytes = selectBytesAligned(a.k);
-    constexpr int64_t kMaxGridY = 65535;
+    const unsigned blocks = unsigned(scan::workersFor(a, kMaxResidentBlocksPerSm));
     if (buffered) {
         raiseDynamicSmemLimit(windowScanKernel, selectBytes);
-        for (int64_t q0 = 0; q0 < a.nq; q0 += kMaxGridY) {
-            dim3 grid(unsigned(a.chunksPerQuery), unsigned(std::min(kMaxGridY, a.nq - q0)));
-            windowScanKernel<<<grid, kSelectThreads, selectBytes, stream>>>(a, q0);
-            FAISS_EXT_CUDA_CHECK_LAUNCH();
-        }
+        windowScanKernel<<<blocks, kSelectThreads, selectBytes, stream>>>(a);
+        FAISS_EXT_CUDA_CHECK_LAUNCH();
         return;
     }
     const size_t smem = ivfScanSmemBytes(a.d, a.k);
     auto kernel = a.innerProduct ? scanKernel<1> : scanKernel<0>;
     raiseDynamicSmemLimit(kernel, smem);
-    for (int64_t q0 = 0; q0 < a.nq; q0 += kMaxGridY) {
-        dim3 grid(unsigned(a.chunksPerQuery), unsigned(std::min(kMaxGridY, a.nq - q0)));
-        kernel<<<grid, kSelectThreads, smem, stream>>>(a, q0, selectBytes);
-        FAISS_EXT_CUDA_CHECK_LAUNCH();
-    }
+    kernel<<<blocks, kSelectThreads, smem, stream>>>(a, selectBytes);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
 } // namespace kernels

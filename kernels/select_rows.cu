@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(kSelectThreads)
     extern __shared__ __align__(16) char smem[];
     const int64_t row = rowOffset + blockIdx.y;
     const int64_t segStart = int64_t(blockIdx.x) * segLen;
-    const int64_t segN = min(segLen, a.ncols - segStart);
+    const int64_t segN = rows::segmentColumns(a, row, segStart, segLen);
 
     BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
     blockSelectMin<kSelectThreads, kSelectItems>(

@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t row = rowOffset + blockIdx.y;
     const int64_t seg = blockIdx.x;
     const int64_t segStart = seg * segLen;
-    const int segN = int(min(segLen, a.ncols - segStart));
+    const int segN = int(segmentColumns(a, row, segStart, segLen));
     const BiasedRowLoader load = rowLoader(a, row, segStart);
 
     // Column threadIdx.x * kItems + j: a block scan in thread order is in column order.

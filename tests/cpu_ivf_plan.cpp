@@ -44,6 +44,8 @@ void expectValid(const IvfPlanInput& in, const IvfSearchPlan& p) {
     EXPECT_LE(p.queryTile, in.nq);
     EXPECT_LE(p.queryTile, 65535);
     EXPECT_LE(p.bytes, in.budgetBytes);
+    // The scan's grid is sized by it: at least a slot a query.
+    EXPECT_GE(p.expectedSlotsPerQuery, 1.0);
     // The slots cover the worst query: the nprobe lists with the most chunks, or on the
     // list-major path the windows of the longest row (the nprobe longest lists).
     std::vector<int64_t> chunks;

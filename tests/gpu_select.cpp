@@ -6,8 +6,8 @@
 // ties included. The warp path also with a column bias, and on segments that start
 // 16-byte aligned (read a float4 at a time: segLen 32, 1000, 4096) and that do not
 // (one value at a time: 31, 33). The short path also with a row bound, and with many
-// rows (its other block shapes). The radix select (kernels/RadixSelect.h) against the same order up
-// to which ties it keeps.
+// rows (its other block shapes). Every path with a column count per row. The radix select
+// (kernels/RadixSelect.h) against the same order up to which ties it keeps.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -152,6 +152,17 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
         }
         auto dBound = res.alloc<float>(strided.size());
         copyToDevice(dBound.data(), strided.data(), strided.size(), stream);
+        // Columns per row (the IVF merge's candidate counts): none, inside the first, the
+        // second or the last segment, and all.
+        std::vector<int> rowCols(static_cast<size_t>(nrows));
+        for (int64_t r = 0; r < nrows; ++r) {
+            const int64_t choices[] = {
+                    0, 1 + int64_t(rng() % segLen), segLen + int64_t(rng() % segLen), ncols - 1,
+                    ncols};
+            rowCols[size_t(r)] = int(std::max<int64_t>(0, choices[(r + shape) % 5]));
+        }
+        auto dRowCols = res.alloc<int>(rowCols.size());
+        copyToDevice(dRowCols.data(), rowCols.data(), rowCols.size(), stream);
 
         // The warp path at every k it takes; the others at a spread of k up to the most.
         // Under compute-sanitizer the warp path at one k of each capacity (1, 2, 4, 8,
@@ -180,22 +191,24 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
         for (size_t run = 0; run < runs.size(); ++run) {
             const auto& [path, k] = runs[run];
             // idBase, inIds, a bias, a bias and a row bound (as the Bang build's k-NN and
-            // the flat search's later base tiles call it). Under compute-sanitizer every
-            // other variant, alternating from one k to the next and from one shape to the
-            // next: each variant of each path still runs on every shape.
-            const int variants = 4;
+            // the flat search's later base tiles call it), inIds with columns per row (as
+            // the IVF merge calls it). Under compute-sanitizer every other variant,
+            // alternating from one k to the next and from one shape to the next: each
+            // variant of each path still runs on every shape.
+            const int variants = 5;
             for (int variant = 0; variant < variants; ++variant) {
                 if (underSanitizer() && (int(run) + variant + shape) % 2 != 0) {
                     continue;
                 }
-                const bool withIds = variant == 1;
-                const bool withBias = variant >= 2;
+                const bool withIds = variant == 1 || variant == 4;
+                const bool withBias = variant == 2 || variant == 3;
                 const bool withBound = variant == 3;
+                const bool withRowCols = variant == 4;
                 SCOPED_TRACE(
                         "segLen=" + std::to_string(segLen) + " rows=" + std::to_string(nrows) +
                         " k=" + std::to_string(k) + " path=" + std::to_string(int(path)) +
                         (withIds ? " inIds" : " idBase") + (withBias ? " bias" : "") +
-                        (withBound ? " bound" : ""));
+                        (withBound ? " bound" : "") + (withRowCols ? " rowCols" : ""));
                 // The values selected from: dist, plus the bias where there is one.
                 auto value = [&](int64_t r, int64_t c) {
                     const float v = dist[size_t(r * ncols + c)];
@@ -220,6 +233,7 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
                 a.colBias = withBias ? dBias.data() : nullptr;
                 a.rowBound = withBound ? dBound.data() : nullptr;
                 a.ldRowBound = kBoundLd;
+                a.rowCols = withRowCols ? dRowCols.data() : nullptr;
                 a.ldIds = ncols;
                 a.idBase = kIdBase;
                 a.k = k;
@@ -235,7 +249,8 @@ TEST(GpuSelectRows, EveryPathMatchesHostKeyOrder) {
                 for (int64_t r = 0; r < nrows; ++r) {
                     for (int64_t s = 0; s < nseg; ++s) {
                         const int64_t c0 = s * segLen;
-                        const int64_t c1 = std::min(ncols, c0 + segLen);
+                        const int64_t cols = withRowCols ? rowCols[size_t(r)] : ncols;
+                        const int64_t c1 = std::min(cols, c0 + segLen);
                         std::vector<uint64_t> keys;
                         for (int64_t c = c0; c < c1; ++c) {
                             const float v = value(r, c);

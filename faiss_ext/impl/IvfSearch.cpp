@@ -30,15 +30,15 @@ constexpr int64_t kMaxGridRows = 65535;
 constexpr double kListMajorMinSharing = 0.75;
 /// List-major candidate slots are windows of a query's distance row, a warp (or for
 /// k > 256 a block) selecting over each. Every window costs a selection of k, k
-/// candidates written and merged (one window a query needs no merge), and the windows
-/// are counted over the longest possible row, so most of a query's are empty. Above
-/// k = kMaxWarpRegisterSelectK that cost dominates: windows are as long as the batch
-/// allows while it keeps kListMajorWindowsPerSm of them an SM to spread the selections
-/// over, within [kListMajorMinWindow, kListMajorMaxWindow] columns. Measured (H100, 1M x
-/// 128 clustered, nlist 4096, list-major forced, benchs/NOTES.md): at k 100 one window a
-/// query against windows of 2048 is 0.32 -> 0.28 ms at batch 1024 nprobe 4 and 3.2 ->
-/// 1.9 ms at batch 10000 nprobe 16, while batch 128 (nprobe 64-256) is fastest with 10-17
-/// windows a query. Up to k = 32 the merge is cheap and windows stay at the minimum: one
+/// candidates written and merged (one window a query needs no merge); only the windows
+/// a row holds are launched (the scan's work list), but the merge's rows are sized by
+/// the longest possible row. Above k = kMaxWarpRegisterSelectK that cost dominates:
+/// windows are as long as the batch allows while it keeps kListMajorWindowsPerSm of
+/// them an SM to spread the selections over, within [kListMajorMinWindow, kListMajorMaxWindow]
+/// columns. Measured (H100, 1M x 128 clustered, nlist 4096, list-major forced, benchs/NOTES.md): at
+/// k 100 one window a query against windows of 2048 is 0.32 -> 0.28 ms at batch 1024 nprobe 4
+/// and 3.2 -> 1.9 ms at batch 10000 nprobe 16, while batch 128 (nprobe 64-256) is fastest with
+/// 10-17 windows a query. Up to k = 32 the merge is cheap and windows stay at the minimum: one
 /// window a query at k 10 left the longest rows to single warps (the SIFT and 768-d peers
 /// at batch 10000 nprobe 16 ran 17-24% slower). The cap bounds one warp's serial work
 /// when a single list holds much of the data.
@@ -113,6 +113,7 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
             std::lower_bound(lengths.begin(), lengths.end(), int64_t(0), std::greater<int64_t>()) -
             lengths.begin();
     const int64_t total = std::accumulate(lengths.begin(), lengths.end(), int64_t(0));
+    const double avgLen = double(total) / double(std::max<int64_t>(nonEmpty, 1));
 
     IvfSearchPlan p;
     if (in.chunkOverride > 0) {
@@ -120,7 +121,6 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     } else {
         // Enough blocks to fill the device several times over, but chunks long enough
         // that their k candidates are few beside the vectors they summarise.
-        const double avgLen = double(total) / double(std::max<int64_t>(nonEmpty, 1));
         const double work = double(in.nq) * in.nprobe * avgLen;
         const double target = 8.0 * std::max(in.smCount, 1);
         const int64_t minChunk = std::max<int64_t>(256, 4 * kp);
@@ -142,6 +142,8 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
             : listMajorWindow(std::min(in.nq, kMaxGridRows), in.k, maxRowVectors, in.smCount);
     auto perQuery = [&](int64_t chunks, bool listMajor) {
         size_t bytes = size_t(chunks) * in.k * kCandBytes // candidates
+                + size_t(chunks) * sizeof(int64_t)        // work list
+                + sizeof(int)                             // its candidate count
                 + size_t(in.nprobe) * kCandBytes          // coarse results
                 + size_t(in.nprobe + 1) * sizeof(int);    // chunk offsets
         if (listMajor) {
@@ -193,6 +195,9 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
         p.chunksPerQuery = slotsFor(p.chunkLen, p.listMajor);
     }
     p.candidatesPerQuery = p.chunksPerQuery * in.k;
+    // Each probed list's last chunk may be partial; the list-major windows cut the row.
+    p.expectedSlotsPerQuery = p.listMajor ? in.nprobe * avgLen / double(p.chunkLen) + 1.0
+                                          : in.nprobe * (avgLen / double(p.chunkLen) + 1.0);
     p.bytesPerQuery = perQuery(p.chunksPerQuery, p.listMajor);
     FAISS_THROW_IF_NOT_FMT(
             p.bytesPerQuery <= budget,
@@ -207,7 +212,9 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
             p.maxRowVectors <= INT32_MAX,
             "%lld probed vectors per query is too many for the list-major scan",
             (long long)p.maxRowVectors);
-    p.queryTile = std::min<int64_t>({in.nq, int64_t(budget / p.bytesPerQuery), kMaxGridRows});
+    // The work list's items are counted in int.
+    p.queryTile = std::min<int64_t>(
+            {in.nq, int64_t(budget / p.bytesPerQuery), kMaxGridRows, INT32_MAX / p.chunksPerQuery});
     p.bytes = p.bytesPerQuery * size_t(p.queryTile) + (p.listMajor ? fixedListMajor : 0);
 
     p.fastMergeSmemBytes = kernels::ivfMergeFastSmemBytes(p.candidatesPerQuery);
@@ -244,12 +251,15 @@ void listMajorDistances(
         int64_t m,
         const IvfSearchPlan& plan,
         const int64_t* coarse,
+        kernels::IvfSlotList slots,
         kernels::IvfScanArgs scan) {
     cudaStream_t stream = res.stream();
     const int nprobe = in.nprobe;
     auto vecOffsets = res.alloc<int>(size_t(m) * (nprobe + 1));
+    // Vectors are counted; the slots are windows of the row.
+    slots.window = plan.chunkLen;
     kernels::ivfChunkOffsets(
-            coarse, m, nprobe, in.lists->deviceLengths(), 1, vecOffsets.data(), stream);
+            coarse, m, nprobe, in.lists->deviceLengths(), 1, vecOffsets.data(), slots, stream);
     const size_t scratchBytes = kernels::ivfGroupScratchBytes(in.lists->nlist(), m * nprobe);
     auto scratch = res.alloc<char>(scratchBytes);
     auto distances = res.alloc<float>(size_t(m) * plan.maxRowVectors);
@@ -300,6 +310,15 @@ void ivfSearch(
     auto coarseI = res.alloc<int64_t>(size_t(tile) * nprobe);
     // Chunk offsets: the per-query scan's slots (the list-major ones are row windows).
     auto offsets = res.alloc<int>(plan.listMajor ? 0 : size_t(tile) * (nprobe + 1));
+    // The work list of the slots that hold vectors, and each query's candidate count.
+    auto slotCount = res.alloc<int>(1);
+    auto slotItems = res.alloc<int64_t>(size_t(tile) * plan.chunksPerQuery);
+    auto rowCandidates = res.alloc<int>(size_t(tile));
+    kernels::IvfSlotList slots;
+    slots.count = slotCount.data();
+    slots.items = slotItems.data();
+    slots.rowCandidates = rowCandidates.data();
+    slots.k = k;
     for (int64_t q0 = 0; q0 < nq; q0 += tile) {
         const int64_t m = std::min(tile, nq - q0);
         const float* q = queries + q0 * d;
@@ -312,7 +331,7 @@ void ivfSearch(
         if (!plan.listMajor) {
             kernels::ivfChunkOffsets(
                     coarseI.data(), m, nprobe, in.lists->deviceLengths(), plan.chunkLen,
-                    offsets.data(), stream);
+                    offsets.data(), slots, stream);
         }
 
         // List scan: the candidates exist only while this tile is merged (allocated
@@ -336,6 +355,10 @@ void ivfSearch(
         scan.listLen = in.lists->deviceLengths();
         scan.chunkLen = plan.chunkLen;
         scan.chunksPerQuery = plan.chunksPerQuery;
+        scan.slotCount = slots.count;
+        scan.slotItems = slots.items;
+        scan.expectedItems = int64_t(double(m) * plan.expectedSlotsPerQuery);
+        scan.smCount = res.multiProcessorCount();
         scan.k = k;
         scan.innerProduct = ip;
         scan.allow = in.allow;
@@ -343,7 +366,7 @@ void ivfSearch(
         scan.candD = oneSlot ? dOut : candD.data();
         scan.candI = oneSlot ? iOut : candI.data();
         if (plan.listMajor) {
-            listMajorDistances(res, in, q, m, plan, coarseI.data(), scan);
+            listMajorDistances(res, in, q, m, plan, coarseI.data(), slots, scan);
         } else {
             kernels::ivfScan(scan, stream);
         }
@@ -352,13 +375,16 @@ void ivfSearch(
         if (oneSlot) {
             kernels::ivfFinish(dOut, iOut, m * int64_t(k), ip, stream);
         } else if (plan.fastMerge) {
-            kernels::ivfMergeFast(candD.data(), candI.data(), m, ld, k, ip, dOut, iOut, stream);
+            kernels::ivfMergeFast(
+                    candD.data(), candI.data(), m, ld, slots.rowCandidates, k, ip, dOut, iOut,
+                    stream);
         } else {
             kernels::SelectRowsArgs merge;
             merge.dist = candD.data();
             merge.ldDist = ld;
             merge.nrows = m;
             merge.ncols = ld;
+            merge.rowCols = slots.rowCandidates;
             merge.inIds = candI.data();
             merge.ldIds = ld;
             merge.k = k;

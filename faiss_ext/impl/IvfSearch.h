@@ -39,7 +39,10 @@ struct IvfSearchPlan {
     int64_t chunksPerQuery =
             0; ///< candidate slots per query: the most chunks nprobe lists can have
     int64_t candidatesPerQuery = 0; ///< chunksPerQuery * k
-    int64_t queryTile = 0;          ///< queries per pass of the pipeline
+    /// Slots a query is expected to have (nprobe lists of average length): sizes the
+    /// scan's grid, which runs only the slots that hold vectors.
+    double expectedSlotsPerQuery = 0;
+    int64_t queryTile = 0; ///< queries per pass of the pipeline
     bool fastMerge = false;
     size_t fastMergeSmemBytes = 0; ///< what the fast path would need
     bool listMajor = false;
