@@ -44,7 +44,12 @@ size_t GpuIndex::searchGraphCount() const {
     return graphs_->graphCount();
 }
 
-std::vector<int64_t> GpuIndex::searchGraphKey_(int64_t, int, const faiss::SearchParameters*) const {
+size_t GpuIndex::searchGraphBytes() const {
+    return graphs_->heldBytes();
+}
+
+GpuIndex::SearchGraphShape GpuIndex::searchGraphShape_(int64_t, int, const faiss::SearchParameters*)
+        const {
     return {};
 }
 
@@ -137,12 +142,13 @@ void GpuIndex::search(
     // A small search of host arrays may run from a graph that holds the copies too;
     // until its shape is held it runs kernel by kernel (no graph of device arrays).
     const bool hostArrays = !a.xOnDevice && !a.distancesOnDevice && !a.labelsOnDevice;
-    const std::vector<int64_t> key = hostArrays && useSearchGraphs
-            ? searchGraphKey_(n, int(k), params)
-            : std::vector<int64_t>();
+    const SearchGraphShape shape = hostArrays && useSearchGraphs
+            ? searchGraphShape_(n, int(k), params)
+            : SearchGraphShape();
+    const std::vector<int64_t>& key = shape.key;
     if (!key.empty() &&
         graphs_->runHost(
-                res_, key, n, d, int(k), x, distances, labels,
+                res_, key, shape.tempBytes, n, d, int(k), x, distances, labels,
                 [&](const float* xDev, float* dDev, int64_t* iDev) {
                     searchKernels_(n, xDev, int(k), dDev, iDev, params);
                 })) {
@@ -183,14 +189,14 @@ void GpuIndex::searchDevice(
             x != nullptr && distances != nullptr && labels != nullptr,
             "searchDevice: null query or output pointer");
     DeviceScope scope(res_.device());
-    const std::vector<int64_t> key =
-            useSearchGraphs ? searchGraphKey_(n, int(k), params) : std::vector<int64_t>();
-    if (key.empty()) {
+    const SearchGraphShape shape =
+            useSearchGraphs ? searchGraphShape_(n, int(k), params) : SearchGraphShape();
+    if (shape.key.empty()) {
         searchKernels_(n, x, int(k), distances, labels, params);
         return;
     }
     graphs_->run(
-            res_, key, n, d, int(k), x, distances, labels,
+            res_, shape.key, shape.tempBytes, n, d, int(k), x, distances, labels,
             [&](const float* xDev, float* dDev, int64_t* iDev) {
                 searchKernels_(n, xDev, int(k), dDev, iDev, params);
             });

@@ -112,14 +112,17 @@ class GpuIndex : public faiss::Index {
     /// call is then a host copy in, one launch, one synchronisation and a host copy
     /// out. Which searches: GpuIndexIVFFlat's of at most 1024 queries, GpuIndexFlat's
     /// of one to a few queries against a large base (its radix path); GpuIndexBang's
-    /// none. At most 16 shapes are held, each one's temporaries at most 1/16 of the
-    /// resources' temp budget (a larger shape runs kernel by kernel); a change of the
-    /// contents drops them. false: every search issues its kernels one by one. A
+    /// none. At most 16 shapes are held, each one's temporaries at most a quarter of
+    /// the resources' temp budget (a larger shape runs kernel by kernel) and all of
+    /// theirs together at most the budget (the least recently used go first); a change
+    /// of the contents drops them. false: every search issues its kernels one by one. A
     /// runtime setting (not saved with the index).
     bool useSearchGraphs = true;
 
     /// Number of search shapes held as CUDA graphs now (useSearchGraphs).
     size_t searchGraphCount() const;
+    /// Device bytes the held graphs' temporaries take (at most the temp budget).
+    size_t searchGraphBytes() const;
 
    protected:
     /// n > 0 finite host vectors (train copies device vectors to the host first).
@@ -153,11 +156,17 @@ class GpuIndex : public faiss::Index {
     /// Device set: removes what sel selects, returns the count; must leave the index
     /// unchanged if it throws. Default: refuses.
     virtual size_t removeIdsImpl_(const faiss::IDSelector& sel);
-    /// Everything the launches of searchImpl_(n, ..., k, ..., params) depend on (shape,
-    /// resolved knobs, device pointers, contentsVersion()) when that search may be held
-    /// as a CUDA graph (useSearchGraphs); empty when it may not (a selector, a size, a
-    /// path that waits on the device). Default: empty.
-    virtual std::vector<int64_t> searchGraphKey_(
+    /// A search that may be held as a CUDA graph (useSearchGraphs): everything the
+    /// launches of searchImpl_(n, ..., k, ..., params) depend on (shape, resolved knobs,
+    /// device pointers, contentsVersion()), and the temporary device bytes its graph
+    /// holds. An empty key: it may not (a selector, a size, a path that waits on the
+    /// device).
+    struct SearchGraphShape {
+        std::vector<int64_t> key;
+        size_t tempBytes = 0;
+    };
+    /// Default: an empty key.
+    virtual SearchGraphShape searchGraphShape_(
             int64_t n,
             int k,
             const faiss::SearchParameters* params) const;

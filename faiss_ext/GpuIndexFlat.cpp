@@ -185,7 +185,7 @@ void GpuIndexFlat::searchImpl_(
     flatSearch(res_, in, k, distancesDevice, labelsDevice);
 }
 
-std::vector<int64_t> GpuIndexFlat::searchGraphKey_(
+GpuIndex::SearchGraphShape GpuIndexFlat::searchGraphShape_(
         int64_t n,
         int k,
         const faiss::SearchParameters* params) const {
@@ -193,25 +193,20 @@ std::vector<int64_t> GpuIndexFlat::searchGraphKey_(
     // that their launches do not show, and some of them wait on the device.
     const FlatSearchInput in = searchInput(*this, *storage_, n, nullptr);
     const FlatSearchPath path = flatSearchPathFor(res_, in, k);
+    const size_t tempBytes = flatRadixBytes(n, ntotal, k);
     if ((params != nullptr && params->sel != nullptr) ||
         (path != FlatSearchPath::kRadix && path != FlatSearchPath::kRadixCopy) ||
-        !searchGraphFits(res_, flatRadixBytes(n, ntotal, k))) {
+        !searchGraphFits(res_, tempBytes)) {
         return {};
     }
-    return {n,
-            k,
-            d,
-            int64_t(metric_type),
-            int64_t(contentsVersion()),
-            ntotal,
-            int64_t(flatConfig_.precision),
-            int64_t(res_.tempMemoryBytes()),
-            int64_t(reinterpret_cast<uintptr_t>(in.base)),
-            int64_t(reinterpret_cast<uintptr_t>(in.baseNorms)),
-            int64_t(path),
-            int64_t(reinterpret_cast<uintptr_t>(in.copy.rows)),
-            int64_t(reinterpret_cast<uintptr_t>(in.copy.scales)),
-            int64_t(reinterpret_cast<uintptr_t>(in.copy.maxSquaredNorm))};
+    return {{n, k, d, int64_t(metric_type), int64_t(contentsVersion()), ntotal,
+             int64_t(flatConfig_.precision), int64_t(res_.tempMemoryBytes()),
+             int64_t(reinterpret_cast<uintptr_t>(in.base)),
+             int64_t(reinterpret_cast<uintptr_t>(in.baseNorms)), int64_t(path),
+             int64_t(reinterpret_cast<uintptr_t>(in.copy.rows)),
+             int64_t(reinterpret_cast<uintptr_t>(in.copy.scales)),
+             int64_t(reinterpret_cast<uintptr_t>(in.copy.maxSquaredNorm))},
+            tempBytes};
 }
 
 std::shared_ptr<IdFilterBits> GpuIndexFlat::filterOf_(const faiss::SearchParameters* params) const {

@@ -71,7 +71,7 @@ class GpuIndexFlat : public GpuIndex {
             const faiss::SearchParameters* params) const override;
     /// One to a few queries on the radix path (a large base: the whole row of each
     /// query's distances in one buffer) without a selector.
-    std::vector<int64_t> searchGraphKey_(int64_t n, int k, const faiss::SearchParameters* params)
+    SearchGraphShape searchGraphShape_(int64_t n, int k, const faiss::SearchParameters* params)
             const override;
     /// As faiss::IndexFlat: the remaining vectors move down, ids stay 0 .. ntotal - 1.
     size_t removeIdsImpl_(const faiss::IDSelector& sel) override;

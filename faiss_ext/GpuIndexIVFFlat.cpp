@@ -28,7 +28,8 @@ namespace {
 constexpr int64_t kMaxNprobe = kMaxSearchK;
 /// Searches of at most this many queries may run from CUDA graphs (useSearchGraphs).
 /// At batch 1024 the launches still leave the device idle between kernels (benchs/NOTES.md,
-/// twelfth session); above, a search's temporaries outgrow a graph's share of the budget.
+/// twelfth and thirty-third sessions); above, a search's temporaries outgrow a graph's
+/// share of the budget.
 constexpr int64_t kSearchGraphMaxQueries = 1024;
 
 int64_t checkedNlist(int64_t nlist) {
@@ -464,7 +465,7 @@ void GpuIndexIVFFlat::searchImpl_(
     ivfSearch(res_, in, xDevice, n, k, plan_(n, k, in.nprobe), distancesDevice, labelsDevice);
 }
 
-std::vector<int64_t> GpuIndexIVFFlat::searchGraphKey_(
+GpuIndex::SearchGraphShape GpuIndexIVFFlat::searchGraphShape_(
         int64_t n,
         int k,
         const faiss::SearchParameters* params) const {
@@ -481,27 +482,28 @@ std::vector<int64_t> GpuIndexIVFFlat::searchGraphKey_(
     }
     // Everything the captured launches depend on (the coarse product is resolved from
     // coarsePrecision and the shape).
-    return {n,
-            k,
-            in.nprobe,
-            d,
-            int64_t(metric_type),
-            int64_t(contentsVersion()),
-            plan.chunkLen,
-            plan.chunksPerQuery,
-            plan.queryTile,
-            int64_t(plan.fastMerge),
-            int64_t(plan.listMajor),
-            plan.maxRowVectors,
-            int64_t(plan.bytes),
-            int64_t(coarsePrecision),
-            in.coarse.nb,
-            int64_t(in.coarse.metric),
-            int64_t(reinterpret_cast<uintptr_t>(in.coarse.base)),
-            int64_t(reinterpret_cast<uintptr_t>(in.coarse.baseNorms)),
-            int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceData())),
-            int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceIds())),
-            int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceLengths()))};
+    return {{n,
+             k,
+             in.nprobe,
+             d,
+             int64_t(metric_type),
+             int64_t(contentsVersion()),
+             plan.chunkLen,
+             plan.chunksPerQuery,
+             plan.queryTile,
+             int64_t(plan.fastMerge),
+             int64_t(plan.listMajor),
+             plan.maxRowVectors,
+             int64_t(plan.bytes),
+             int64_t(coarsePrecision),
+             in.coarse.nb,
+             int64_t(in.coarse.metric),
+             int64_t(reinterpret_cast<uintptr_t>(in.coarse.base)),
+             int64_t(reinterpret_cast<uintptr_t>(in.coarse.baseNorms)),
+             int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceData())),
+             int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceIds())),
+             int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceLengths()))},
+            tempBytes};
 }
 
 void GpuIndexIVFFlat::rangeSearchImpl_(

@@ -114,7 +114,7 @@ class GpuIndexIVFFlat : public GpuIndex {
             int64_t* labelsDevice,
             const faiss::SearchParameters* params) const override;
     /// Searches of at most 1024 queries without a selector, in one pass.
-    std::vector<int64_t> searchGraphKey_(int64_t n, int k, const faiss::SearchParameters* params)
+    SearchGraphShape searchGraphShape_(int64_t n, int k, const faiss::SearchParameters* params)
             const override;
     /// As faiss::IndexIVF::range_search: the nprobe probed lists (params as search).
     void rangeSearchImpl_(

@@ -174,3 +174,37 @@ TEST(GpuIvfSearchGraphs, HoldsAtMostSixteenShapesAndCanBeTurnedOff) {
     expectMatchesCpu(gpu, *cpu, 30, xq, k);
     EXPECT_EQ(gpu.searchGraphCount(), 16u);
 }
+
+// The graphs held keep their temporaries within the temp budget together: shapes of a
+// quarter of it at most are captured, and the least recently used make room.
+TEST(GpuIvfSearchGraphs, HeldGraphsStayWithinTheTempBudget) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResourcesConfig rc;
+    rc.tempMemoryBytes = size_t(16) << 20;
+    GpuResources res(rc);
+    std::mt19937_64 rng(testSeed());
+    const int d = 8, k = 5;
+    const int64_t nb = 20000, nlist = 1024;
+    auto xb = datasets::uniform(nb, d, rng());
+    auto cent = datasets::uniform(nlist, d, rng());
+    auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
+    cpu->add(nb, xb.data());
+    GpuIndexIVFFlat gpu(res, cpu.get());
+    gpu.nprobe = 3;
+    // 300-480 queries: each search's coarse rows alone are 2.4-3.9 MB (nq x nlist x 8),
+    // under a quarter of the budget; four of them fill it.
+    for (int64_t nq = 300; nq <= 480; nq += 20) {
+        auto xq = datasets::uniform(nq, d, rng());
+        expectMatchesCpu(gpu, *cpu, nq, xq, k);
+        expectMatchesCpu(gpu, *cpu, nq, xq, k);
+        EXPECT_LE(gpu.searchGraphBytes(), rc.tempMemoryBytes);
+        EXPECT_GE(gpu.searchGraphCount(), 1u);
+    }
+    EXPECT_LE(gpu.searchGraphCount(), 6u);
+    // A shape above a quarter of the budget is not held.
+    const size_t before = gpu.searchGraphCount();
+    auto big = datasets::uniform(1000, d, rng());
+    expectMatchesCpu(gpu, *cpu, 1000, big, k);
+    expectMatchesCpu(gpu, *cpu, 1000, big, k);
+    EXPECT_LE(gpu.searchGraphCount(), before);
+}

@@ -11,7 +11,8 @@ namespace faiss_ext {
 
 struct SearchGraphs::Entry {
     std::vector<int64_t> key;
-    bool host = false; ///< the graph copies from and to hostX / hostD / hostI
+    bool host = false;    ///< the graph copies from and to hostX / hostD / hostI
+    size_t tempBytes = 0; ///< the work's temporaries, held by the graph once captured
     uint64_t lastUse = 0;
     cudaGraphExec_t exec = nullptr; ///< null until captured
     bool failed = false;            ///< the capture failed: always run directly
@@ -37,6 +38,19 @@ size_t SearchGraphs::graphCount() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return size_t(std::count_if(
             entries_.begin(), entries_.end(), [](const auto& e) { return e->exec != nullptr; }));
+}
+
+size_t SearchGraphs::heldBytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return heldBytes_();
+}
+
+size_t SearchGraphs::heldBytes_() const {
+    size_t bytes = 0;
+    for (const auto& e : entries_) {
+        bytes += e->exec ? e->tempBytes : 0;
+    }
+    return bytes;
 }
 
 void SearchGraphs::clear() {
@@ -70,23 +84,35 @@ SearchGraphs::Entry& SearchGraphs::entry_(
     }
     seen = false;
     if (entries_.size() >= capacity_) {
-        auto oldest = std::min_element(
-                entries_.begin(), entries_.end(),
-                [](const auto& a, const auto& b) { return a->lastUse < b->lastUse; });
-        const bool held = (*oldest)->exec != nullptr;
-        if (held) {
-            FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
-        }
-        entries_.erase(oldest);
-        if (held) {
-            releaseGraphMemory_();
-        }
+        dropOldest_(nullptr, false, stream);
     }
     entries_.push_back(std::make_unique<Entry>());
     entries_.back()->key = key;
     entries_.back()->host = host;
     entries_.back()->lastUse = ++clock_;
     return *entries_.back();
+}
+
+bool SearchGraphs::dropOldest_(const Entry* keep, bool heldOnly, cudaStream_t stream) {
+    auto oldest = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        const bool candidate = it->get() != keep && (!heldOnly || (*it)->exec != nullptr);
+        if (candidate && (oldest == entries_.end() || (*it)->lastUse < (*oldest)->lastUse)) {
+            oldest = it;
+        }
+    }
+    if (oldest == entries_.end()) {
+        return false;
+    }
+    const bool held = (*oldest)->exec != nullptr;
+    if (held) {
+        FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    entries_.erase(oldest);
+    if (held) {
+        releaseGraphMemory_();
+    }
+    return true;
 }
 
 void SearchGraphs::capture_(
@@ -151,6 +177,7 @@ void SearchGraphs::capture_(
 SearchGraphs::Entry* SearchGraphs::held_(
         const GpuResources& res,
         const std::vector<int64_t>& key,
+        size_t tempBytes,
         bool host,
         int64_t nq,
         int d,
@@ -165,6 +192,11 @@ SearchGraphs::Entry* SearchGraphs::held_(
         return nullptr;
     }
     if (!e.exec && !e.failed) {
+        // Room in the temp budget for this graph's temporaries: the least recently used
+        // graphs go first.
+        e.tempBytes = tempBytes;
+        while (heldBytes_() + tempBytes > res.tempMemoryBytes() && dropOldest_(&e, true, stream)) {
+        }
         capture_(res, e, nq, d, k, work);
     }
     return e.failed ? nullptr : &e;
@@ -173,6 +205,7 @@ SearchGraphs::Entry* SearchGraphs::held_(
 void SearchGraphs::run(
         const GpuResources& res,
         const std::vector<int64_t>& key,
+        size_t tempBytes,
         int64_t nq,
         int d,
         int k,
@@ -181,7 +214,7 @@ void SearchGraphs::run(
         int64_t* labels,
         const Work& work) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Entry* e = held_(res, key, false, nq, d, k, work);
+    Entry* e = held_(res, key, tempBytes, false, nq, d, k, work);
     if (e == nullptr) {
         work(x, distances, labels);
         return;
@@ -202,6 +235,7 @@ void SearchGraphs::run(
 bool SearchGraphs::runHost(
         const GpuResources& res,
         const std::vector<int64_t>& key,
+        size_t tempBytes,
         int64_t nq,
         int d,
         int k,
@@ -210,7 +244,7 @@ bool SearchGraphs::runHost(
         int64_t* labels,
         const Work& work) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Entry* e = held_(res, key, true, nq, d, k, work);
+    Entry* e = held_(res, key, tempBytes, true, nq, d, k, work);
     if (e == nullptr) {
         return false;
     }

@@ -20,13 +20,18 @@
 
 namespace faiss_ext {
 
-/// Shapes an index holds as graphs; each one's temporaries are at most 1 /
-/// kSearchGraphsHeld of the temp budget, so all of them stay within it.
+/// Shapes an index holds as graphs at most; their temporaries together stay within
+/// the temp budget (SearchGraphs drops the least recently used to make room).
 constexpr size_t kSearchGraphsHeld = 16;
+/// One shape's temporaries take at most this share of the budget: a few of the largest
+/// fit beside each other. (It was 1/16, all 16 shapes at once: the list-major scan's
+/// distance buffer over SIFT's skewed lists, 200 MB at batch 1024 nprobe 4, then never
+/// ran from a graph, and its 20 launches cost ~0.1 ms of a 0.3 ms call; benchs/NOTES.md.)
+constexpr size_t kSearchGraphBudgetShare = 4;
 
 /// Whether a search whose temporaries take tempBytes may be held as a graph.
 inline bool searchGraphFits(const GpuResources& res, size_t tempBytes) {
-    return tempBytes <= res.tempMemoryBytes() / kSearchGraphsHeld;
+    return tempBytes <= res.tempMemoryBytes() / kSearchGraphBudgetShare;
 }
 
 class SearchGraphs {
@@ -47,9 +52,12 @@ class SearchGraphs {
     /// work's launches depend on (shape, plan, device pointers, contents version). If
     /// the capture fails (work that synchronises, say), the key runs directly from
     /// then on.
+    /// tempBytes: the device temporaries the work allocates (searchGraphFits), which
+    /// the graph holds.
     void run(
             const GpuResources& res,
             const std::vector<int64_t>& key,
+            size_t tempBytes,
             int64_t nq,
             int d,
             int k,
@@ -67,6 +75,7 @@ class SearchGraphs {
     bool runHost(
             const GpuResources& res,
             const std::vector<int64_t>& key,
+            size_t tempBytes,
             int64_t nq,
             int d,
             int k,
@@ -77,6 +86,8 @@ class SearchGraphs {
 
     /// Number of shapes held as graphs.
     size_t graphCount() const;
+    /// Their temporaries' device bytes.
+    size_t heldBytes() const;
 
     /// Forgets every shape (waits for the stream first: a graph may still run) and
     /// returns the graphs' memory to the device.
@@ -87,6 +98,10 @@ class SearchGraphs {
     /// The entry of key (the host flag is part of it: the two kinds of graph differ),
     /// inserted if new; `seen` says whether it was there.
     Entry& entry_(const std::vector<int64_t>& key, bool host, cudaStream_t stream, bool& seen);
+    /// Drops the least recently used entry other than `keep` (heldOnly: of those holding
+    /// a graph), waiting for the stream first where it holds one; false if none is left.
+    bool dropOldest_(const Entry* keep, bool heldOnly, cudaStream_t stream);
+    size_t heldBytes_() const; ///< heldBytes with mutex_ held
     void capture_(const GpuResources& res, Entry& e, int64_t nq, int d, int k, const Work& work);
     /// The entry of key as a graph ready to replay: inserted on its first sighting,
     /// captured on its second; null where it is not (first sighting, failed capture).
@@ -94,6 +109,7 @@ class SearchGraphs {
     Entry* held_(
             const GpuResources& res,
             const std::vector<int64_t>& key,
+            size_t tempBytes,
             bool host,
             int64_t nq,
             int d,

@@ -155,6 +155,10 @@ void bindIndex(py::module_& m) {
             .def_property_readonly(
                     "search_graph_count", &GpuIndex::searchGraphCount,
                     "Search shapes held as CUDA graphs now.")
+            .def_property_readonly(
+                    "search_graph_bytes", &GpuIndex::searchGraphBytes,
+                    "Device bytes the held graphs' temporaries take (at most the temp "
+                    "budget).")
             .def("train", &train, py::arg("x"))
             .def("add", &add, py::arg("x"),
                  "Adds (n, d) vectors with ids ntotal, ntotal + 1, ... (an empty batch "
