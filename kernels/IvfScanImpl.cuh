@@ -127,6 +127,19 @@ __device__ inline int64_t* slotIds(const IvfScanArgs& a, const WorkItem& it) {
     return a.candI + it.query * (a.chunksPerQuery * a.k) + it.slot * a.k;
 }
 
+/// Runs body(item, keys, ids) for this block's work items (w = blockIdx.x, + gridDim.x,
+/// ...; keys and ids: where the item's k candidates go), every thread of the block, with
+/// a barrier before each item (the previous one's reads of shared memory are done).
+template <typename Body>
+__device__ void forBlockItems(const IvfScanArgs& a, Body&& body) {
+    const int items = *a.slotCount;
+    for (int w = blockIdx.x; w < items; w += gridDim.x) {
+        __syncthreads();
+        const WorkItem item = workItem(a, w);
+        body(item, slotKeys(a, item), slotIds(a, item));
+    }
+}
+
 /// Blocks (or warps) a scan launches: twice the expected items, at least `perSm` per SM
 /// (a full device), never more than the work list can hold. Worker w runs items w, w +
 /// workers, ...: with more workers than items each runs at most one and the hardware

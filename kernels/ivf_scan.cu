@@ -25,15 +25,13 @@ namespace {
 
 using scan::BufferLoader;
 using scan::filtered;
+using scan::forBlockItems;
 using scan::resolveSlot;
 using scan::resolveWindow;
 using scan::rowId;
 using scan::RowWindow;
 using scan::ScanSlot;
-using scan::slotIds;
-using scan::slotKeys;
 using scan::WorkItem;
-using scan::workItem;
 using scan::writeEmptySlot;
 
 constexpr int kOffsetThreads = 256; // 8 warps, one query each
@@ -113,18 +111,12 @@ __global__ void __launch_bounds__(kOffsetThreads) chunkOffsetsKernel(
 /// the list-major path for k above the warp selections'.
 __global__ void __launch_bounds__(kSelectThreads) windowScanKernel(IvfScanArgs a) {
     extern __shared__ __align__(16) char smem[];
-    const int items = *a.slotCount;
-    for (int w = blockIdx.x; w < items; w += gridDim.x) {
-        // The previous item's selection and reads of shared memory are done.
-        __syncthreads();
-        const WorkItem item = workItem(a, w);
+    forBlockItems(a, [&](const WorkItem& item, float* outD, int64_t* outI) {
         const int64_t q = item.query;
-        float* outD = slotKeys(a, item);
-        int64_t* outI = slotIds(a, item);
         const RowWindow win = resolveWindow(a, q, item.slot);
         if (win.n < 0) {
             writeEmptySlot(outD, outI, a.k, threadIdx.x, kSelectThreads);
-            continue;
+            return;
         }
         BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
         blockSelectMin<kSelectThreads, kSelectItems>(
@@ -134,25 +126,19 @@ __global__ void __launch_bounds__(kSelectThreads) windowScanKernel(IvfScanArgs a
             outD[i] = s.value(i);
             outI[i] = p < 0 ? -1 : rowId(a, q, win.start + p);
         }
-    }
+    });
 }
 
 /// kSource: 0 computes L2 from the lists, 1 inner product.
 template <int kSource>
 __global__ void __launch_bounds__(kSelectThreads) scanKernel(IvfScanArgs a, size_t selectBytes) {
     extern __shared__ __align__(16) char smem[];
-    const int items = *a.slotCount;
-    for (int w = blockIdx.x; w < items; w += gridDim.x) {
-        // The previous item's selection and reads of shared memory are done.
-        __syncthreads();
-        const WorkItem item = workItem(a, w);
+    forBlockItems(a, [&](const WorkItem& item, float* outD, int64_t* outI) {
         const int64_t q = item.query;
-        float* outD = slotKeys(a, item);
-        int64_t* outI = slotIds(a, item);
         const ScanSlot ss = resolveSlot(a, q, item.slot);
         if (ss.n < 0) {
             writeEmptySlot(outD, outI, a.k, threadIdx.x, kSelectThreads);
-            continue;
+            return;
         }
         // blockSelectMin's first barrier orders the query writes before any load.
         BlockSelectSmem s = BlockSelectSmem::carve(smem, a.k);
@@ -172,7 +158,7 @@ __global__ void __launch_bounds__(kSelectThreads) scanKernel(IvfScanArgs a, size
             outD[i] = s.value(i);
             outI[i] = p < 0 ? -1 : ids[p];
         }
-    }
+    });
 }
 
 size_t selectBytesAligned(int k) {
