@@ -3,6 +3,7 @@
 // replay it. Every call must give FAISS CPU's answers for the queries of that call and
 // the index contents of that moment.
 #include <algorithm>
+#include <memory>
 #include <random>
 #include <utility>
 #include <vector>
@@ -45,6 +46,19 @@ void expectMatchesCpu(
         *outD = D;
         *outI = I;
     }
+}
+
+/// A CPU IVF index over nb uniform vectors, with nlist uniform centroids (L2).
+std::unique_ptr<faiss::IndexIVFFlat> uniformIvf(
+        int d,
+        int64_t nb,
+        int64_t nlist,
+        std::mt19937_64& rng) {
+    auto xb = datasets::uniform(nb, d, rng());
+    auto cent = datasets::uniform(nlist, d, rng());
+    auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
+    cpu->add(nb, xb.data());
+    return cpu;
 }
 
 } // namespace
@@ -151,11 +165,7 @@ TEST(GpuIvfSearchGraphs, HoldsAtMostSixteenShapesAndCanBeTurnedOff) {
     GpuResources res;
     std::mt19937_64 rng(testSeed());
     const int d = 8, k = 5;
-    const int64_t nb = 5000, nlist = 16;
-    auto xb = datasets::uniform(nb, d, rng());
-    auto cent = datasets::uniform(nlist, d, rng());
-    auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
-    cpu->add(nb, xb.data());
+    auto cpu = uniformIvf(d, 5000, 16, rng);
     GpuIndexIVFFlat gpu(res, cpu.get());
     gpu.nprobe = 3;
     for (int64_t nq = 1; nq <= 20; ++nq) {
@@ -184,11 +194,7 @@ TEST(GpuIvfSearchGraphs, HeldGraphsStayWithinTheTempBudget) {
     GpuResources res(rc);
     std::mt19937_64 rng(testSeed());
     const int d = 8, k = 5;
-    const int64_t nb = 20000, nlist = 1024;
-    auto xb = datasets::uniform(nb, d, rng());
-    auto cent = datasets::uniform(nlist, d, rng());
-    auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
-    cpu->add(nb, xb.data());
+    auto cpu = uniformIvf(d, 20000, 1024, rng);
     GpuIndexIVFFlat gpu(res, cpu.get());
     gpu.nprobe = 3;
     // 300-480 queries: each search's coarse rows alone are 2.4-3.9 MB (nq x nlist x 8),
