@@ -17,7 +17,10 @@ namespace {
 
 constexpr size_t kCandBytes = sizeof(float) + sizeof(int64_t);
 constexpr int64_t kMaxChunk = 32768;
-constexpr int64_t kMaxGridRows = 65535;
+/// Queries a tile holds at most. It was the per-query scan grid's y limit; the scan now
+/// runs a 1-D work list, and the cap stays because the planner's measured choices (the
+/// list-major windows, the sharing rule) were made with tiles of at most this many.
+constexpr int64_t kMaxTileQueries = 65535;
 /// Auto picks the list-major scan from this many queries per non-empty list on average
 /// (at d = 128; it falls as sqrt(128 / d) above): below it a list tile is shared by too
 /// few queries to repay the distance buffer's write and read. Measured after the
@@ -139,7 +142,7 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     };
     const int64_t listMajorChunk = in.chunkOverride > 0
             ? in.chunkOverride
-            : listMajorWindow(std::min(in.nq, kMaxGridRows), in.k, maxRowVectors, in.smCount);
+            : listMajorWindow(std::min(in.nq, kMaxTileQueries), in.k, maxRowVectors, in.smCount);
     auto perQuery = [&](int64_t chunks, bool listMajor) {
         size_t bytes = size_t(chunks) * in.k * kCandBytes // candidates
                 + size_t(chunks) * sizeof(int64_t)        // work list
@@ -167,7 +170,7 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
             // while list-major's fixed costs, the grouping and the selection, do not).
             const size_t bytes = perQuery(slotsFor(listMajorChunk, true), true);
             const int64_t tile =
-                    std::min<int64_t>({in.nq, int64_t(budgetFor(true) / bytes), kMaxGridRows});
+                    std::min<int64_t>({in.nq, int64_t(budgetFor(true) / bytes), kMaxTileQueries});
             const double minSharing = kListMajorMinSharing * std::sqrt(128.0 / std::max(in.d, 128));
             // A single query shares nothing, however many lists it probes.
             p.listMajor = tile >= 2 &&
@@ -214,7 +217,8 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
             (long long)p.maxRowVectors);
     // The work list's items are counted in int.
     p.queryTile = std::min<int64_t>(
-            {in.nq, int64_t(budget / p.bytesPerQuery), kMaxGridRows, INT32_MAX / p.chunksPerQuery});
+            {in.nq, int64_t(budget / p.bytesPerQuery), kMaxTileQueries,
+             INT32_MAX / p.chunksPerQuery});
     p.bytes = p.bytesPerQuery * size_t(p.queryTile) + (p.listMajor ? fixedListMajor : 0);
 
     p.fastMergeSmemBytes = kernels::ivfMergeFastSmemBytes(p.candidatesPerQuery);
