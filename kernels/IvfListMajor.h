@@ -22,6 +22,16 @@ struct IvfProbeGroups {
     const int* workStart = nullptr; ///< nlist + 1: first work item of each list
 };
 
+/// How ivfGroupProbesByList runs: kAuto picks one block for small batches over at most
+/// 6143 lists (its counts in shared memory, one launch), else a counting sort over the
+/// grid (five launches and a memset). Both give the same groups; the order of a list's
+/// pairs is not fixed on either.
+enum class IvfGroupPath {
+    kAuto,
+    kOneBlock,
+    kKernels,
+};
+
 /// Groups the nq x nprobe probes of `coarse` (-1: none) by list; work items of a list
 /// probed by c queries: ceil(c / g) groups x ceil(length / 256) tiles, with g the
 /// smallest multiple of 4 up to 16 that holds c (16 above).
@@ -33,7 +43,8 @@ IvfProbeGroups ivfGroupProbesByList(
         const int64_t* listLen,
         void* scratch,
         size_t scratchBytes,
-        cudaStream_t stream);
+        cudaStream_t stream,
+        IvfGroupPath path = IvfGroupPath::kAuto);
 
 /// Writes every probed vector's distance (L2: squared; inner product: minus the
 /// product), computed with the same FP32 operations in the same order as the

@@ -1,8 +1,8 @@
-// List-major IVF distances: the batch's probes grouped by list (counting sort, one-block
-// CUB scan of the per-list counts), then a persistent grid of work items (a group of at
-// most 16 of a list's queries x a tile of 256 of its vectors): each warp reads 32 of
-// the tile's vectors once into registers and multiplies them with all of the group's
-// queries, broadcast from shared memory.
+// List-major IVF distances: the batch's probes grouped by list (a counting sort: one
+// block for small batches, else over the grid with one-block CUB scans), then a
+// persistent grid of work items (a group of at most 16 of a list's queries x a tile of
+// 256 of its vectors): each warp reads 32 of the tile's vectors once into registers and
+// multiplies them with all of the group's queries, broadcast from shared memory.
 #include <math_constants.h>
 #include <cub/block/block_scan.cuh>
 
@@ -33,9 +33,13 @@ __device__ inline int listMajorGroup(int count) {
 }
 
 constexpr int kScanThreads = 1024;
-/// Largest copy of the two starts arrays in shared memory (6143 lists): the default
-/// dynamic limit, so no kernel attribute is raised.
+/// Largest copy of the two starts arrays in shared memory (6143 lists), and of the
+/// one-block grouping's counts and cursors: the default dynamic limit, so no kernel
+/// attribute is raised.
 constexpr size_t kMaxStartsSmemBytes = size_t(48) << 10;
+/// The one-block grouping's largest batch, (query, probe) pairs: 8 a thread. Above it
+/// the grid kernels' parallel count and scatter win over one block's loops.
+constexpr int64_t kOneBlockGroupMaxPairs = 8 * kScanThreads;
 
 /// Scratch layout (ints): counts, listStart, cursor, work, workStart (nlist + 1 each),
 /// then the grouped pairs.
@@ -60,10 +64,11 @@ GroupScratch carve(void* scratch, int64_t nlist) {
     return s;
 }
 
-// Exclusive prefix sum of n ints by one block: each thread sums a contiguous run, a
-// CUB block scan offsets the runs, each thread writes its run.
-__global__ void __launch_bounds__(kScanThreads)
-        exclusiveScanKernel(const int* in, int64_t n, int* out) {
+// Exclusive prefix sum of valueOf(0 .. n - 1) by one block (all its threads call it):
+// each thread sums a contiguous run, a CUB block scan offsets the runs, each thread
+// calls write(i, sum before i) for its run. valueOf is read twice.
+template <typename ValueOf, typename Write>
+__device__ void blockExclusiveScan(int64_t n, const ValueOf& valueOf, const Write& write) {
     using BlockScan = cub::BlockScan<int, kScanThreads>;
     __shared__ typename BlockScan::TempStorage temp;
     const int64_t per = (n + kScanThreads - 1) / kScanThreads;
@@ -71,15 +76,29 @@ __global__ void __launch_bounds__(kScanThreads)
     const int64_t end = min(n, begin + per);
     int sum = 0;
     for (int64_t i = begin; i < end; ++i) {
-        sum += in[i];
+        sum += valueOf(i);
     }
     int offset = 0;
     BlockScan(temp).ExclusiveSum(sum, offset);
     for (int64_t i = begin; i < end; ++i) {
-        const int v = in[i];
-        out[i] = offset;
+        const int v = valueOf(i);
+        write(i, offset);
         offset += v;
     }
+}
+
+__global__ void __launch_bounds__(kScanThreads)
+        exclusiveScanKernel(const int* in, int64_t n, int* out) {
+    blockExclusiveScan(
+            n, [&](int64_t i) { return in[i]; }, [&](int64_t i, int sum) { out[i] = sum; });
+}
+
+/// Work items (query groups x vector tiles) of a list probed by `count` queries.
+__device__ inline int listWork(int count, int64_t length) {
+    const int g = listMajorGroup(count);
+    const int64_t groups = (count + g - 1) / g;
+    const int64_t tiles = (length + kTile - 1) / kTile;
+    return int(groups * tiles);
 }
 
 __global__ void countProbesKernel(const int64_t* coarse, int64_t pairs, int* counts) {
@@ -99,10 +118,7 @@ __global__ void listWorkKernel(
         int* cursor) {
     const int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (l < nlist) {
-        const int g = listMajorGroup(counts[l]);
-        const int64_t groups = (counts[l] + g - 1) / g;
-        const int64_t tiles = (listLen[l] + kTile - 1) / kTile;
-        work[l] = int(groups * tiles);
+        work[l] = listWork(counts[l], listLen[l]);
         cursor[l] = listStart[l];
     } else if (l == nlist) {
         work[l] = 0;
@@ -117,6 +133,51 @@ __global__ void scatterProbesKernel(
     const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < pairs && coarse[i] >= 0) {
         grouped[atomicAdd(&cursor[coarse[i]], 1)] = int(i);
+    }
+}
+
+// The whole grouping in one block, its counts and cursors in shared memory: the same
+// steps as the kernels above (count, scan, work, scan, scatter) without four launches
+// and their gaps, for batches whose pairs one block goes through quickly.
+__global__ void __launch_bounds__(kScanThreads) groupOneBlockKernel(
+        const int64_t* coarse,
+        int64_t pairs,
+        int64_t nlist,
+        const int64_t* listLen,
+        int* listStart,
+        int* workStart,
+        int* grouped) {
+    extern __shared__ int smem[];
+    int* counts = smem;              // nlist + 1
+    int* cursor = smem + (nlist + 1); // nlist + 1
+    for (int64_t l = threadIdx.x; l <= nlist; l += kScanThreads) {
+        counts[l] = 0;
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < pairs; i += kScanThreads) {
+        const int64_t l = coarse[i];
+        if (l >= 0) {
+            atomicAdd(&counts[l], 1);
+        }
+    }
+    __syncthreads();
+    blockExclusiveScan(
+            nlist + 1, [&](int64_t l) { return counts[l]; },
+            [&](int64_t l, int start) {
+                listStart[l] = start;
+                cursor[l] = start;
+            });
+    blockExclusiveScan(
+            nlist + 1, [&](int64_t l) { return l < nlist ? listWork(counts[l], listLen[l]) : 0; },
+            [&](int64_t l, int start) { workStart[l] = start; });
+    __syncthreads();
+#pragma unroll 4
+    for (int64_t i = threadIdx.x; i < pairs; i += kScanThreads) {
+        const int64_t l = coarse[i];
+        if (l >= 0) {
+            grouped[atomicAdd(&cursor[l], 1)] = int(i);
+        }
     }
 }
 
@@ -360,7 +421,8 @@ IvfProbeGroups ivfGroupProbesByList(
         const int64_t* listLen,
         void* scratch,
         size_t scratchBytes,
-        cudaStream_t stream) {
+        cudaStream_t stream,
+        IvfGroupPath path) {
     const int64_t pairs = nq * nprobe;
     FAISS_THROW_IF_NOT_FMT(
             pairs < INT32_MAX && nlist < INT32_MAX &&
@@ -368,6 +430,25 @@ IvfProbeGroups ivfGroupProbesByList(
             "ivfGroupProbesByList: %lld probes over %lld lists with %zu scratch bytes",
             (long long)pairs, (long long)nlist, scratchBytes);
     GroupScratch s = carve(scratch, nlist);
+    IvfProbeGroups g;
+    g.listStart = s.listStart;
+    g.pairs = s.pairs;
+    g.workStart = s.workStart;
+    const size_t oneBlockSmem = size_t(2) * (nlist + 1) * sizeof(int);
+    const bool oneBlockFits = oneBlockSmem <= kMaxStartsSmemBytes;
+    if (path == IvfGroupPath::kAuto) {
+        path = oneBlockFits && pairs <= kOneBlockGroupMaxPairs ? IvfGroupPath::kOneBlock
+                                                               : IvfGroupPath::kKernels;
+    }
+    if (path == IvfGroupPath::kOneBlock) {
+        FAISS_THROW_IF_NOT_FMT(
+                oneBlockFits, "the one-block grouping takes at most %zu lists (%lld)",
+                kMaxStartsSmemBytes / (2 * sizeof(int)) - 1, (long long)nlist);
+        groupOneBlockKernel<<<1, kScanThreads, oneBlockSmem, stream>>>(
+                coarse, pairs, nlist, listLen, s.listStart, s.workStart, s.pairs);
+        FAISS_EXT_CUDA_CHECK_LAUNCH();
+        return g;
+    }
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(s.counts, 0, size_t(nlist + 1) * sizeof(int), stream));
     if (pairs > 0) {
         countProbesKernel<<<blocksFor(pairs), kThreads, 0, stream>>>(coarse, pairs, s.counts);
@@ -385,10 +466,6 @@ IvfProbeGroups ivfGroupProbesByList(
                 coarse, pairs, s.cursor, s.pairs);
         FAISS_EXT_CUDA_CHECK_LAUNCH();
     }
-    IvfProbeGroups g;
-    g.listStart = s.listStart;
-    g.pairs = s.pairs;
-    g.workStart = s.workStart;
     return g;
 }
 

@@ -69,6 +69,9 @@ class MappedHostBuffer {
     const T* data() const {
         return data_;
     }
+    T* deviceData() {
+        return deviceData_;
+    }
     const T* deviceData() const {
         return deviceData_;
     }

@@ -7,6 +7,8 @@
 #include <faiss_ext/impl/ParallelCopy.h>
 #include <faiss_ext/utils/CudaCheck.h>
 
+#include <kernels/MappedCopy.h>
+
 namespace faiss_ext {
 
 struct SearchGraphs::Entry {
@@ -139,16 +141,17 @@ void SearchGraphs::capture_(
     FAISS_EXT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
     bool ok = true;
     try {
+        // Copy kernels over the mapped host buffers, not memcpy nodes (MappedCopy.h).
         if (e.host) {
-            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                    e.x.data(), e.hostX.data(), xBytes, cudaMemcpyHostToDevice, stream));
+            const kernels::CopySpan in{e.x.data(), e.hostX.deviceData(), xBytes};
+            kernels::copySpans(&in, 1, res.multiProcessorCount(), stream);
         }
         work(e.x.data(), e.distances.data(), e.labels.data());
         if (e.host) {
-            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                    e.hostD.data(), e.distances.data(), dBytes, cudaMemcpyDeviceToHost, stream));
-            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
-                    e.hostI.data(), e.labels.data(), iBytes, cudaMemcpyDeviceToHost, stream));
+            const kernels::CopySpan out[2] = {
+                    {e.hostD.deviceData(), e.distances.data(), dBytes},
+                    {e.hostI.deviceData(), e.labels.data(), iBytes}};
+            kernels::copySpans(out, 2, res.multiProcessorCount(), stream);
         }
     } catch (const std::exception&) {
         ok = false; // run directly below, where the error (if real) is thrown again
