@@ -23,7 +23,7 @@ struct IvfProbeGroups {
 };
 
 /// How ivfGroupProbesByList runs: kAuto picks one block for small batches over at most
-/// 6143 lists (its counts in shared memory, one launch), else a counting sort over the
+/// 5119 lists (its counts in shared memory, one launch), else a counting sort over the
 /// grid (five launches and a memset). Both give the same groups; the order of a list's
 /// pairs is not fixed on either.
 enum class IvfGroupPath {

@@ -33,10 +33,12 @@ __device__ inline int listMajorGroup(int count) {
 }
 
 constexpr int kScanThreads = 1024;
-/// Largest copy of the two starts arrays in shared memory (6143 lists), and of the
-/// one-block grouping's counts and cursors: the default dynamic limit, so no kernel
-/// attribute is raised.
+/// Largest copy of the two starts arrays in shared memory (6143 lists): the default
+/// dynamic limit, so no kernel attribute is raised.
 constexpr size_t kMaxStartsSmemBytes = size_t(48) << 10;
+/// Largest dynamic shared memory of the one-block grouping, its counts and cursors (5119
+/// lists): within the default limit with its scans' static storage.
+constexpr size_t kOneBlockGroupSmemBytes = size_t(40) << 10;
 /// The one-block grouping's largest batch, (query, probe) pairs: 8 a thread. Above it
 /// the grid kernels' parallel count and scatter win over one block's loops.
 constexpr int64_t kOneBlockGroupMaxPairs = 8 * kScanThreads;
@@ -435,7 +437,7 @@ IvfProbeGroups ivfGroupProbesByList(
     g.pairs = s.pairs;
     g.workStart = s.workStart;
     const size_t oneBlockSmem = size_t(2) * (nlist + 1) * sizeof(int);
-    const bool oneBlockFits = oneBlockSmem <= kMaxStartsSmemBytes;
+    const bool oneBlockFits = oneBlockSmem <= kOneBlockGroupSmemBytes;
     if (path == IvfGroupPath::kAuto) {
         path = oneBlockFits && pairs <= kOneBlockGroupMaxPairs ? IvfGroupPath::kOneBlock
                                                                : IvfGroupPath::kKernels;
@@ -443,7 +445,7 @@ IvfProbeGroups ivfGroupProbesByList(
     if (path == IvfGroupPath::kOneBlock) {
         FAISS_THROW_IF_NOT_FMT(
                 oneBlockFits, "the one-block grouping takes at most %zu lists (%lld)",
-                kMaxStartsSmemBytes / (2 * sizeof(int)) - 1, (long long)nlist);
+                kOneBlockGroupSmemBytes / (2 * sizeof(int)) - 1, (long long)nlist);
         groupOneBlockKernel<<<1, kScanThreads, oneBlockSmem, stream>>>(
                 coarse, pairs, nlist, listLen, s.listStart, s.workStart, s.pairs);
         FAISS_EXT_CUDA_CHECK_LAUNCH();

@@ -103,7 +103,7 @@ TEST(GpuIvfGrouping, BothPathsMatchTheHostGrouping) {
     // and the most lists one block holds.
     for (const GroupShape shape :
          {GroupShape{1, 3, 50}, GroupShape{1024, 4, 4096}, GroupShape{3000, 8, 1000},
-          GroupShape{200, 16, 6143}}) {
+          GroupShape{200, 16, 5119}}) {
         for (const auto path :
              {kernels::IvfGroupPath::kAuto, kernels::IvfGroupPath::kOneBlock,
               kernels::IvfGroupPath::kKernels}) {
@@ -115,7 +115,7 @@ TEST(GpuIvfGrouping, BothPathsMatchTheHostGrouping) {
 TEST(GpuIvfGrouping, OneBlockRefusesListsBeyondSharedMemory) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
-    const int64_t nlist = 6144;
+    const int64_t nlist = 5120;
     auto coarse = res.alloc<int64_t>(1);
     auto lengths = res.alloc<int64_t>(size_t(nlist));
     const size_t scratchBytes = kernels::ivfGroupScratchBytes(nlist, 1);
