@@ -37,7 +37,7 @@ constexpr int kScanThreads = 1024;
 /// dynamic limit, so no kernel attribute is raised.
 constexpr size_t kMaxStartsSmemBytes = size_t(48) << 10;
 /// Largest dynamic shared memory of the one-block grouping, its counts and cursors (5119
-/// lists): within the default limit with its scans' static storage.
+/// lists): within the default limit with its scan's static storage (~4 KB).
 constexpr size_t kOneBlockGroupSmemBytes = size_t(40) << 10;
 /// The one-block grouping's largest batch, (query, probe) pairs: 8 a thread. Above it
 /// the grid kernels' parallel count and scatter win over one block's loops.
@@ -66,13 +66,18 @@ GroupScratch carve(void* scratch, int64_t nlist) {
     return s;
 }
 
+using BlockScanInts = cub::BlockScan<int, kScanThreads>;
+
 // Exclusive prefix sum of valueOf(0 .. n - 1) by one block (all its threads call it):
 // each thread sums a contiguous run, a CUB block scan offsets the runs, each thread
-// calls write(i, sum before i) for its run. valueOf is read twice.
+// calls write(i, sum before i) for its run. valueOf is read twice. A second scan with
+// the same storage must follow a barrier.
 template <typename ValueOf, typename Write>
-__device__ void blockExclusiveScan(int64_t n, const ValueOf& valueOf, const Write& write) {
-    using BlockScan = cub::BlockScan<int, kScanThreads>;
-    __shared__ typename BlockScan::TempStorage temp;
+__device__ void blockExclusiveScan(
+        BlockScanInts::TempStorage& temp,
+        int64_t n,
+        const ValueOf& valueOf,
+        const Write& write) {
     const int64_t per = (n + kScanThreads - 1) / kScanThreads;
     const int64_t begin = min(n, threadIdx.x * per);
     const int64_t end = min(n, begin + per);
@@ -81,7 +86,7 @@ __device__ void blockExclusiveScan(int64_t n, const ValueOf& valueOf, const Writ
         sum += valueOf(i);
     }
     int offset = 0;
-    BlockScan(temp).ExclusiveSum(sum, offset);
+    BlockScanInts(temp).ExclusiveSum(sum, offset);
     for (int64_t i = begin; i < end; ++i) {
         const int v = valueOf(i);
         write(i, offset);
@@ -91,8 +96,9 @@ __device__ void blockExclusiveScan(int64_t n, const ValueOf& valueOf, const Writ
 
 __global__ void __launch_bounds__(kScanThreads)
         exclusiveScanKernel(const int* in, int64_t n, int* out) {
+    __shared__ BlockScanInts::TempStorage temp;
     blockExclusiveScan(
-            n, [&](int64_t i) { return in[i]; }, [&](int64_t i, int sum) { out[i] = sum; });
+            temp, n, [&](int64_t i) { return in[i]; }, [&](int64_t i, int sum) { out[i] = sum; });
 }
 
 /// Work items (query groups x vector tiles) of a list probed by `count` queries.
@@ -150,7 +156,7 @@ __global__ void __launch_bounds__(kScanThreads) groupOneBlockKernel(
         int* workStart,
         int* grouped) {
     extern __shared__ int smem[];
-    int* counts = smem;              // nlist + 1
+    int* counts = smem;               // nlist + 1
     int* cursor = smem + (nlist + 1); // nlist + 1
     for (int64_t l = threadIdx.x; l <= nlist; l += kScanThreads) {
         counts[l] = 0;
@@ -164,14 +170,17 @@ __global__ void __launch_bounds__(kScanThreads) groupOneBlockKernel(
         }
     }
     __syncthreads();
+    __shared__ BlockScanInts::TempStorage temp;
     blockExclusiveScan(
-            nlist + 1, [&](int64_t l) { return counts[l]; },
+            temp, nlist + 1, [&](int64_t l) { return counts[l]; },
             [&](int64_t l, int start) {
                 listStart[l] = start;
                 cursor[l] = start;
             });
+    __syncthreads();
     blockExclusiveScan(
-            nlist + 1, [&](int64_t l) { return l < nlist ? listWork(counts[l], listLen[l]) : 0; },
+            temp, nlist + 1,
+            [&](int64_t l) { return l < nlist ? listWork(counts[l], listLen[l]) : 0; },
             [&](int64_t l, int start) { workStart[l] = start; });
     __syncthreads();
 #pragma unroll 4
