@@ -29,7 +29,8 @@ __global__ void __launch_bounds__(kThreads) copySpansKernel(Spans s) {
     for (int j = 0; j < s.count; ++j) {
         const CopySpan c = s.span[j];
         const bool wide =
-                ((reinterpret_cast<uintptr_t>(c.dst) | reinterpret_cast<uintptr_t>(c.src)) & 15) == 0;
+                ((reinterpret_cast<uintptr_t>(c.dst) | reinterpret_cast<uintptr_t>(c.src)) & 15) ==
+                0;
         const int64_t quads = wide ? int64_t(c.bytes / 16) : 0;
         const uint4* src4 = static_cast<const uint4*>(c.src);
         uint4* dst4 = static_cast<uint4*>(c.dst);

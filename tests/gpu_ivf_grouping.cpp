@@ -35,8 +35,9 @@ void expectGroupsMatchHost(
         const GroupShape& shape,
         kernels::IvfGroupPath path,
         std::mt19937_64& rng) {
-    SCOPED_TRACE(testing::Message() << "nq " << shape.nq << " nprobe " << shape.nprobe
-                                    << " nlist " << shape.nlist << " path " << int(path));
+    SCOPED_TRACE(
+            testing::Message() << "nq " << shape.nq << " nprobe " << shape.nprobe << " nlist "
+                               << shape.nlist << " path " << int(path));
     GpuResources res;
     cudaStream_t stream = res.stream();
     const int64_t pairs = shape.nq * shape.nprobe;
@@ -51,8 +52,9 @@ void expectGroupsMatchHost(
     std::vector<int64_t> coarse(static_cast<size_t>(pairs));
     for (auto& l : coarse) {
         const uint64_t r = rng() % 100;
-        l = r < 3 ? -1 : r < 40 ? int64_t(rng() % std::min<int64_t>(8, shape.nlist))
-                                : int64_t(rng() % shape.nlist);
+        l = r < 3        ? -1
+                : r < 40 ? int64_t(rng() % std::min<int64_t>(8, shape.nlist))
+                         : int64_t(rng() % shape.nlist);
     }
 
     auto coarseDev = res.alloc<int64_t>(coarse.size());
