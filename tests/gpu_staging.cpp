@@ -1,5 +1,8 @@
 // The pinned staging of host copies (impl/PinnedStaging.h): every chunking case moves
-// the bytes exactly, and a search through it answers as one from device arrays.
+// the bytes exactly, and a search through it answers as one from device arrays. The
+// search graphs' copy kernel (kernels/MappedCopy.h) between device memory and mapped
+// host memory, on its 16-byte and 4-byte word paths, both ways.
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -10,7 +13,9 @@
 #include <gtest/gtest.h>
 
 #include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/MappedHostBuffer.h>
 #include <faiss_ext/impl/ResourcesAccess.h>
+#include <kernels/MappedCopy.h>
 
 #include "TestUtil.h"
 
@@ -86,6 +91,64 @@ TEST(PinnedStaging, PairCopiesBothArraysInOneSlotOrApart) {
         EXPECT_EQ(outA, a);
         EXPECT_EQ(outB, b);
     }
+}
+
+TEST(MappedCopy, CopiesEveryAlignmentBothWays) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    cudaStream_t stream = res.stream();
+    std::mt19937_64 rng(testSeed());
+    constexpr size_t kWords = 70001; // several blocks' worth, not a multiple of 4
+    MappedHostBuffer<uint32_t> host(kWords, stream), back(kWords, stream), after(1, stream);
+    for (size_t i = 0; i < kWords; ++i) {
+        host.data()[i] = uint32_t(rng());
+    }
+    auto dev = res.alloc<uint32_t>(kWords + 1);
+    // Offsets of 0 words (both ends 16-byte aligned: 16-byte words and a tail) and of
+    // 1 and 3 words (4-byte words only); lengths with and without a partial 16 bytes.
+    for (size_t offset : {size_t(0), size_t(1), size_t(3)}) {
+        for (size_t words : {size_t(0), size_t(1), size_t(5), size_t(4096), kWords - 3}) {
+            SCOPED_TRACE(testing::Message() << "offset " << offset << " words " << words);
+            FAISS_EXT_CUDA_CHECK(
+                    cudaMemsetAsync(dev.data(), 0, (kWords + 1) * sizeof(uint32_t), stream));
+            FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
+            std::fill(back.data(), back.data() + kWords, 0u);
+            after.data()[0] = 7u;
+            const kernels::CopySpan in{
+                    dev.data() + offset, host.deviceData() + offset, words * sizeof(uint32_t)};
+            kernels::copySpans(&in, 1, res.multiProcessorCount(), stream);
+            // Two spans in one launch, device to host: the copied words, and the device
+            // word after them (still zero: the copy in wrote nothing past its end).
+            const kernels::CopySpan out[2] = {
+                    {back.deviceData() + offset, dev.data() + offset, words * sizeof(uint32_t)},
+                    {after.deviceData(), dev.data() + offset + words, sizeof(uint32_t)}};
+            kernels::copySpans(out, 2, res.multiProcessorCount(), stream);
+            FAISS_EXT_CUDA_CHECK(cudaStreamSynchronize(stream));
+            for (size_t i = 0; i < kWords; ++i) {
+                const uint32_t want = i >= offset && i < offset + words ? host.data()[i] : 0u;
+                ASSERT_EQ(back.data()[i], want) << "word " << i;
+            }
+            ASSERT_EQ(after.data()[0], 0u);
+        }
+    }
+}
+
+TEST(MappedCopy, RefusesPartialWordsAndTooManySpans) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    auto dev = res.alloc<uint32_t>(4);
+    const kernels::CopySpan partial{dev.data(), dev.data() + 2, 6};
+    EXPECT_THROW(
+            kernels::copySpans(&partial, 1, res.multiProcessorCount(), res.stream()),
+            faiss::FaissException);
+    const kernels::CopySpan unaligned{reinterpret_cast<char*>(dev.data()) + 2, dev.data() + 2, 4};
+    EXPECT_THROW(
+            kernels::copySpans(&unaligned, 1, res.multiProcessorCount(), res.stream()),
+            faiss::FaissException);
+    const kernels::CopySpan three[3] = {};
+    EXPECT_THROW(
+            kernels::copySpans(three, 3, res.multiProcessorCount(), res.stream()),
+            faiss::FaissException);
 }
 
 } // namespace
