@@ -12,6 +12,7 @@
 #include "IvfListMajor.h"
 #include "IvfStore.h"
 #include "LastAtMost.cuh"
+#include "SmemLimit.cuh"
 
 namespace faiss_ext {
 namespace kernels {
@@ -33,8 +34,9 @@ __device__ inline int listMajorGroup(int count) {
 }
 
 constexpr int kScanThreads = 1024;
-/// Largest copy of the two starts arrays in shared memory (6143 lists): the default
-/// dynamic limit, so no kernel attribute is raised.
+/// Largest copy of the two starts arrays in shared memory (6143 lists). With the block's
+/// static ItemQueries (16.6 KB) it is above the default limit of 48 KB a block, so the
+/// kernel's limit is raised; three blocks an SM still fit in 228 KB.
 constexpr size_t kMaxStartsSmemBytes = size_t(48) << 10;
 /// Largest dynamic shared memory of the one-block grouping, its counts and cursors (5119
 /// lists): within the default limit with its scan's static storage (~4 KB).
@@ -368,10 +370,28 @@ __global__ void __launch_bounds__(kThreads, 3)
     const int* workStart = a.groups.workStart;
     const int* listStart = a.groups.listStart;
     if (startsInSmem) {
+        // All of a thread's loads are issued before its stores: a loop of one load and
+        // one store a step waited a round trip per step (16 at 4096 lists) before the
+        // block's first item.
+        constexpr int kUnroll = 16;
         const int n = int(a.nlist) + 1;
-        for (int i = threadIdx.x; i < n; i += kThreads) {
-            starts[i] = workStart[i];
-            starts[n + i] = listStart[i];
+        for (int i0 = threadIdx.x; i0 < n; i0 += kThreads * kUnroll) {
+            int w[kUnroll];
+            int l[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const int i = i0 + u * kThreads;
+                w[u] = i < n ? workStart[i] : 0;
+                l[u] = i < n ? listStart[i] : 0;
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const int i = i0 + u * kThreads;
+                if (i < n) {
+                    starts[i] = w[u];
+                    starts[n + i] = l[u];
+                }
+            }
         }
         __syncthreads();
         workStart = starts;
@@ -416,6 +436,30 @@ __global__ void __launch_bounds__(kThreads, 3)
 
 unsigned blocksFor(int64_t n) {
     return unsigned((n + kThreads - 1) / kThreads);
+}
+
+/// The kernel's resident blocks an SM without the starts in shared memory, and whether
+/// the starts of nlist lists go to shared memory: where they fit kMaxStartsSmemBytes and
+/// cost no resident block (the registers allow 3 an SM).
+struct ListMajorLaunch {
+    int blocksPerSm = 0;
+    bool startsInSmem = false;
+};
+
+template <typename Kernel>
+ListMajorLaunch listMajorLaunch(Kernel kernel, int64_t nlist) {
+    ListMajorLaunch l;
+    FAISS_EXT_CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocksPerSm, kernel, kThreads, 0));
+    const size_t smem = startsSmemBytes(nlist);
+    if (smem <= kMaxStartsSmemBytes) {
+        raiseDynamicSmemLimit(kernel, smem);
+        int withStarts = 0;
+        FAISS_EXT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &withStarts, kernel, kThreads, smem));
+        l.startsInSmem = withStarts >= l.blocksPerSm;
+    }
+    return l;
 }
 
 } // namespace
@@ -480,6 +524,11 @@ IvfProbeGroups ivfGroupProbesByList(
     return g;
 }
 
+bool ivfListMajorStartsInSmem(int64_t nlist, bool innerProduct) {
+    return innerProduct ? listMajorLaunch(listMajorKernel<true>, nlist).startsInSmem
+                        : listMajorLaunch(listMajorKernel<false>, nlist).startsInSmem;
+}
+
 void ivfListMajorDistances(const IvfListMajorArgs& a, int smCount, cudaStream_t stream) {
     if (a.nq == 0) {
         return;
@@ -487,21 +536,10 @@ void ivfListMajorDistances(const IvfListMajorArgs& a, int smCount, cudaStream_t 
     // Persistent grid, one wave of resident blocks: the work count lives on the device
     // (no host round trip).
     const auto kernel = a.innerProduct ? listMajorKernel<true> : listMajorKernel<false>;
-    // The starts go to shared memory where they fit the default dynamic limit and cost
-    // no resident block (the registers allow 3 an SM).
-    int perSm = 0;
-    FAISS_EXT_CUDA_CHECK(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kThreads, 0));
-    const size_t smem = startsSmemBytes(a.nlist);
-    bool startsInSmem = false;
-    if (smem <= kMaxStartsSmemBytes) {
-        int perSmWithStarts = 0;
-        FAISS_EXT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &perSmWithStarts, kernel, kThreads, smem));
-        startsInSmem = perSmWithStarts >= perSm;
-    }
-    const unsigned grid = unsigned(std::max(1, smCount) * std::max(1, perSm));
-    kernel<<<grid, kThreads, startsInSmem ? smem : 0, stream>>>(a, startsInSmem);
+    const ListMajorLaunch l = listMajorLaunch(kernel, a.nlist);
+    const unsigned grid = unsigned(std::max(1, smCount) * std::max(1, l.blocksPerSm));
+    kernel<<<grid, kThreads, l.startsInSmem ? startsSmemBytes(a.nlist) : 0, stream>>>(
+            a, l.startsInSmem);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,7 +1,8 @@
 // kernels::ivfGroupProbesByList, the list-major scan's grouping of a batch's (query,
 // probe) pairs by list, on both of its paths (one block; the grid's counting sort)
 // against a host reference: each list's start, its pairs (as a set: their order within
-// a list is not fixed) and the start of its work items.
+// a list is not fixed) and the start of its work items. Then where the list-major
+// product keeps those starts.
 #include <algorithm>
 #include <cstdint>
 #include <random>
@@ -127,6 +128,19 @@ TEST(GpuIvfGrouping, OneBlockRefusesListsBeyondSharedMemory) {
                     coarse.data(), 1, 1, nlist, lengths.data(), scratch.data(), scratchBytes,
                     res.stream(), kernels::IvfGroupPath::kOneBlock),
             faiss::FaissException);
+}
+
+// The product looks each work item up in the starts: in shared memory a short search,
+// in global memory a chain of dependent loads. With the block's static arrays the
+// starts of 4096 lists exceed the default 48 KB a block, which once sent them to global
+// memory unnoticed.
+TEST(GpuIvfListMajor, StartsOfThousandsOfListsGoToSharedMemory) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    for (const bool innerProduct : {false, true}) {
+        EXPECT_TRUE(kernels::ivfListMajorStartsInSmem(4096, innerProduct)) << innerProduct;
+        EXPECT_FALSE(kernels::ivfListMajorStartsInSmem(6144, innerProduct)) << innerProduct;
+    }
 }
 
 } // namespace
