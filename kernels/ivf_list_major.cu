@@ -370,28 +370,10 @@ __global__ void __launch_bounds__(kThreads, 3)
     const int* workStart = a.groups.workStart;
     const int* listStart = a.groups.listStart;
     if (startsInSmem) {
-        // All of a thread's loads are issued before its stores: a loop of one load and
-        // one store a step waited a round trip per step (16 at 4096 lists) before the
-        // block's first item.
-        constexpr int kUnroll = 16;
         const int n = int(a.nlist) + 1;
-        for (int i0 = threadIdx.x; i0 < n; i0 += kThreads * kUnroll) {
-            int w[kUnroll];
-            int l[kUnroll];
-#pragma unroll
-            for (int u = 0; u < kUnroll; ++u) {
-                const int i = i0 + u * kThreads;
-                w[u] = i < n ? workStart[i] : 0;
-                l[u] = i < n ? listStart[i] : 0;
-            }
-#pragma unroll
-            for (int u = 0; u < kUnroll; ++u) {
-                const int i = i0 + u * kThreads;
-                if (i < n) {
-                    starts[i] = w[u];
-                    starts[n + i] = l[u];
-                }
-            }
+        for (int i = threadIdx.x; i < n; i += kThreads) {
+            starts[i] = workStart[i];
+            starts[n + i] = listStart[i];
         }
         __syncthreads();
         workStart = starts;
