@@ -437,8 +437,8 @@ ListMajorLaunch listMajorLaunch(Kernel kernel, int64_t nlist) {
     if (smem <= kMaxStartsSmemBytes) {
         raiseDynamicSmemLimit(kernel, smem);
         int withStarts = 0;
-        FAISS_EXT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &withStarts, kernel, kThreads, smem));
+        FAISS_EXT_CUDA_CHECK(
+                cudaOccupancyMaxActiveBlocksPerMultiprocessor(&withStarts, kernel, kThreads, smem));
         l.startsInSmem = withStarts >= l.blocksPerSm;
     }
     return l;
