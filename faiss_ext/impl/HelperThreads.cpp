@@ -108,11 +108,7 @@ class Helpers {
                 if (job_ == seen) {
                     // Woken ahead of a job: spin for it a while, then wait again.
                     lock.unlock();
-                    const auto until =
-                            std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
-                    while (posted_.load(std::memory_order_acquire) == seen &&
-                           std::chrono::steady_clock::now() < until) {
-                    }
+                    spinWhileNoJob_(seen);
                     continue;
                 }
                 seen = job = job_;
@@ -122,8 +118,25 @@ class Helpers {
             // work stays valid while a chunk of `job` is unclaimed or running: its caller
             // waits for all of them.
             take_(job, chunks, *work);
+            // Searches in a loop post their next copy one call later (a few hundred us
+            // at batch 1024): a helper still spinning takes it at once, and the caller's
+            // wake finds no sleeper to signal (signalling took the caller 6-8 us,
+            // benchs/NOTES.md).
+            spinWhileNoJob_(seen);
         }
     }
+
+    /// Spins until a job other than `seen` is posted or kSpinForJob has passed.
+    void spinWhileNoJob_(uint32_t seen) const {
+        const auto until = std::chrono::steady_clock::now() + kSpinForJob;
+        while (posted_.load(std::memory_order_acquire) == seen &&
+               std::chrono::steady_clock::now() < until) {
+        }
+    }
+
+    /// How long a helper spins for a job, after a wake or after its last job, before it
+    /// sleeps: as OpenMP's runtimes spin before they block.
+    static constexpr std::chrono::milliseconds kSpinForJob{2};
 
     std::mutex ownerMutex_; ///< held by the caller whose job runs
     std::once_flag started_;
