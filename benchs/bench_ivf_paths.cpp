@@ -5,8 +5,10 @@
 // list), and kAuto's choice. It is the data for the cut-off (kListMajorMinSharing in
 // impl/IvfSearch.cpp): on uneven lists (real SIFT) the two sharings differ. A second
 // table forces the two merge paths (IvfMergePath) at small batches, k 10 and 100: the
-// data for kAuto's merge choice.
-// Usage: bench_ivf_paths [--sift DIR | --blobs N D] [--merge-only] [nlist]
+// data for kAuto's merge choice. --query-kernels instead forces the per-query scan's two
+// kernels (block, warp; kernels/IvfScan.h) over batch x nprobe at k 10: the data for
+// kQueryWarpScanMinProbes and kQueryWarpScanMaxChunk.
+// Usage: bench_ivf_paths [--sift DIR | --blobs N D] [--merge-only | --query-kernels] [nlist]
 //   --sift DIR: base.bvecs (or .fvecs) and query.bvecs (or .fvecs) of DIR
 //   (benchs/datasets/README.md); --blobs N D: N x D blobs (2000, spread 0.15); default:
 //   bench_ivf's 1M x 128 blobs. nlist: 4096.
@@ -192,9 +194,61 @@ void mergeTable(
     }
 }
 
+/// Device ms of the per-query scan's block and warp kernels forced on one index (k 10),
+/// with the kernel kAuto's rule picks (kernels::ivfQueryScanKernel).
+void queryKernelTable(
+        GpuResources& res,
+        const faiss::IndexIVFFlat& cpu,
+        const Data& data,
+        const float* qDev) {
+    GpuIndexIVFFlatConfig cfg;
+    cfg.scanPath = IvfScanPath::kPerQuery;
+    GpuIndexIVFFlat index(res, &cpu, cfg);
+    constexpr int k = 10;
+    const int64_t nq = std::min<int64_t>(data.nq, 10000);
+    auto dD = res.alloc<float>(size_t(nq) * k);
+    auto dI = res.alloc<int64_t>(size_t(nq) * k);
+    std::printf(
+            "\nPer-query scan kernels forced (k 10): device ms of the whole search, CUDA "
+            "events, median after a warm-up; warp / block < 1: the warp kernel is faster\n\n");
+    std::printf("| batch | nprobe | chunk | block ms | warp ms | warp / block | kAuto picks |\n");
+    std::printf("|---|---|---|---|---|---|---|\n");
+    for (int64_t batch : {1, 4, 16, 64, 128, 256, 1024, 10000}) {
+        if (batch > nq) {
+            continue;
+        }
+        for (int64_t nprobe : {1, 2, 4, 16}) {
+            const int reps = batch >= 10000 ? 5 : 20;
+            auto timed = [&](kernels::IvfQueryScanKernel kernel) {
+                GpuIndexIVFFlatAccess::setQueryScanKernel(index, kernel);
+                return timeSearches(
+                        res, index, qDev, nq, data.d, batch, k, nprobe, reps, dD.data(), dI.data());
+            };
+            const double block = timed(kernels::IvfQueryScanKernel::kBlock);
+            const double warp = timed(kernels::IvfQueryScanKernel::kWarp);
+            GpuIndexIVFFlatAccess::setQueryScanKernel(index, kernels::IvfQueryScanKernel::kAuto);
+            const IvfSearchPlan plan = GpuIndexIVFFlatAccess::plan(index, batch, k, nprobe);
+            kernels::IvfScanArgs args;
+            args.nq = plan.queryTile;
+            args.nprobe = int(nprobe);
+            args.k = k;
+            args.d = data.d;
+            args.chunkLen = plan.chunkLen;
+            const bool warpPicked =
+                    kernels::ivfQueryScanKernel(args) == kernels::IvfQueryScanKernel::kWarp;
+            std::printf(
+                    "| %lld | %lld | %lld | %.3f | %.3f | %.2f | %s |\n", (long long)batch,
+                    (long long)nprobe, (long long)plan.chunkLen, block, warp, warp / block,
+                    warpPicked ? "warp" : "block");
+            std::fflush(stdout);
+        }
+    }
+}
+
 int main(int argc, char** argv) {
     const char* siftDir = nullptr;
     bool mergeOnly = false;
+    bool queryKernels = false;
     int64_t nlist = 4096;
     int64_t blobsN = 1000000;
     int blobsD = 128;
@@ -206,6 +260,8 @@ int main(int argc, char** argv) {
             blobsD = std::atoi(argv[++i]);
         } else if (std::strcmp(argv[i], "--merge-only") == 0) {
             mergeOnly = true;
+        } else if (std::strcmp(argv[i], "--query-kernels") == 0) {
+            queryKernels = true;
         } else {
             nlist = std::atoll(argv[i]);
         }
@@ -235,6 +291,10 @@ int main(int argc, char** argv) {
     copyToDevice(qDev.data(), data.xq.data(), size_t(nq) * data.d, res.stream());
     if (mergeOnly) {
         mergeTable(res, cpu, data, qDev.data());
+        return 0;
+    }
+    if (queryKernels) {
+        queryKernelTable(res, cpu, data, qDev.data());
         return 0;
     }
     GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;

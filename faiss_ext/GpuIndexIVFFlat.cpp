@@ -418,6 +418,7 @@ IvfSearchPlan GpuIndexIVFFlat::plan_(int64_t nq, int k, int nprobeClamped) const
     in.chunkOverride = ivfConfig_.listChunkVectors;
     in.mergePath = ivfConfig_.mergePath;
     in.scanPath = ivfConfig_.scanPath;
+    in.queryKernel = queryScanKernel_;
     in.budgetBytes = res_.tempMemoryBytes();
     in.maxSmemPerBlock = res_.maxSharedMemoryPerBlock();
     in.smCount = res_.multiProcessorCount();
@@ -493,6 +494,7 @@ GpuIndex::SearchGraphShape GpuIndexIVFFlat::searchGraphShape_(
              plan.queryTile,
              int64_t(plan.fastMerge),
              int64_t(plan.listMajor),
+             int64_t(plan.queryKernel),
              plan.maxRowVectors,
              int64_t(plan.bytes),
              int64_t(coarsePrecision),

@@ -19,6 +19,10 @@ struct IndexIVFFlat;
 
 namespace faiss_ext {
 
+namespace kernels {
+enum class IvfQueryScanKernel : int;
+} // namespace kernels
+
 class IvfLists;
 struct IvfSearchPlan;
 struct IvfSearchInput;
@@ -148,6 +152,9 @@ class GpuIndexIVFFlat : public GpuIndex {
     int64_t nlist_;
     std::unique_ptr<GpuIndexFlat> quantizer_;
     std::unique_ptr<IvfLists> lists_;
+    /// The per-query scan's kernel, forced only by tests and benchmarks through
+    /// GpuIndexIVFFlatAccess (value-initialised: kAuto).
+    kernels::IvfQueryScanKernel queryScanKernel_{};
 };
 
 } // namespace faiss_ext

@@ -39,11 +39,35 @@ void ivfChunkOffsets(
         const IvfSlotList& slots,
         cudaStream_t stream);
 
+/// The per-query path's kernel (IvfScanArgs::queryKernel). kAuto (0, the default) lets
+/// ivfScan choose by ivfQueryScanKernel's rule; kBlock and kWarp force one, for the tests
+/// and benchmarks that compare them.
+enum class IvfQueryScanKernel : int {
+    kAuto = 0,
+    kBlock, ///< a block per (query, chunk), block-wide selection in shared memory
+    kWarp,  ///< a warp per (query, chunk), WarpSelect in registers (nextPow2(k) <= 32)
+};
+
+/// kAuto takes the warp kernel from this many probes in a scan (nq * nprobe, a lower
+/// bound of the work items): below it a block's 8 warps on one chunk finish a short work
+/// list sooner than one warp. PROVISIONAL, not measured: to be set on a GPU with
+/// bench_ivf_paths (benchs/NOTES.md, thirty-sixth session).
+constexpr int64_t kQueryWarpScanMinProbes = 256;
+/// kAuto takes the warp kernel only for chunks of at most this many vectors (128 a lane):
+/// the planner sizes chunks for blocks, and a warp alone on a chunk of a long list (up to
+/// 32768 vectors at large batches) would hold up the end of the scan. PROVISIONAL, as
+/// above.
+constexpr int64_t kQueryWarpScanMaxChunk = 4096;
+/// kAuto takes the warp kernel only while the block's staged queries (a padded query a
+/// warp) fit in the shared memory every kernel gets without opting in.
+constexpr size_t kQueryWarpScanMaxSmem = 48 * 1024;
+
 /// One list scan: every (query, candidate slot) pair of the work list selects the k best
 /// of the slot's vectors (a chunk of a probed list; on the list-major path a window of
 /// the query's distance row), a thread block per pair, or a warp per pair when distances
 /// are precomputed and nextPow2(k) <= kMaxWarpSelectK (its selection in registers up to
-/// kMaxWarpRegisterSelectK, in shared memory above), over the work list's pairs only.
+/// kMaxWarpRegisterSelectK, in shared memory above) or on the per-query path when
+/// ivfQueryScanKernel says so, over the work list's pairs only.
 struct IvfScanArgs {
     const float* queries = nullptr; ///< nq x d, row-major
     int64_t nq = 0;
@@ -85,11 +109,23 @@ struct IvfScanArgs {
     /// written (IvfSlotList::rowCandidates says how many a query has).
     float* candD = nullptr;
     int64_t* candI = nullptr;
+    /// The per-query path's kernel (ignored on the list-major path).
+    IvfQueryScanKernel queryKernel = IvfQueryScanKernel::kAuto;
 };
 void ivfScan(const IvfScanArgs& args, cudaStream_t stream);
 
+/// The kernel the per-query path runs for these arguments: a.queryKernel if forced (kWarp
+/// with nextPow2(k) > kMaxWarpRegisterSelectK throws), else kWarp when nextPow2(k) <=
+/// kMaxWarpRegisterSelectK, nq * nprobe >= kQueryWarpScanMinProbes, chunkLen <=
+/// kQueryWarpScanMaxChunk and ivfQueryWarpScanSmemBytes(d) <= kQueryWarpScanMaxSmem,
+/// kBlock otherwise.
+IvfQueryScanKernel ivfQueryScanKernel(const IvfScanArgs& a);
+
 /// Shared memory one scan block needs.
 size_t ivfScanSmemBytes(int d, int k);
+
+/// Shared memory one block of the per-query warp kernel needs (its warps' queries).
+size_t ivfQueryWarpScanSmemBytes(int d);
 
 } // namespace kernels
 } // namespace faiss_ext

@@ -1,7 +1,8 @@
 // The list scan stage's selection. Per-query path: one block per (query, chunk of a
 // probed list); the query sits in shared memory, each thread computes whole distances
 // from the interleaved layout (a warp reads 32 consecutive vectors' float4 group in one
-// 512-byte transaction) and feeds them to the block-wide streaming top-k. List-major
+// 512-byte transaction) and feeds them to the block-wide streaming top-k; or for
+// k <= 32 and enough work one warp per (query, chunk) (IvfQueryWarpScan.cuh). List-major
 // path: the same slots read the distances ivf_list_major.cu precomputed, one warp per
 // slot for k <= kMaxWarpSelectK (IvfScanImpl.cuh, instantiated in ivf_scan_warp.cu),
 // else one block.
@@ -11,6 +12,7 @@
 
 #include "BlockSelect.cuh"
 #include "IvfListLoader.cuh"
+#include "IvfQueryWarpScan.cuh"
 #include "IvfScan.h"
 #include "IvfScanImpl.cuh"
 #include "IvfStore.h"
@@ -171,6 +173,32 @@ size_t ivfScanSmemBytes(int d, int k) {
     return selectBytesAligned(k) + size_t(ivfPaddedDim(d)) * sizeof(float);
 }
 
+size_t ivfQueryWarpScanSmemBytes(int d) {
+    return size_t(scan::kWarpScanWarps) * ivfPaddedDim(d) * sizeof(float);
+}
+
+IvfQueryScanKernel ivfQueryScanKernel(const IvfScanArgs& a) {
+    const bool warpSelects = nextPow2(a.k) <= kMaxWarpRegisterSelectK;
+    switch (a.queryKernel) {
+        case IvfQueryScanKernel::kAuto:
+            return warpSelects && a.nq * a.nprobe >= kQueryWarpScanMinProbes &&
+                            a.chunkLen <= kQueryWarpScanMaxChunk &&
+                            ivfQueryWarpScanSmemBytes(a.d) <= kQueryWarpScanMaxSmem
+                    ? IvfQueryScanKernel::kWarp
+                    : IvfQueryScanKernel::kBlock;
+        case IvfQueryScanKernel::kBlock:
+            return IvfQueryScanKernel::kBlock;
+        case IvfQueryScanKernel::kWarp:
+            FAISS_THROW_IF_NOT_FMT(
+                    warpSelects,
+                    "ivfScan: the per-query warp kernel selects at most k=%d in registers; "
+                    "k=%d",
+                    kMaxWarpRegisterSelectK, a.k);
+            return IvfQueryScanKernel::kWarp;
+    }
+    FAISS_THROW_FMT("queryKernel=%d is not an IvfQueryScanKernel", int(a.queryKernel));
+}
+
 void ivfChunkOffsets(
         const int64_t* coarse,
         int64_t nq,
@@ -213,6 +241,18 @@ void ivfScan(const IvfScanArgs& a, cudaStream_t stream) {
         } else {
             scan::launchWarpScan<kMaxWarpSelectK>(a, stream);
         }
+        return;
+    }
+    if (!buffered && ivfQueryScanKernel(a) == IvfQueryScanKernel::kWarp) {
+        // One warp per (query, chunk), computing the chunk's distances itself.
+        dispatchWarpSelectCapacity(a.k, [&](auto kp) {
+            constexpr int kKp = decltype(kp)::value;
+            if (a.innerProduct) {
+                scan::launchQueryWarpScan<kKp, true>(a, stream);
+            } else {
+                scan::launchQueryWarpScan<kKp, false>(a, stream);
+            }
+        });
         return;
     }
     const size_t selectBytes = selectBytesAligned(a.k);

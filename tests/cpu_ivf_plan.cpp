@@ -10,6 +10,7 @@
 
 #include <faiss_ext/impl/IvfSearch.h>
 #include <kernels/IvfMerge.h>
+#include <kernels/IvfScan.h>
 #include <kernels/Select.h>
 
 #include "TestUtil.h"
@@ -122,6 +123,76 @@ TEST(IvfPlan, ForcedPaths) {
         EXPECT_NE(std::string(e.what()).find("fast merge path needs"), std::string::npos)
                 << e.what();
     }
+}
+
+TEST(IvfPlan, ForcedQueryScanKernel) {
+    using kernels::IvfQueryScanKernel;
+    std::vector<int64_t> lengths(1024, 1000);
+    IvfPlanInput in = input(lengths, 100, 8, 32);
+    EXPECT_EQ(planIvfSearch(in).queryKernel, IvfQueryScanKernel::kAuto);
+    for (IvfQueryScanKernel kernel : {IvfQueryScanKernel::kBlock, IvfQueryScanKernel::kWarp}) {
+        in.queryKernel = kernel;
+        EXPECT_EQ(planIvfSearch(in).queryKernel, kernel);
+    }
+    // The warp kernel selects in registers (k <= 32) with its warps' queries in shared
+    // memory.
+    in.k = 33;
+    EXPECT_THROW(planIvfSearch(in), faiss::FaissException);
+    in.k = 32;
+    in.d = 8000;
+    EXPECT_THROW(planIvfSearch(in), faiss::FaissException);
+    in.queryKernel = IvfQueryScanKernel::kBlock;
+    in.k = 2048;
+    EXPECT_EQ(planIvfSearch(in).queryKernel, IvfQueryScanKernel::kBlock);
+}
+
+// The per-query scan's kernel (kernels::ivfQueryScanKernel): warps for k <= 32, enough
+// probes, chunks a warp finishes and queries that fit 48 KiB; blocks otherwise; a forced
+// kernel as forced, the warp kernel only where it can select k.
+TEST(IvfPlan, QueryScanKernelRule) {
+    using kernels::IvfQueryScanKernel;
+    kernels::IvfScanArgs a;
+    a.nq = 1024;
+    a.nprobe = 1;
+    a.k = 10;
+    a.d = 128;
+    a.chunkLen = 256;
+    auto kernel = [&]() { return kernels::ivfQueryScanKernel(a); };
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kWarp);
+    a.k = 32;
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kWarp);
+    a.k = 33;
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kBlock);
+    a.k = 1;
+    a.nq = kernels::kQueryWarpScanMinProbes / 2 - 1;
+    a.nprobe = 2;
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kBlock);
+    a.nq = kernels::kQueryWarpScanMinProbes / 2;
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kWarp);
+    a.chunkLen = kernels::kQueryWarpScanMaxChunk + 32;
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kBlock);
+    a.chunkLen = kernels::kQueryWarpScanMaxChunk;
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kWarp);
+    // 8 warps' queries of 1536 floats are 48 KiB.
+    a.d = 1536;
+    EXPECT_EQ(kernels::ivfQueryWarpScanSmemBytes(a.d), size_t(48 * 1024));
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kWarp);
+    a.d = 1537;
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kBlock);
+
+    a.queryKernel = IvfQueryScanKernel::kWarp;
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kWarp);
+    a.nq = 1;
+    a.nprobe = 1;
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kWarp);
+    a.queryKernel = IvfQueryScanKernel::kBlock;
+    a.nq = 1024;
+    a.d = 128;
+    a.chunkLen = 256;
+    EXPECT_EQ(kernel(), IvfQueryScanKernel::kBlock);
+    a.queryKernel = IvfQueryScanKernel::kWarp;
+    a.k = 33;
+    EXPECT_THROW(kernel(), faiss::FaissException);
 }
 
 TEST(IvfPlan, EveryKAndNprobeFitsTheDefaultBudget) {

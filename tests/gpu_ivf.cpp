@@ -9,6 +9,7 @@
 
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexIVFFlat.h>
+#include <faiss/impl/IDSelector.h>
 
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
@@ -741,4 +742,170 @@ TEST(GpuIndexIVFFlat, ReconstructLikeFaiss) {
     EXPECT_THROW(gpu.reconstruct(42, row.data()), faiss::FaissException);
     gpu.reconstruct(43, row.data());
     EXPECT_EQ(0, std::memcmp(row.data(), xb.data() + 43 * d, d * sizeof(float)));
+}
+
+namespace {
+
+const char* kernelName(kernels::IvfQueryScanKernel kernel) {
+    return kernel == kernels::IvfQueryScanKernel::kWarp ? "warp kernel" : "block kernel";
+}
+
+/// The per-query scan's two kernels, each forced on one index of lists of very different
+/// lengths (a list holds half the vectors; ten lists are empty, and the L2 queries put
+/// on their centroids probe nothing else): the same results bit for bit, and the
+/// CPU's within 1e-4.
+void expectQueryScanKernelsIdentical(GpuResources& res, int d, faiss::MetricType m, uint64_t seed) {
+    SCOPED_TRACE(
+            testing::Message() << "d=" << d << " metric=" << (m == faiss::METRIC_L2 ? "L2" : "IP")
+                               << " seed=" << seed);
+    const int64_t nlist = 40, nb = smallUnderSanitizer(d >= 128 ? 8000 : 20000, 2000),
+                  nq = smallUnderSanitizer(400, 40);
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> noise(0.f, 0.01f);
+    auto cent = datasets::uniform(nlist, d, rng());
+    // Lists 30..39 stay empty: their centroids are far from every vector (for inner
+    // product, below every vector's products with the other centroids).
+    const float away = m == faiss::METRIC_L2 ? 100.f : -100.f;
+    for (int64_t l = 30; l < nlist; ++l) {
+        for (int j = 0; j < d; ++j) {
+            cent[l * d + j] += away;
+        }
+    }
+    auto xb = datasets::uniform(nb, d, rng());
+    for (int64_t i = 0; i < nb / 2; ++i) {
+        for (int j = 0; j < d; ++j) {
+            xb[i * d + j] = cent[3 * d + j] + noise(rng);
+        }
+    }
+    // A quarter of the queries near the long list, 8 on an empty list's centroid.
+    auto xq = datasets::uniform(nq, d, rng());
+    for (int64_t i = 0; i < nq / 4; ++i) {
+        for (int j = 0; j < d; ++j) {
+            xq[i * d + j] = cent[3 * d + j] + noise(rng);
+        }
+    }
+    for (int64_t i = nq / 4; i < nq / 4 + 8; ++i) {
+        std::copy(cent.begin() + 35 * d, cent.begin() + 36 * d, xq.begin() + i * d);
+    }
+    auto cpu = cpuIvf(d, nlist, m, cent.data());
+    cpu->add(nb, xb.data());
+    if (m == faiss::METRIC_L2) {
+        ASSERT_GE(cpu->invlists->list_size(3), size_t(nb / 2));
+        ASSERT_EQ(cpu->invlists->list_size(35), 0u);
+    }
+    GpuIndexIVFFlatConfig cfg;
+    cfg.scanPath = IvfScanPath::kPerQuery;
+    GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
+    for (int64_t nprobe : {int64_t(1), int64_t(3)}) {
+        cpu->nprobe = gpu.nprobe = size_t(nprobe);
+        const auto skip = coarseTies(*cpu->quantizer, nq, xq.data(), nprobe);
+        for (int k : {1, 4, 10, 32}) {
+            SCOPED_TRACE(testing::Message() << "nprobe=" << nprobe << " k=" << k);
+            std::vector<float> refD(nq * k);
+            std::vector<int64_t> refI(nq * k);
+            cpu->search(nq, xq.data(), k, refD.data(), refI.data());
+            infForMissing(refD, refI, m);
+            std::vector<float> D[2];
+            std::vector<int64_t> I[2];
+            const kernels::IvfQueryScanKernel forced[2] = {
+                    kernels::IvfQueryScanKernel::kBlock, kernels::IvfQueryScanKernel::kWarp};
+            for (int i = 0; i < 2; ++i) {
+                SCOPED_TRACE(kernelName(forced[i]));
+                GpuIndexIVFFlatAccess::setQueryScanKernel(gpu, forced[i]);
+                const IvfSearchPlan plan = GpuIndexIVFFlatAccess::plan(gpu, nq, k, nprobe);
+                ASSERT_FALSE(plan.listMajor);
+                ASSERT_EQ(plan.queryKernel, forced[i]);
+                // Several candidate slots a query: the scan's slots go through the merge.
+                ASSERT_GT(plan.chunksPerQuery, 1);
+                D[i].assign(nq * k, 12345.f);
+                I[i].assign(nq * k, 777);
+                gpu.search(nq, xq.data(), k, D[i].data(), I[i].data());
+                EXPECT_EQ(compareKnnRows(refD, refI, D[i], I[i], nq, k, skip, 1e-4f, 1e-4f), 0);
+            }
+            EXPECT_EQ(compareExact(D[0], I[0], D[1], I[1], nq, k), 0);
+            if (m == faiss::METRIC_L2) {
+                // The queries on the empty list's centroid: every result missing.
+                for (int64_t q = nq / 4; q < nq / 4 + 8; ++q) {
+                    for (int j = 0; j < k; ++j) {
+                        EXPECT_EQ(I[1][q * k + j], -1) << "query " << q;
+                        EXPECT_EQ(D[1][q * k + j], std::numeric_limits<float>::infinity());
+                    }
+                }
+            }
+        }
+    }
+}
+
+} // namespace
+
+// The per-query scan's warp kernel (a warp per (query, chunk), the best k in registers)
+// computes the block kernel's distances with the same code and selects the same keys:
+// forced on the same index, both give the same results bit for bit.
+TEST(GpuIndexIVFFlat, QueryScanWarpKernelMatchesBlockKernel) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = testSeed();
+    for (int d : {13, 128}) {
+        for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+            expectQueryScanKernelsIdentical(res, d, m, seed + uint64_t(d));
+        }
+    }
+}
+
+// The id filter on both per-query kernels: a filtered vector is never a candidate, and
+// the two kernels agree bit for bit.
+TEST(GpuIndexIVFFlat, QueryScanWarpKernelFiltersLikeBlockKernel) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const uint64_t seed = testSeed();
+    SCOPED_TRACE(seed);
+    const int d = 13;
+    const int64_t nb = smallUnderSanitizer(20000, 2000), nq = smallUnderSanitizer(300, 30),
+                  nlist = 30, nprobe = 3;
+    auto xb = datasets::uniform(nb, d, seed);
+    auto xq = datasets::uniform(nq, d, seed + 1);
+    auto cent = datasets::uniform(nlist, d, seed + 2);
+    // The even ids of the middle half (a selector class faiss does not know).
+    struct EvenMiddle : faiss::IDSelector {
+        int64_t lo = 0, hi = 0;
+        bool is_member(int64_t id) const override {
+            return id % 2 == 0 && id >= lo && id < hi;
+        }
+    } sel;
+    sel.lo = nb / 4;
+    sel.hi = 3 * nb / 4;
+    for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
+        auto cpu = cpuIvf(d, nlist, m, cent.data());
+        cpu->add(nb, xb.data());
+        GpuIndexIVFFlatConfig cfg;
+        cfg.scanPath = IvfScanPath::kPerQuery;
+        GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
+        const auto skip = coarseTies(*cpu->quantizer, nq, xq.data(), nprobe);
+        for (int k : {4, 32}) {
+            SCOPED_TRACE(testing::Message() << "metric=" << int(m) << " k=" << k);
+            faiss::SearchParametersIVF params;
+            params.nprobe = size_t(nprobe);
+            params.sel = &sel;
+            std::vector<float> refD(nq * k);
+            std::vector<int64_t> refI(nq * k);
+            cpu->search(nq, xq.data(), k, refD.data(), refI.data(), &params);
+            infForMissing(refD, refI, m);
+            std::vector<float> D[2];
+            std::vector<int64_t> I[2];
+            const kernels::IvfQueryScanKernel forced[2] = {
+                    kernels::IvfQueryScanKernel::kBlock, kernels::IvfQueryScanKernel::kWarp};
+            for (int i = 0; i < 2; ++i) {
+                SCOPED_TRACE(kernelName(forced[i]));
+                GpuIndexIVFFlatAccess::setQueryScanKernel(gpu, forced[i]);
+                D[i].assign(nq * k, 12345.f);
+                I[i].assign(nq * k, 777);
+                gpu.search(nq, xq.data(), k, D[i].data(), I[i].data(), &params);
+                EXPECT_EQ(compareKnnRows(refD, refI, D[i], I[i], nq, k, skip, 1e-4f, 1e-4f), 0);
+                for (int64_t id : I[i]) {
+                    ASSERT_TRUE(id == -1 || sel.is_member(id)) << id;
+                }
+            }
+            EXPECT_EQ(compareExact(D[0], I[0], D[1], I[1], nq, k), 0);
+        }
+    }
 }

@@ -53,6 +53,12 @@ struct GpuIndexIVFFlatAccess {
         FAISS_THROW_IF_NOT_FMT(nprobe >= 1, "nprobe=%lld must be >= 1", (long long)nprobe);
         return index.plan_(nq, k, index.effectiveNprobe_(size_t(nprobe)));
     }
+    /// Forces the kernel of the per-query scan in this index's later searches (kAuto gives
+    /// the choice back to kernels::ivfQueryScanKernel): tests and benchmarks compare the
+    /// block and warp kernels on one index. Not saved with the index.
+    static void setQueryScanKernel(GpuIndexIVFFlat& index, kernels::IvfQueryScanKernel kernel) {
+        index.queryScanKernel_ = kernel;
+    }
 };
 
 } // namespace faiss_ext

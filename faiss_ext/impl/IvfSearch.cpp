@@ -221,6 +221,19 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
              INT32_MAX / p.chunksPerQuery});
     p.bytes = p.bytesPerQuery * size_t(p.queryTile) + (p.listMajor ? fixedListMajor : 0);
 
+    if (in.queryKernel == kernels::IvfQueryScanKernel::kWarp) {
+        FAISS_THROW_IF_NOT_FMT(
+                nextPow2(in.k) <= kernels::kMaxWarpRegisterSelectK,
+                "the per-query warp scan selects at most k=%d; k=%d",
+                kernels::kMaxWarpRegisterSelectK, in.k);
+        FAISS_THROW_IF_NOT_FMT(
+                kernels::ivfQueryWarpScanSmemBytes(in.d) <= in.maxSmemPerBlock,
+                "the per-query warp scan needs %zu bytes of shared memory at d=%d; the "
+                "device allows %zu per block",
+                kernels::ivfQueryWarpScanSmemBytes(in.d), in.d, in.maxSmemPerBlock);
+    }
+    p.queryKernel = in.queryKernel;
+
     p.fastMergeSmemBytes = kernels::ivfMergeFastSmemBytes(p.candidatesPerQuery);
     const bool fits = p.fastMergeSmemBytes <= in.maxSmemPerBlock;
     switch (in.mergePath) {
@@ -369,6 +382,7 @@ void ivfSearch(
         scan.listBitBase = in.lists->deviceSlotBase();
         scan.candD = oneSlot ? dOut : candD.data();
         scan.candI = oneSlot ? iOut : candI.data();
+        scan.queryKernel = plan.queryKernel;
         if (plan.listMajor) {
             listMajorDistances(res, in, q, m, plan, coarseI.data(), slots, scan);
         } else {

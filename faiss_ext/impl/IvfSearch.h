@@ -13,6 +13,7 @@
 #include <faiss_ext/IndexConfig.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/IvfLists.h>
+#include <kernels/IvfScan.h>
 
 namespace faiss_ext {
 
@@ -28,6 +29,9 @@ struct IvfPlanInput {
     int64_t chunkOverride = 0; ///< 0: automatic
     IvfMergePath mergePath = IvfMergePath::kAuto;
     IvfScanPath scanPath = IvfScanPath::kAuto;
+    /// The per-query path's kernel: kAuto lets the scan choose (kernels::ivfQueryScanKernel);
+    /// the others are forced, for tests and benchmarks (GpuIndexIVFFlatAccess).
+    kernels::IvfQueryScanKernel queryKernel = kernels::IvfQueryScanKernel::kAuto;
     size_t budgetBytes = 0;     ///< temporaries of the list scan and merge
     size_t maxSmemPerBlock = 0; ///< the device's opt-in limit
     int smCount = 0;
@@ -46,6 +50,8 @@ struct IvfSearchPlan {
     bool fastMerge = false;
     size_t fastMergeSmemBytes = 0; ///< what the fast path would need
     bool listMajor = false;
+    /// IvfPlanInput::queryKernel, checked (the per-query path only).
+    kernels::IvfQueryScanKernel queryKernel = kernels::IvfQueryScanKernel::kAuto;
     int64_t maxRowVectors = 0; ///< list-major: distance buffer columns per query
     size_t bytesPerQuery = 0;
     size_t bytes = 0; ///< temporaries of one tile
@@ -62,7 +68,8 @@ struct IvfSearchPlan {
 constexpr int64_t kFastMergeMaxCandidates = 1024;
 
 /// Plans one search. Throws (naming the sizes) if one query's temporaries exceed the
-/// budget, or if kFast is forced and its shared memory exceeds the device limit.
+/// budget, if kFast is forced and its shared memory exceeds the device limit, or if the
+/// per-query warp kernel is forced for a k or d it cannot serve.
 IvfSearchPlan planIvfSearch(const IvfPlanInput& in);
 
 /// Shared memory the list scan needs for d and k (checked against the device limit).

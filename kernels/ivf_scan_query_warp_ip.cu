@@ -1,0 +1,18 @@
+// The per-query warp kernel for inner product, one instantiation per selection capacity (a
+// file a metric, so that the 2-core CI compiles the two side by side).
+#include "IvfQueryWarpScan.cuh"
+
+namespace faiss_ext {
+namespace kernels {
+namespace scan {
+
+template void launchQueryWarpScan<1, true>(const IvfScanArgs&, cudaStream_t);
+template void launchQueryWarpScan<2, true>(const IvfScanArgs&, cudaStream_t);
+template void launchQueryWarpScan<4, true>(const IvfScanArgs&, cudaStream_t);
+template void launchQueryWarpScan<8, true>(const IvfScanArgs&, cudaStream_t);
+template void launchQueryWarpScan<16, true>(const IvfScanArgs&, cudaStream_t);
+template void launchQueryWarpScan<32, true>(const IvfScanArgs&, cudaStream_t);
+
+} // namespace scan
+} // namespace kernels
+} // namespace faiss_ext
