@@ -52,7 +52,7 @@ enum class IvfQueryScanKernel : int {
 /// bound of the work items): below it a block's 8 warps on one chunk finish a short work
 /// list sooner than one warp. PROVISIONAL, not measured: to be set on a GPU with
 /// bench_ivf_paths (benchs/NOTES.md, thirty-sixth session).
-constexpr int64_t kQueryWarpScanMinProbes = 256;
+constexpr int64_t kQueryWarpScanMinProbes = 512;
 /// kAuto takes the warp kernel only for chunks of at most this many vectors (128 a lane):
 /// the planner sizes chunks for blocks, and a warp alone on a chunk of a long list (up to
 /// 32768 vectors at large batches) would hold up the end of the scan. PROVISIONAL, as
