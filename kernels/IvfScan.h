@@ -50,13 +50,14 @@ enum class IvfQueryScanKernel : int {
 
 /// kAuto takes the warp kernel from this many probes in a scan (nq * nprobe, a lower
 /// bound of the work items): below it a block's 8 warps on one chunk finish a short work
-/// list sooner than one warp. PROVISIONAL, not measured: to be set on a GPU with
-/// bench_ivf_paths (benchs/NOTES.md, thirty-sixth session).
+/// list sooner than one warp (H100, SIFT, k 10, `bench_ivf_paths --sift --query-kernels`:
+/// warp / block 0.86-0.97 from 512 probes, 1.03-1.12 at 256 and fewer; benchs/NOTES.md,
+/// thirty-sixth session).
 constexpr int64_t kQueryWarpScanMinProbes = 512;
 /// kAuto takes the warp kernel only for chunks of at most this many vectors (128 a lane):
 /// the planner sizes chunks for blocks, and a warp alone on a chunk of a long list (up to
-/// 32768 vectors at large batches) would hold up the end of the scan. PROVISIONAL, as
-/// above.
+/// 32768 vectors at large batches) would hold up the end of the scan. Chunks of up to
+/// 1024 vectors were measured (the warp kernel faster); the bound itself was not.
 constexpr int64_t kQueryWarpScanMaxChunk = 4096;
 /// kAuto takes the warp kernel only while the block's staged queries (a padded query a
 /// warp) fit in the shared memory every kernel gets without opting in.
