@@ -7,8 +7,11 @@
 // table forces the two merge paths (IvfMergePath) at small batches, k 10 and 100: the
 // data for kAuto's merge choice. --query-kernels instead forces the per-query scan's two
 // kernels (block, warp; kernels/IvfScan.h) over batch x nprobe at k 10: the data for
-// kQueryWarpScanMinProbes and kQueryWarpScanMaxChunk.
-// Usage: bench_ivf_paths [--sift DIR | --blobs N D] [--merge-only | --query-kernels] [nlist]
+// kQueryWarpScanMinProbes and kQueryWarpScanMaxChunk. --coarse forces the two coarse
+// paths (GEMM, fused; impl/IvfCoarseSearch.h) at batch 1024 and 10000, nprobe 1 and 4:
+// the whole search, and the coarse search alone over the index's centroids.
+// Usage: bench_ivf_paths [--sift DIR | --blobs N D] [--merge-only | --query-kernels |
+//   --coarse] [nlist]
 //   --sift DIR: base.bvecs (or .fvecs) and query.bvecs (or .fvecs) of DIR
 //   (benchs/datasets/README.md); --blobs N D: N x D blobs (2000, spread 0.15); default:
 //   bench_ivf's 1M x 128 blobs. nlist: 4096.
@@ -23,8 +26,11 @@
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexIVFFlat.h>
 
+#include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/impl/IndexAccess.h>
+#include <faiss_ext/impl/IvfCoarseSearch.h>
 #include <faiss_ext/impl/IvfSearch.h>
 
 #include "BenchUtil.h"
@@ -245,10 +251,91 @@ void queryKernelTable(
     }
 }
 
+const char* coarsePathName(IvfCoarsePath path) {
+    return path == IvfCoarsePath::kFused ? "fused" : "gemm";
+}
+
+/// Device ms of the two coarse paths forced (k 10, kAuto's coarse precision: 3xTF32 from
+/// 1024 queries): the whole search on one index, then the coarse search alone
+/// (ivfCoarseSearch over the index's centroids, its merge and finish included).
+void coarseTable(
+        GpuResources& res,
+        const faiss::IndexIVFFlat& cpu,
+        const Data& data,
+        const float* qDev) {
+    GpuIndexIVFFlat index(res, &cpu);
+    constexpr int k = 10;
+    const int64_t nq = std::min<int64_t>(data.nq, 10000);
+    auto dD = res.alloc<float>(size_t(nq) * k);
+    auto dI = res.alloc<int64_t>(size_t(nq) * k);
+    const IvfCoarsePath paths[2] = {IvfCoarsePath::kGemm, IvfCoarsePath::kFused};
+    std::printf(
+            "\nCoarse paths forced (k 10): device ms of the whole search, CUDA events, median "
+            "after a warm-up; fused / gemm < 1: the fused coarse search is faster\n\n");
+    std::printf("| batch | nprobe | gemm ms | fused ms | fused / gemm | kAuto picks |\n");
+    std::printf("|---|---|---|---|---|---|\n");
+    // The centroids as a flat search input, for the coarse search alone.
+    const auto* quantizer = dynamic_cast<const faiss::IndexFlat*>(cpu.quantizer);
+    GpuIndexFlat centroids(res, quantizer);
+    const FlatStorage& storage = GpuIndexFlatAccess::deviceState(centroids);
+    FlatSearchInput coarse;
+    coarse.base = storage.vectors();
+    coarse.baseNorms = storage.norms();
+    coarse.nb = centroids.ntotal;
+    coarse.d = data.d;
+    coarse.metric = cpu.metric_type;
+    struct AloneRow {
+        int64_t batch;
+        int nprobe;
+        double ms[2];
+    };
+    std::vector<AloneRow> alone;
+    for (int64_t batch : {1024, 10000}) {
+        if (batch > nq) {
+            continue;
+        }
+        for (int nprobe : {1, 4}) {
+            const int reps = batch >= 10000 ? 10 : 50;
+            double ms[2];
+            AloneRow row{batch, nprobe, {0, 0}};
+            for (int i = 0; i < 2; ++i) {
+                GpuIndexIVFFlatAccess::setCoarsePath(index, paths[i]);
+                ms[i] = timeSearches(
+                        res, index, qDev, nq, data.d, batch, k, nprobe, reps, dD.data(), dI.data());
+                coarse.queries = qDev;
+                coarse.nq = batch;
+                coarse.precision = GpuFlatPrecision::kAuto;
+                coarse.precision = ivfCoarsePrecision(res, coarse, nprobe);
+                row.ms[i] = bench::median(bench::timeDevice(res, 2, reps, [&] {
+                    ivfCoarseSearch(res, coarse, nprobe, paths[i], dD.data(), dI.data());
+                }));
+            }
+            alone.push_back(row);
+            GpuIndexIVFFlatAccess::setCoarsePath(index, IvfCoarsePath::kAuto);
+            std::printf(
+                    "| %lld | %d | %.3f | %.3f | %.2f | %s |\n", (long long)batch, nprobe, ms[0],
+                    ms[1], ms[1] / ms[0],
+                    coarsePathName(ivfCoarsePathFor(res, coarse, nprobe, IvfCoarsePath::kAuto)));
+            std::fflush(stdout);
+        }
+    }
+    std::printf(
+            "\nThe coarse search alone (ivfCoarseSearch: nq x nprobe distances and ids), "
+            "device ms\n\n");
+    std::printf("| batch | nprobe | gemm ms | fused ms | fused / gemm |\n");
+    std::printf("|---|---|---|---|---|\n");
+    for (const AloneRow& r : alone) {
+        std::printf(
+                "| %lld | %d | %.4f | %.4f | %.2f |\n", (long long)r.batch, r.nprobe, r.ms[0],
+                r.ms[1], r.ms[1] / r.ms[0]);
+    }
+}
+
 int main(int argc, char** argv) {
     const char* siftDir = nullptr;
     bool mergeOnly = false;
     bool queryKernels = false;
+    bool coarsePaths = false;
     int64_t nlist = 4096;
     int64_t blobsN = 1000000;
     int blobsD = 128;
@@ -262,6 +349,8 @@ int main(int argc, char** argv) {
             mergeOnly = true;
         } else if (std::strcmp(argv[i], "--query-kernels") == 0) {
             queryKernels = true;
+        } else if (std::strcmp(argv[i], "--coarse") == 0) {
+            coarsePaths = true;
         } else {
             nlist = std::atoll(argv[i]);
         }
@@ -295,6 +384,10 @@ int main(int argc, char** argv) {
     }
     if (queryKernels) {
         queryKernelTable(res, cpu, data, qDev.data());
+        return 0;
+    }
+    if (coarsePaths) {
+        coarseTable(res, cpu, data, qDev.data());
         return 0;
     }
     GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;

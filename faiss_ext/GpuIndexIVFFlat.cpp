@@ -419,6 +419,7 @@ IvfSearchPlan GpuIndexIVFFlat::plan_(int64_t nq, int k, int nprobeClamped) const
     in.mergePath = ivfConfig_.mergePath;
     in.scanPath = ivfConfig_.scanPath;
     in.queryKernel = queryScanKernel_;
+    in.coarsePath = coarsePath_;
     in.budgetBytes = res_.tempMemoryBytes();
     in.maxSmemPerBlock = res_.maxSharedMemoryPerBlock();
     in.smCount = res_.multiProcessorCount();
@@ -495,6 +496,7 @@ GpuIndex::SearchGraphShape GpuIndexIVFFlat::searchGraphShape_(
              int64_t(plan.fastMerge),
              int64_t(plan.listMajor),
              int64_t(plan.queryKernel),
+             int64_t(plan.coarsePath),
              plan.maxRowVectors,
              int64_t(plan.bytes),
              int64_t(coarsePrecision),

@@ -22,6 +22,7 @@ namespace faiss_ext {
 namespace kernels {
 enum class IvfQueryScanKernel : int;
 } // namespace kernels
+enum class IvfCoarsePath : int;
 
 class IvfLists;
 struct IvfSearchPlan;
@@ -155,6 +156,9 @@ class GpuIndexIVFFlat : public GpuIndex {
     /// The per-query scan's kernel, forced only by tests and benchmarks through
     /// GpuIndexIVFFlatAccess (value-initialised: kAuto).
     kernels::IvfQueryScanKernel queryScanKernel_{};
+    /// The coarse search's path, forced only by tests and benchmarks through
+    /// GpuIndexIVFFlatAccess (value-initialised: kAuto).
+    IvfCoarsePath coarsePath_{};
 };
 
 } // namespace faiss_ext

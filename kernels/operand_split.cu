@@ -9,18 +9,12 @@
 #include <faiss_ext/utils/CudaCheck.h>
 
 #include "OperandSplit.h"
+#include "Tf32Round.cuh"
 
 namespace faiss_ext {
 namespace kernels {
 
 namespace {
-
-/// x rounded to the nearest TF32 value (ties away from zero), as an FP32 number whose
-/// low 13 mantissa bits are zero, so the tensor cores' own conversion keeps it exactly.
-__device__ __forceinline__ float roundToTF32(float x) {
-    const unsigned u = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
-    return __uint_as_float(u);
-}
 
 /// The split of one element: 3 values of type T at out[0], out[d], out[2d].
 struct Tf32Parts {

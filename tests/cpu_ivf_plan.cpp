@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <faiss_ext/impl/IvfSearch.h>
+#include <kernels/IvfCoarseFused.h>
 #include <kernels/IvfMerge.h>
 #include <kernels/IvfScan.h>
 #include <kernels/Select.h>
@@ -193,6 +194,61 @@ TEST(IvfPlan, QueryScanKernelRule) {
     a.queryKernel = IvfQueryScanKernel::kWarp;
     a.k = 33;
     EXPECT_THROW(kernel(), faiss::FaissException);
+}
+
+// The fused coarse search's hook: carried as forced, refused by the plan for an nprobe
+// or d it cannot serve; its candidates counted in the temporaries wherever it may run.
+TEST(IvfPlan, ForcedCoarsePath) {
+    std::vector<int64_t> lengths(4096, 250);
+    IvfPlanInput in = input(lengths, 1024, 4, 10);
+    const IvfSearchPlan automatic = planIvfSearch(in);
+    EXPECT_EQ(automatic.coarsePath, IvfCoarsePath::kAuto);
+    in.coarsePath = IvfCoarsePath::kGemm;
+    const IvfSearchPlan gemm = planIvfSearch(in);
+    EXPECT_EQ(gemm.coarsePath, IvfCoarsePath::kGemm);
+    in.coarsePath = IvfCoarsePath::kFused;
+    const IvfSearchPlan fused = planIvfSearch(in);
+    EXPECT_EQ(fused.coarsePath, IvfCoarsePath::kFused);
+    // 16 segments of 256 centroids, 4 candidates each (a key and an id), and a norm.
+    const size_t candidates = 16 * 4 * (sizeof(float) + sizeof(int64_t)) + sizeof(float);
+    EXPECT_EQ(ivfCoarseFusedBytesPerQuery(4096, 4), candidates);
+    EXPECT_EQ(
+            ivfCoarseFusedBytesPerQuery(1000, 4),
+            4 * 4 * (sizeof(float) + sizeof(int64_t)) + sizeof(float)); // 4 segments
+    EXPECT_EQ(fused.bytesPerQuery, gemm.bytesPerQuery + candidates);
+    EXPECT_EQ(automatic.bytesPerQuery, fused.bytesPerQuery);
+    // Above 8 lists a query kAuto no longer counts them, and kFused is refused.
+    in.nprobe = 9;
+    EXPECT_THROW(planIvfSearch(in), faiss::FaissException);
+    in.coarsePath = IvfCoarsePath::kAuto;
+    const IvfSearchPlan nine = planIvfSearch(in);
+    in.coarsePath = IvfCoarsePath::kGemm;
+    EXPECT_EQ(nine.bytesPerQuery, planIvfSearch(in).bytesPerQuery);
+    // d: up to 256 within the device's shared memory.
+    in.coarsePath = IvfCoarsePath::kFused;
+    in.nprobe = 8;
+    in.d = kernels::kCoarseFusedMaxDim;
+    EXPECT_EQ(planIvfSearch(in).coarsePath, IvfCoarsePath::kFused);
+    in.maxSmemPerBlock = kernels::coarseFusedSmemBytes(in.d) - 1;
+    EXPECT_THROW(planIvfSearch(in), faiss::FaissException);
+    in.maxSmemPerBlock = kH100Smem;
+    in.d = kernels::kCoarseFusedMaxDim + 1;
+    EXPECT_THROW(planIvfSearch(in), faiss::FaissException);
+}
+
+// Shared memory of a fused coarse block: 64 queries and two buffers of 64 centroids,
+// rows padded to 8 plus 4 floats, and two buffers of 64 norms: 99.5 KB at d 128,
+// within the A100's 163 KB up to d 208.
+TEST(IvfPlan, CoarseFusedSharedMemory) {
+    EXPECT_EQ(kernels::coarseFusedSmemBytes(128), size_t(4 * (192 * 132 + 128)));
+    EXPECT_EQ(kernels::coarseFusedSmemBytes(13), size_t(4 * (192 * 20 + 128)));
+    EXPECT_LE(kernels::coarseFusedSmemBytes(256), kH100Smem);
+    const size_t a100 = 163 * 1024;
+    EXPECT_LE(kernels::coarseFusedSmemBytes(208), a100);
+    EXPECT_GT(kernels::coarseFusedSmemBytes(209), a100);
+    EXPECT_EQ(kernels::coarseFusedSegments(4096), 16);
+    EXPECT_EQ(kernels::coarseFusedSegments(1000), 4);
+    EXPECT_EQ(kernels::coarseFusedSegments(256), 1);
 }
 
 TEST(IvfPlan, EveryKAndNprobeFitsTheDefaultBudget) {

@@ -59,6 +59,12 @@ struct GpuIndexIVFFlatAccess {
     static void setQueryScanKernel(GpuIndexIVFFlat& index, kernels::IvfQueryScanKernel kernel) {
         index.queryScanKernel_ = kernel;
     }
+    /// Forces the coarse search's path in this index's later searches (kAuto gives the
+    /// choice back to ivfCoarsePathFor): tests and benchmarks compare the GEMM and the
+    /// fused coarse search on one index. Not saved with the index.
+    static void setCoarsePath(GpuIndexIVFFlat& index, IvfCoarsePath path) {
+        index.coarsePath_ = path;
+    }
 };
 
 } // namespace faiss_ext

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include <kernels/Distances.h>
+#include <kernels/IvfCoarseFused.h>
 #include <kernels/IvfListMajor.h>
 #include <kernels/IvfMerge.h>
 #include <kernels/IvfScan.h>
@@ -143,11 +144,18 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     const int64_t listMajorChunk = in.chunkOverride > 0
             ? in.chunkOverride
             : listMajorWindow(std::min(in.nq, kMaxTileQueries), in.k, maxRowVectors, in.smCount);
+    // The fused coarse search's candidates, wherever it may run (the tile's precision
+    // and the device decide later, ivfCoarsePathFor).
+    const size_t coarseFused = in.coarsePath != IvfCoarsePath::kGemm &&
+                    nextPow2(in.nprobe) <= kernels::kCoarseFusedMaxK
+            ? ivfCoarseFusedBytesPerQuery(int64_t(lengths.size()), in.nprobe)
+            : 0;
     auto perQuery = [&](int64_t chunks, bool listMajor) {
         size_t bytes = size_t(chunks) * in.k * kCandBytes // candidates
                 + size_t(chunks) * sizeof(int64_t)        // work list
                 + sizeof(int)                             // its candidate count
                 + size_t(in.nprobe) * kCandBytes          // coarse results
+                + coarseFused                             // fused coarse candidates
                 + size_t(in.nprobe + 1) * sizeof(int);    // chunk offsets
         if (listMajor) {
             bytes += size_t(maxRowVectors) * sizeof(float) // distance buffer
@@ -233,6 +241,21 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
                 kernels::ivfQueryWarpScanSmemBytes(in.d), in.d, in.maxSmemPerBlock);
     }
     p.queryKernel = in.queryKernel;
+
+    if (in.coarsePath == IvfCoarsePath::kFused) {
+        FAISS_THROW_IF_NOT_FMT(
+                nextPow2(in.nprobe) <= kernels::kCoarseFusedMaxK,
+                "the fused coarse search keeps at most %d lists a query; nprobe=%d",
+                kernels::kCoarseFusedMaxK, in.nprobe);
+        FAISS_THROW_IF_NOT_FMT(
+                in.d <= kernels::kCoarseFusedMaxDim &&
+                        kernels::coarseFusedSmemBytes(in.d) <= in.maxSmemPerBlock,
+                "the fused coarse search takes d <= %d within the device's shared memory "
+                "(%zu bytes at d=%d; the device allows %zu per block)",
+                kernels::kCoarseFusedMaxDim, kernels::coarseFusedSmemBytes(in.d), in.d,
+                in.maxSmemPerBlock);
+    }
+    p.coarsePath = in.coarsePath;
 
     p.fastMergeSmemBytes = kernels::ivfMergeFastSmemBytes(p.candidatesPerQuery);
     const bool fits = p.fastMergeSmemBytes <= in.maxSmemPerBlock;
@@ -339,12 +362,12 @@ void ivfSearch(
     for (int64_t q0 = 0; q0 < nq; q0 += tile) {
         const int64_t m = std::min(tile, nq - q0);
         const float* q = queries + q0 * d;
-        // Coarse search: coarse distances (GEMM with centroid norms) and top nprobe.
+        // Coarse search: each query's nprobe nearest centroids (GEMM tiles or fused).
         FlatSearchInput coarse = in.coarse;
         coarse.queries = q;
         coarse.nq = m;
         coarse.precision = ivfCoarsePrecision(res, coarse, nprobe);
-        flatSearch(res, coarse, nprobe, coarseD.data(), coarseI.data());
+        ivfCoarseSearch(res, coarse, nprobe, plan.coarsePath, coarseD.data(), coarseI.data());
         if (!plan.listMajor) {
             kernels::ivfChunkOffsets(
                     coarseI.data(), m, nprobe, in.lists->deviceLengths(), plan.chunkLen,

@@ -12,6 +12,7 @@
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/IndexConfig.h>
 #include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/impl/IvfCoarseSearch.h>
 #include <faiss_ext/impl/IvfLists.h>
 #include <kernels/IvfScan.h>
 
@@ -32,6 +33,9 @@ struct IvfPlanInput {
     /// The per-query path's kernel: kAuto lets the scan choose (kernels::ivfQueryScanKernel);
     /// the others are forced, for tests and benchmarks (GpuIndexIVFFlatAccess).
     kernels::IvfQueryScanKernel queryKernel = kernels::IvfQueryScanKernel::kAuto;
+    /// The coarse search's path: kAuto lets ivfCoarsePathFor choose per tile; the others
+    /// are forced, for tests and benchmarks (GpuIndexIVFFlatAccess).
+    IvfCoarsePath coarsePath = IvfCoarsePath::kAuto;
     size_t budgetBytes = 0;     ///< temporaries of the list scan and merge
     size_t maxSmemPerBlock = 0; ///< the device's opt-in limit
     int smCount = 0;
@@ -52,6 +56,9 @@ struct IvfSearchPlan {
     bool listMajor = false;
     /// IvfPlanInput::queryKernel, checked (the per-query path only).
     kernels::IvfQueryScanKernel queryKernel = kernels::IvfQueryScanKernel::kAuto;
+    /// IvfPlanInput::coarsePath, checked as far as the shape tells (ivfCoarsePathFor
+    /// checks the rest: precision, device).
+    IvfCoarsePath coarsePath = IvfCoarsePath::kAuto;
     int64_t maxRowVectors = 0; ///< list-major: distance buffer columns per query
     size_t bytesPerQuery = 0;
     size_t bytes = 0; ///< temporaries of one tile
@@ -69,7 +76,9 @@ constexpr int64_t kFastMergeMaxCandidates = 1024;
 
 /// Plans one search. Throws (naming the sizes) if one query's temporaries exceed the
 /// budget, if kFast is forced and its shared memory exceeds the device limit, or if the
-/// per-query warp kernel is forced for a k or d it cannot serve.
+/// per-query warp kernel or the fused coarse search is forced for a k, nprobe or d it
+/// cannot serve. The temporaries count the fused coarse search's candidates wherever
+/// it may run (nextPow2(nprobe) <= kernels::kCoarseFusedMaxK, not forced off).
 IvfSearchPlan planIvfSearch(const IvfPlanInput& in);
 
 /// Shared memory the list scan needs for d and k (checked against the device limit).

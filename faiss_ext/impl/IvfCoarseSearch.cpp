@@ -1,0 +1,124 @@
+#include <faiss_ext/impl/IvfCoarseSearch.h>
+
+#include <faiss/impl/FaissAssert.h>
+
+#include <faiss_ext/utils/MathUtils.h>
+#include <kernels/Distances.h>
+#include <kernels/IvfCoarseFused.h>
+#include <kernels/Select.h>
+
+namespace faiss_ext {
+
+size_t ivfCoarseFusedBytesPerQuery(int64_t nlist, int nprobe) {
+    return size_t(kernels::coarseFusedSegments(nlist)) * size_t(nprobe) *
+            (sizeof(float) + sizeof(int64_t)) +
+            sizeof(float);
+}
+
+const char* ivfCoarseFusedRefusal(
+        const GpuResources& res,
+        const FlatSearchInput& coarse,
+        int nprobe) {
+    if (coarse.precision != GpuFlatPrecision::kTF32x3) {
+        return "its products are 3xTF32 and the coarse precision is not";
+    }
+    if (res.computeCapabilityMajor() < 8) {
+        return "it needs TF32 tensor cores (compute capability 8.0 or newer)";
+    }
+    if (nextPow2(nprobe) > kernels::kCoarseFusedMaxK) {
+        return "it keeps at most 8 lists a query";
+    }
+    if (coarse.d > kernels::kCoarseFusedMaxDim ||
+        kernels::coarseFusedSmemBytes(coarse.d) > res.maxSharedMemoryPerBlock()) {
+        return "the dimension is too large for its shared memory";
+    }
+    if (coarse.metric != faiss::METRIC_L2 && coarse.metric != faiss::METRIC_INNER_PRODUCT) {
+        return "it computes L2 and inner product only";
+    }
+    if (coarse.allow != nullptr) {
+        return "it does not filter centroids";
+    }
+    if (coarse.nb < nprobe || coarse.nb > INT32_MAX ||
+        kernels::coarseFusedSegments(coarse.nb) > 65535) {
+        return "the centroid count is out of its range";
+    }
+    return nullptr;
+}
+
+IvfCoarsePath ivfCoarsePathFor(
+        const GpuResources& res,
+        const FlatSearchInput& coarse,
+        int nprobe,
+        IvfCoarsePath forced) {
+    if (forced == IvfCoarsePath::kGemm) {
+        return IvfCoarsePath::kGemm;
+    }
+    const char* refusal = ivfCoarseFusedRefusal(res, coarse, nprobe);
+    FAISS_THROW_IF_NOT_FMT(
+            forced != IvfCoarsePath::kFused || refusal == nullptr,
+            "the fused coarse search was forced where it cannot serve (nprobe=%d d=%d nlist=%lld): "
+            "%s",
+            nprobe, coarse.d, (long long)coarse.nb, refusal);
+    return refusal == nullptr ? IvfCoarsePath::kFused : IvfCoarsePath::kGemm;
+}
+
+void ivfCoarseSearch(
+        const GpuResources& res,
+        const FlatSearchInput& coarse,
+        int nprobe,
+        IvfCoarsePath forced,
+        float* outD,
+        int64_t* outI) {
+    if (ivfCoarsePathFor(res, coarse, nprobe, forced) == IvfCoarsePath::kGemm) {
+        flatSearch(res, coarse, nprobe, outD, outI);
+        return;
+    }
+    cudaStream_t stream = res.stream();
+    const bool l2 = coarse.metric == faiss::METRIC_L2;
+    const int64_t segments = kernels::coarseFusedSegments(coarse.nb);
+    const int64_t ld = segments * nprobe;
+    auto candD = res.alloc<float>(size_t(coarse.nq) * ld);
+    auto candI = res.alloc<int64_t>(size_t(coarse.nq) * ld);
+    auto queryNorms = res.alloc<float>(l2 ? size_t(coarse.nq) : 0);
+    kernels::CoarseFusedArgs a;
+    a.queries = coarse.queries;
+    a.nq = coarse.nq;
+    a.d = coarse.d;
+    a.centroids = coarse.base;
+    a.centroidNorms = l2 ? coarse.baseNorms : nullptr;
+    a.nlist = coarse.nb;
+    a.innerProduct = !l2;
+    a.k = nprobe;
+    a.candD = candD.data();
+    a.candI = candI.data();
+    a.queryNorms = l2 ? queryNorms.data() : nullptr;
+    kernels::coarseFusedCandidates(a, stream);
+    // The segments' candidates merged as the flat search merges its segments' (ties by
+    // column, so by segment, then by id within a segment: the lower id first). One
+    // segment's are already the answer.
+    const float* keys = candD.data();
+    const int64_t* ids = candI.data();
+    int64_t ldKeys = ld;
+    if (segments > 1) {
+        kernels::SelectRowsArgs merge;
+        merge.dist = candD.data();
+        merge.ldDist = ld;
+        merge.nrows = coarse.nq;
+        merge.ncols = ld;
+        merge.inIds = candI.data();
+        merge.ldIds = ld;
+        merge.k = nprobe;
+        merge.outD = outD;
+        merge.outI = outI;
+        merge.ldOut = nprobe;
+        kernels::selectRowsMin(merge, stream);
+        keys = outD;
+        ids = outI;
+        ldKeys = nprobe;
+    }
+    kernels::finishKnn(
+            keys, ids, ldKeys, coarse.nq, nprobe, kernels::distanceFinishFor(coarse.metric),
+            l2 ? queryNorms.data() : nullptr, outD, outI, stream);
+}
+
+} // namespace faiss_ext

@@ -1,0 +1,58 @@
+// The IVF coarse search of one query tile: each query's nprobe nearest centroids, by the
+// flat search's GEMM tiles (any nprobe, any precision) or, at small nprobe in 3xTF32, by
+// the fused kernel (kernels/IvfCoarseFused.h: no distance matrix written), and the one
+// rule that picks between them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <faiss_ext/GpuResources.h>
+#include <faiss_ext/impl/FlatSearch.h>
+
+namespace faiss_ext {
+
+/// The coarse search's path. kAuto picks by ivfCoarsePathFor; kGemm and kFused are forced,
+/// for tests and benchmarks only (GpuIndexIVFFlatAccess::setCoarsePath).
+enum class IvfCoarsePath : int {
+    kAuto = 0,
+    kGemm,  ///< flatSearch over the centroids (GEMM tiles, then the top-nprobe selection)
+    kFused, ///< the fused 3xTF32 kernel, then a merge of its segments' candidates
+};
+
+/// Temporary bytes a query costs on the fused path at nlist and nprobe: its segments'
+/// candidates and its squared norm.
+size_t ivfCoarseFusedBytesPerQuery(int64_t nlist, int nprobe);
+
+/// Why the fused path cannot serve this coarse search (precision already resolved by
+/// ivfCoarsePrecision), or null when it can: 3xTF32 products, nextPow2(nprobe) <=
+/// kernels::kCoarseFusedMaxK, d <= kernels::kCoarseFusedMaxDim with its shared memory
+/// within the device's limit, compute capability 8.0 or newer, an unfiltered L2 or
+/// inner-product search.
+const char* ivfCoarseFusedRefusal(
+        const GpuResources& res,
+        const FlatSearchInput& coarse,
+        int nprobe);
+
+/// The path of this coarse search (kGemm or kFused), the one place that decides: kAuto
+/// takes the fused kernel wherever it can serve (ivfCoarseFusedRefusal), the GEMM path
+/// else; kGemm as forced; kFused as forced, and throws naming why where it cannot serve.
+IvfCoarsePath ivfCoarsePathFor(
+        const GpuResources& res,
+        const FlatSearchInput& coarse,
+        int nprobe,
+        IvfCoarsePath forced);
+
+/// Writes the nprobe nearest centroids of coarse.nq queries (precision resolved), best
+/// first, to outD / outI (device, nq x nprobe) in flatSearch's conventions (L2:
+/// squared distances; inner product: the products, largest first), on the path
+/// ivfCoarsePathFor gives.
+void ivfCoarseSearch(
+        const GpuResources& res,
+        const FlatSearchInput& coarse,
+        int nprobe,
+        IvfCoarsePath forced,
+        float* outD,
+        int64_t* outI);
+
+} // namespace faiss_ext

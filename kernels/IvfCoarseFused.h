@@ -1,0 +1,62 @@
+// Host entry points of the fused IVF coarse search: the query-centroid products on tensor
+// cores (3xTF32, split on the fly) with each query's best few centroids kept in
+// registers, so the nq x nlist distance matrix is never written.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace faiss_ext {
+namespace kernels {
+
+/// Largest nextPow2(k) the fused coarse search keeps: a thread holds two rows' lists of
+/// this many (value, id) pairs in registers beside its 32 accumulators.
+constexpr int kCoarseFusedMaxK = 8;
+/// Largest dimension it takes. Its shared memory grows with d (coarseFusedSmemBytes: 99 KB
+/// at d 128, 195 KB at 256, within the H100's 227 KB; the A100's 163 KB stops at d 208,
+/// which the caller checks against the device); above that the tile of queries and the
+/// two centroid buffers no longer fit, and the GEMM path serves.
+constexpr int kCoarseFusedMaxDim = 256;
+/// Queries a block takes (4 warps of 16: the m16n8k8 tiles' rows).
+constexpr int kCoarseFusedQueryTile = 64;
+/// Centroids a block takes: the segment whose best k it writes. 16 segments at nlist
+/// 4096 times 16 query tiles at nq 1024 is 256 blocks, one wave of 2 a SM on an H100.
+constexpr int kCoarseFusedSegment = 256;
+
+struct CoarseFusedArgs {
+    const float* queries = nullptr; ///< nq x d, row-major
+    int64_t nq = 0;
+    int d = 0;
+    const float* centroids = nullptr; ///< nlist x d, row-major
+    /// nlist squared norms (L2); unused for inner product
+    const float* centroidNorms = nullptr;
+    int64_t nlist = 0;
+    bool innerProduct = false;
+    int k = 0; ///< nextPow2(k) <= kCoarseFusedMaxK, k <= nlist
+    /// nq x ldCand, ldCand = coarseFusedSegments(nlist) * k: segment s's best k of query
+    /// q, ascending by (key, id), at candD[q * ldCand + s * k + j]. Keys as the flat
+    /// search's selection keys: |c|^2 - 2 q.c (L2) or -q.c (inner product). A segment
+    /// with fewer than k centroids pads with (+inf, -1).
+    float* candD = nullptr;
+    int64_t* candI = nullptr;
+    /// L2 (null for inner product): nq squared query norms, for the finish.
+    float* queryNorms = nullptr;
+};
+
+/// Segments of kCoarseFusedSegment centroids covering nlist.
+inline int64_t coarseFusedSegments(int64_t nlist) {
+    return (nlist + kCoarseFusedSegment - 1) / kCoarseFusedSegment;
+}
+
+/// Dynamic shared memory of one block at dimension d.
+size_t coarseFusedSmemBytes(int d);
+
+/// Writes every (query, segment)'s best k candidates (CoarseFusedArgs). Needs a device
+/// of compute capability 8.0 or newer (TF32 mma), d <= kCoarseFusedMaxDim and
+/// coarseFusedSmemBytes(d) within the device's limit; finite inputs.
+void coarseFusedCandidates(const CoarseFusedArgs& args, cudaStream_t stream);
+
+} // namespace kernels
+} // namespace faiss_ext

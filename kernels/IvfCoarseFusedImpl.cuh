@@ -1,0 +1,316 @@
+// The fused IVF coarse search's kernel (IvfCoarseFused.h). A block of 4 warps takes 64
+// queries (16 a warp: the rows of an m16n8k8 tile) and a segment of kCoarseFusedSegment
+// centroids, which it walks in chunks of 64 (eight n8 tiles), double-buffered in shared
+// memory by cp.async; the queries stay in shared memory the whole time. For each chunk a
+// warp runs the 16 x 64 products over d in k-steps of 8, each operand split on the fly
+// into hi = x rounded to TF32 (OperandSplit's rounding, Tf32Round.cuh) and lo = x - hi,
+// three mma.sync a tile (lo.hi, hi.lo, hi.hi) into one FP32 accumulator: the 3xTF32 sum
+// of the GEMM path. The keys (|c|^2 - 2 q.c, or -q.c) go straight into per-thread
+// sorted lists; at the end the 4 threads sharing a row fold their lists by shuffles and
+// the block writes each (query, segment)'s best k. The launcher is instantiated per
+// capacity in ivf_coarse_fused_k{1_2,4_8}.cu (declared extern in ivf_coarse_fused.cu).
+//
+// Fragment layout (PTX ISA, mma.m16n8k8 with .tf32; g = lane / 4, t = lane % 4):
+//   A (16 x 8, row-major): a0 (row g, col t), a1 (row g + 8, col t), a2 (row g, col t + 4),
+//                          a3 (row g + 8, col t + 4)
+//   B (8 x 8, "col": B[k][n] = centroid n's element k): b0 (k t, n g), b1 (k t + 4, n g)
+//   C (16 x 8): c0 (row g, col 2t), c1 (row g, col 2t + 1), c2 (row g + 8, col 2t),
+//               c3 (row g + 8, col 2t + 1)
+// So a thread holds rows g and g + 8 of its warp's 16 and columns 2t, 2t + 1 of each n8
+// tile: two lists a thread, four threads a row.
+#pragma once
+
+#include <math_constants.h>
+#include <cstdint>
+
+#include <faiss_ext/utils/CudaCheck.h>
+
+#include "BlockSelect.cuh"
+#include "IvfCoarseFused.h"
+#include "SmemLimit.cuh"
+#include "Tf32Round.cuh"
+#include "WarpSelect.cuh"
+
+namespace faiss_ext {
+namespace kernels {
+namespace coarse {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRowsPerWarp = 16;
+static_assert(kWarps * kRowsPerWarp == kCoarseFusedQueryTile, "a warp per m16 tile");
+/// Centroids a shared-memory buffer holds: eight n8 tiles, 32 accumulators a thread.
+constexpr int kChunk = 64;
+constexpr int kTiles = kChunk / 8;
+static_assert(kCoarseFusedSegment % kChunk == 0, "a segment is whole chunks");
+
+/// d rounded up to the k-step of 8 (zero-padded in shared memory).
+__host__ __device__ inline int paddedDim(int d) {
+    return (d + 7) / 8 * 8;
+}
+
+/// Row stride of the staged rows, in floats: 4 past a multiple of 8 puts the 8 rows that
+/// one fragment load reads (rows g, columns t) on 32 distinct banks.
+__host__ __device__ inline int rowStride(int d) {
+    return paddedDim(d) + 4;
+}
+
+/// The 3xTF32 parts of x, as the GEMM path's operand split makes them: hi = x rounded to
+/// TF32, lo = x - hi (exact in FP32), given to the tensor cores as it is.
+__device__ __forceinline__ void splitTf32(float x, unsigned& hi, unsigned& lo) {
+    const float h = roundToTF32(x);
+    hi = __float_as_uint(h);
+    lo = __float_as_uint(x - h);
+}
+
+/// acc += A B on one m16n8k8 tile (fragments as in the layout above).
+__device__ __forceinline__ void mmaTf32(
+        float (&acc)[4],
+        const unsigned (&a)[4],
+        unsigned b0,
+        unsigned b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// Copies 4 bytes to shared memory without waiting; valid false writes zero (src is
+/// not read, but must be a mapped address).
+__device__ __forceinline__ void copyAsync4(float* dst, const float* src, bool valid) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile(
+            "cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src),
+            "r"(valid ? 4 : 0));
+}
+
+__device__ __forceinline__ void commitAsync() {
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+
+/// Waits for every committed group but the newest.
+__device__ __forceinline__ void waitAsyncAllButNewest() {
+    asm volatile("cp.async.wait_group 1;\n" ::);
+}
+
+/// Stages 64 rows of d floats from src (row-major; rows at and past validRows read as
+/// zero, as do the columns past d up to paddedDim(d)) into dst with stride ld. A warp a
+/// row, lanes over its columns: 128 coalesced bytes a step.
+__device__ __forceinline__ void stageRows(
+        float* dst,
+        int ld,
+        const float* src,
+        int64_t validRows,
+        int d) {
+    const int d8 = paddedDim(d);
+    const int lane = threadIdx.x % 32;
+    for (int r = threadIdx.x / 32; r < 64; r += kWarps) {
+        const bool rowValid = r < validRows;
+        for (int j = lane; j < d8; j += 32) {
+            const bool valid = rowValid && j < d;
+            copyAsync4(dst + r * ld + j, valid ? src + int64_t(r) * d + j : src, valid);
+        }
+    }
+}
+
+/// Inserts (v, id) into the ascending list (vals, ids), dropping its last entry.
+/// Branch-free: entry j becomes v where v goes first before it, the old entry j - 1 past
+/// that, and stays below. A thread offers its columns in increasing id order, so a value
+/// equal to a held one goes after it (the strict compare): the list stays in selectKey's
+/// order, value then id, with float compares only. +inf (a masked column) never enters.
+template <int kKp>
+__device__ __forceinline__ void insertSorted(float (&vals)[kKp], int (&ids)[kKp], float v, int id) {
+    bool before[kKp];
+#pragma unroll
+    for (int j = 0; j < kKp; ++j) {
+        before[j] = v < vals[j];
+    }
+#pragma unroll
+    for (int j = kKp - 1; j > 0; --j) {
+        vals[j] = before[j] ? (before[j - 1] ? vals[j - 1] : v) : vals[j];
+        ids[j] = before[j] ? (before[j - 1] ? ids[j - 1] : id) : ids[j];
+    }
+    vals[0] = before[0] ? v : vals[0];
+    ids[0] = before[0] ? id : ids[0];
+}
+
+/// Folds the ascending key list of lane ^ laneMask into this lane's: the elementwise
+/// minimum against the partner's list reversed is a bitonic sequence holding the kKp
+/// smallest of both, which a bitonic merge sorts. Both lanes end with the same list.
+template <int kKp>
+__device__ __forceinline__ void foldWithLane(uint64_t (&keys)[kKp], int laneMask) {
+    uint64_t other[kKp];
+#pragma unroll
+    for (int j = 0; j < kKp; ++j) {
+        other[j] = shuffleXorKey(keys[kKp - 1 - j], laneMask);
+    }
+#pragma unroll
+    for (int j = 0; j < kKp; ++j) {
+        keys[j] = minKey(keys[j], other[j]);
+    }
+#pragma unroll
+    for (int stride = kKp / 2; stride > 0; stride /= 2) {
+#pragma unroll
+        for (int j = 0; j < kKp; ++j) {
+            if ((j & stride) == 0) {
+                const uint64_t lo = minKey(keys[j], keys[j + stride]);
+                const uint64_t hi = keys[j] < keys[j + stride] ? keys[j + stride] : keys[j];
+                keys[j] = lo;
+                keys[j + stride] = hi;
+            }
+        }
+    }
+}
+
+template <int kKp>
+__global__ void __launch_bounds__(kThreads, 4) coarseFusedKernel(CoarseFusedArgs a) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    extern __shared__ __align__(16) float coarseSmem[];
+    const int d = a.d;
+    const int ld = rowStride(d);
+    const int d8 = paddedDim(d);
+    // Queries (64 rows), two centroid buffers (64 rows each), their norms (2 x 64).
+    float* queries = coarseSmem;
+    float* buffers = queries + kCoarseFusedQueryTile * ld;
+    float* norms = buffers + 2 * kChunk * ld;
+    const int warp = threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    const int g = lane / 4;
+    const int t = lane % 4;
+    const int64_t q0 = int64_t(blockIdx.x) * kCoarseFusedQueryTile;
+    const int64_t s0 = int64_t(blockIdx.y) * kCoarseFusedSegment;
+    const int64_t sEnd = min(s0 + kCoarseFusedSegment, a.nlist);
+    const int chunks = int((sEnd - s0 + kChunk - 1) / kChunk);
+    const bool l2 = !a.innerProduct;
+
+    auto stageChunk = [&](int c) {
+        const int64_t c0 = s0 + int64_t(c) * kChunk;
+        stageRows(buffers + (c & 1) * kChunk * ld, ld, a.centroids + c0 * d, a.nlist - c0, d);
+        if (l2 && threadIdx.x < kChunk) {
+            const bool valid = c0 + threadIdx.x < a.nlist;
+            copyAsync4(
+                    norms + (c & 1) * kChunk + threadIdx.x,
+                    a.centroidNorms + c0 + (valid ? threadIdx.x : 0), valid);
+        }
+    };
+    stageRows(queries, ld, a.queries + q0 * d, a.nq - q0, d);
+    stageChunk(0);
+    commitAsync();
+
+    // Rows g (list 0) and g + 8 (list 1) of the warp's 16 queries.
+    float bestV[2][kKp];
+    int bestI[2][kKp];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+        for (int j = 0; j < kKp; ++j) {
+            bestV[r][j] = CUDART_INF_F;
+            bestI[r][j] = -1;
+        }
+    }
+    const float* qa = queries + (warp * kRowsPerWarp + g) * ld + t;
+    for (int c = 0; c < chunks; ++c) {
+        if (c + 1 < chunks) {
+            stageChunk(c + 1);
+        }
+        commitAsync(); // possibly empty: the wait below then still means chunk c
+        waitAsyncAllButNewest();
+        __syncthreads();
+        if (c == 0 && l2 && blockIdx.y == 0 && threadIdx.x < kCoarseFusedQueryTile &&
+            q0 + threadIdx.x < a.nq) {
+            const float* row = queries + threadIdx.x * ld;
+            float s = 0.f;
+            for (int j = 0; j < d; ++j) {
+                s = fmaf(row[j], row[j], s);
+            }
+            a.queryNorms[q0 + threadIdx.x] = s;
+        }
+        __syncwarp(); // the mma.sync below need the whole warp converged
+        const float* cb = buffers + (c & 1) * kChunk * ld + g * ld + t;
+        float acc[kTiles][4];
+#pragma unroll
+        for (int n = 0; n < kTiles; ++n) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                acc[n][e] = 0.f;
+            }
+        }
+        for (int k0 = 0; k0 < d8; k0 += 8) {
+            unsigned ahi[4], alo[4];
+            splitTf32(qa[k0], ahi[0], alo[0]);
+            splitTf32(qa[k0 + 8 * ld], ahi[1], alo[1]);
+            splitTf32(qa[k0 + 4], ahi[2], alo[2]);
+            splitTf32(qa[k0 + 8 * ld + 4], ahi[3], alo[3]);
+#pragma unroll
+            for (int n = 0; n < kTiles; ++n) {
+                unsigned bhi0, blo0, bhi1, blo1;
+                splitTf32(cb[n * 8 * ld + k0], bhi0, blo0);
+                splitTf32(cb[n * 8 * ld + k0 + 4], bhi1, blo1);
+                // The small terms first, as CUTLASS's 3xTF32 does.
+                mmaTf32(acc[n], alo, bhi0, bhi1);
+                mmaTf32(acc[n], ahi, blo0, blo1);
+                mmaTf32(acc[n], ahi, bhi0, bhi1);
+            }
+        }
+        // Keys as the GEMM path's selection sees them: -2 q.c is exact, so the fma is
+        // (-2 q.c) + |c|^2 rounded once, the same as the GEMM's alpha and the column bias.
+        const int64_t c0 = s0 + int64_t(c) * kChunk;
+        const float* cn = norms + (c & 1) * kChunk;
+#pragma unroll
+        for (int n = 0; n < kTiles; ++n) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int col = n * 8 + 2 * t + (e & 1);
+                const float key = c0 + col >= sEnd ? CUDART_INF_F
+                        : l2                       ? fmaf(-2.f, acc[n][e], cn[col])
+                                                   : -acc[n][e];
+                insertSorted<kKp>(bestV[e >> 1], bestI[e >> 1], key, int(c0 + col));
+            }
+        }
+        // Every warp is done with buffer c & 1 before chunk c + 2 is staged into it.
+        __syncthreads();
+    }
+
+    const int64_t ldCand = int64_t(gridDim.y) * a.k; // a block a segment
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        uint64_t keys[kKp];
+#pragma unroll
+        for (int j = 0; j < kKp; ++j) {
+            keys[j] = selectKey(bestV[r][j], bestI[r][j]);
+        }
+        // Lanes 4g .. 4g + 3 hold the row's columns between them.
+        foldWithLane<kKp>(keys, 1);
+        foldWithLane<kKp>(keys, 2);
+        const int64_t q = q0 + warp * kRowsPerWarp + g + 8 * r;
+        if (q < a.nq) {
+            float* outD = a.candD + q * ldCand + int64_t(blockIdx.y) * a.k;
+            int64_t* outI = a.candI + q * ldCand + int64_t(blockIdx.y) * a.k;
+#pragma unroll
+            for (int j = 0; j < kKp; ++j) {
+                if (j % 4 == t && j < a.k) {
+                    outD[j] = selectKeyValue(keys[j]);
+                    outI[j] = selectKeyPosition(keys[j]);
+                }
+            }
+        }
+    }
+#else
+    __trap(); // the host refuses devices below compute capability 8.0
+#endif
+}
+
+template <int kKp>
+void launchCoarseFused(const CoarseFusedArgs& a, cudaStream_t stream) {
+    const size_t smem = coarseFusedSmemBytes(a.d);
+    raiseDynamicSmemLimit(coarseFusedKernel<kKp>, smem);
+    const dim3 grid(
+            unsigned((a.nq + kCoarseFusedQueryTile - 1) / kCoarseFusedQueryTile),
+            unsigned(coarseFusedSegments(a.nlist)));
+    coarseFusedKernel<kKp><<<grid, kThreads, smem, stream>>>(a);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace coarse
+} // namespace kernels
+} // namespace faiss_ext
