@@ -8,7 +8,7 @@
 // data for kAuto's merge choice. --query-kernels instead forces the per-query scan's two
 // kernels (block, warp; kernels/IvfScan.h) over batch x nprobe at k 10: the data for
 // kQueryWarpScanMinProbes and kQueryWarpScanMaxChunk. --coarse forces the two coarse
-// paths (GEMM, fused; impl/IvfCoarseSearch.h) at batch 1024 and 10000, nprobe 1 and 4:
+// paths (GEMM, fused; impl/IvfCoarseSearch.h) at batch 1024 to 10000, nprobe 1 and 4:
 // the whole search, and the coarse search alone over the index's centroids.
 // Usage: bench_ivf_paths [--sift DIR | --blobs N D] [--merge-only | --query-kernels |
 //   --coarse] [nlist]
@@ -290,7 +290,7 @@ void coarseTable(
         double ms[2];
     };
     std::vector<AloneRow> alone;
-    for (int64_t batch : {1024, 10000}) {
+    for (int64_t batch : {1024, 2048, 4096, 10000}) {
         if (batch > nq) {
             continue;
         }

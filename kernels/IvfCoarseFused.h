@@ -14,22 +14,28 @@ namespace kernels {
 /// Largest nextPow2(k) the fused coarse search keeps: a thread holds two rows' lists of
 /// this many (value, id) pairs in registers beside its 32 accumulators.
 constexpr int kCoarseFusedMaxK = 8;
-/// Largest dimension it takes. Its shared memory grows with d (coarseFusedSmemBytes: 99 KB
+/// Largest dimension it takes. Its shared memory grows with d (coarseFusedSmemBytes: 98 KB
 /// at d 128, 195 KB at 256, within the H100's 227 KB; the A100's 163 KB stops at d 208,
 /// which the caller checks against the device); above that the tile of queries and the
-/// two centroid buffers no longer fit, and the GEMM path serves.
+/// two buffers of centroid fragments no longer fit, and the GEMM path serves.
 constexpr int kCoarseFusedMaxDim = 256;
 /// Queries a block takes (4 warps of 16: the m16n8k8 tiles' rows).
 constexpr int kCoarseFusedQueryTile = 64;
 /// Centroids a block takes: the segment whose best k it writes. 16 segments at nlist
 /// 4096 times 16 query tiles at nq 1024 is 256 blocks, one wave of 2 a SM on an H100.
 constexpr int kCoarseFusedSegment = 256;
+/// Centroids of one shared-memory buffer (four n8 tiles): two buffers of their 3xTF32
+/// fragments (8 bytes a component) beside the 64 queries keep two blocks an SM at d 128.
+constexpr int kCoarseFusedChunk = 32;
 
 struct CoarseFusedArgs {
     const float* queries = nullptr; ///< nq x d, row-major
     int64_t nq = 0;
     int d = 0;
     const float* centroids = nullptr; ///< nlist x d, row-major
+    /// Scratch of coarseFusedFragmentBytes(nlist, d), 16-byte aligned: the centroids'
+    /// 3xTF32 parts in mma fragment order, written by the search before its kernel.
+    float4* centroidFragments = nullptr;
     /// nlist squared norms (L2); unused for inner product
     const float* centroidNorms = nullptr;
     int64_t nlist = 0;
@@ -50,10 +56,22 @@ inline int64_t coarseFusedSegments(int64_t nlist) {
     return (nlist + kCoarseFusedSegment - 1) / kCoarseFusedSegment;
 }
 
+/// n8 tiles of the centroid fragments: nlist rounded up to whole chunks, / 8.
+inline int64_t coarseFusedFragmentTiles(int64_t nlist) {
+    return (nlist + kCoarseFusedChunk - 1) / kCoarseFusedChunk * (kCoarseFusedChunk / 8);
+}
+
+/// Bytes of the centroid fragments (CoarseFusedArgs::centroidFragments): 8 a component,
+/// nlist and d rounded up to whole chunks and k-steps.
+inline size_t coarseFusedFragmentBytes(int64_t nlist, int d) {
+    return size_t(coarseFusedFragmentTiles(nlist)) * 8 * size_t((d + 7) / 8 * 8) * 8;
+}
+
 /// Dynamic shared memory of one block at dimension d.
 size_t coarseFusedSmemBytes(int d);
 
-/// Writes every (query, segment)'s best k candidates (CoarseFusedArgs). Needs a device
+/// Splits the centroids into their fragments, then writes every (query, segment)'s best
+/// k candidates (CoarseFusedArgs), two kernels on the stream. Needs a device
 /// of compute capability 8.0 or newer (TF32 mma), d <= kCoarseFusedMaxDim and
 /// coarseFusedSmemBytes(d) within the device's limit; finite inputs.
 void coarseFusedCandidates(const CoarseFusedArgs& args, cudaStream_t stream);

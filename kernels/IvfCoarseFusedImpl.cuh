@@ -1,14 +1,20 @@
-// The fused IVF coarse search's kernel (IvfCoarseFused.h). A block of 4 warps takes 64
-// queries (16 a warp: the rows of an m16n8k8 tile) and a segment of kCoarseFusedSegment
-// centroids, which it walks in chunks of 64 (eight n8 tiles), double-buffered in shared
-// memory by cp.async; the queries stay in shared memory the whole time. For each chunk a
-// warp runs the 16 x 64 products over d in k-steps of 8, each operand split on the fly
-// into hi = x rounded to TF32 (OperandSplit's rounding, Tf32Round.cuh) and lo = x - hi,
-// three mma.sync a tile (lo.hi, hi.lo, hi.hi) into one FP32 accumulator: the 3xTF32 sum
-// of the GEMM path. The keys (|c|^2 - 2 q.c, or -q.c) go straight into per-thread
-// sorted lists; at the end the 4 threads sharing a row fold their lists by shuffles and
-// the block writes each (query, segment)'s best k. The launcher is instantiated per
-// capacity in ivf_coarse_fused_k{1_2,4_8}.cu (declared extern in ivf_coarse_fused.cu).
+// The fused IVF coarse search's kernels (IvfCoarseFused.h). First the centroids are
+// split once a search into 3xTF32 parts (hi = x rounded to TF32 by OperandSplit's
+// rounding, Tf32Round.cuh; lo = x - hi) laid out in mma.sync fragment order
+// (splitCentroidFragments): for each n8 tile of centroids and k-step of 8 dimensions,
+// lane l's float4 {hi b0, hi b1, lo b0, lo b1}, so that a warp reads its B fragments of a
+// tile and k-step with one 16-byte shared load a lane and splits nothing in its loop.
+// Then a block of 4 warps takes 64 queries (16 a warp: the rows of an m16n8k8 tile) and
+// a segment of kCoarseFusedSegment centroids, which it walks in chunks of 32 (four n8
+// tiles), their fragments double-buffered in shared memory by 16-byte cp.async; the
+// queries stay in shared memory the whole time and are split per k-step (4 values a
+// thread, shared by the chunk's 4 tiles). Each tile and k-step is three mma.sync
+// (lo.hi, hi.lo, hi.hi) into one FP32 accumulator: the 3xTF32 sum of the GEMM path. The
+// keys (|c|^2 - 2 q.c, or -q.c) go straight into per-thread sorted lists, behind a
+// compare with the list's last entry; at the end the 4 threads sharing a row fold their
+// lists by shuffles and the block writes each (query, segment)'s best k. The launcher is
+// instantiated per capacity in ivf_coarse_fused_k{1_2,4_8}.cu (declared extern in
+// ivf_coarse_fused.cu).
 //
 // Fragment layout (PTX ISA, mma.m16n8k8 with .tf32; g = lane / 4, t = lane % 4):
 //   A (16 x 8, row-major): a0 (row g, col t), a1 (row g + 8, col t), a2 (row g, col t + 4),
@@ -39,10 +45,11 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRowsPerWarp = 16;
 static_assert(kWarps * kRowsPerWarp == kCoarseFusedQueryTile, "a warp per m16 tile");
-/// Centroids a shared-memory buffer holds: eight n8 tiles, 32 accumulators a thread.
-constexpr int kChunk = 64;
+/// Centroids a shared-memory buffer holds: four n8 tiles, 16 accumulators a thread.
+constexpr int kChunk = kCoarseFusedChunk;
 constexpr int kTiles = kChunk / 8;
 static_assert(kCoarseFusedSegment % kChunk == 0, "a segment is whole chunks");
+static_assert(kChunk % 8 == 0, "a chunk is whole n8 tiles");
 
 /// d rounded up to the k-step of 8 (zero-padded in shared memory).
 __host__ __device__ inline int paddedDim(int d) {
@@ -53,6 +60,11 @@ __host__ __device__ inline int paddedDim(int d) {
 /// one fragment load reads (rows g, columns t) on 32 distinct banks.
 __host__ __device__ inline int rowStride(int d) {
     return paddedDim(d) + 4;
+}
+
+/// k-steps of 8 dimensions over d (zero-padded).
+__host__ __device__ inline int kSteps(int d) {
+    return paddedDim(d) / 8;
 }
 
 /// The 3xTF32 parts of x, as the GEMM path's operand split makes them: hi = x rounded to
@@ -84,6 +96,12 @@ __device__ __forceinline__ void copyAsync4(float* dst, const float* src, bool va
             "r"(valid ? 4 : 0));
 }
 
+/// Copies 16 bytes to shared memory without waiting (both addresses 16-byte aligned).
+__device__ __forceinline__ void copyAsync16(float4* dst, const float4* src) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src));
+}
+
 __device__ __forceinline__ void commitAsync() {
     asm volatile("cp.async.commit_group;\n" ::);
 }
@@ -113,13 +131,18 @@ __device__ __forceinline__ void stageRows(
     }
 }
 
-/// Inserts (v, id) into the ascending list (vals, ids), dropping its last entry.
-/// Branch-free: entry j becomes v where v goes first before it, the old entry j - 1 past
-/// that, and stays below. A thread offers its columns in increasing id order, so a value
-/// equal to a held one goes after it (the strict compare): the list stays in selectKey's
-/// order, value then id, with float compares only. +inf (a masked column) never enters.
+/// Inserts (v, id) into the ascending list (vals, ids), dropping its last entry, where v
+/// is below that entry (most values are not, past the first columns: one compare).
+/// The insertion is branch-free: entry j becomes v where v goes first before it, the old
+/// entry j - 1 past that, and stays below. A thread offers its columns in increasing id
+/// order, so a value equal to a held one goes after it (the strict compares): the list
+/// stays in selectKey's order, value then id, with float compares only. +inf (a masked
+/// column) never enters.
 template <int kKp>
 __device__ __forceinline__ void insertSorted(float (&vals)[kKp], int (&ids)[kKp], float v, int id) {
+    if (!(v < vals[kKp - 1])) {
+        return;
+    }
     bool before[kKp];
 #pragma unroll
     for (int j = 0; j < kKp; ++j) {
@@ -168,11 +191,13 @@ __global__ void __launch_bounds__(kThreads, 4) coarseFusedKernel(CoarseFusedArgs
     extern __shared__ __align__(16) float coarseSmem[];
     const int d = a.d;
     const int ld = rowStride(d);
-    const int d8 = paddedDim(d);
-    // Queries (64 rows), two centroid buffers (64 rows each), their norms (2 x 64).
-    float* queries = coarseSmem;
-    float* buffers = queries + kCoarseFusedQueryTile * ld;
-    float* norms = buffers + 2 * kChunk * ld;
+    const int steps = kSteps(d);
+    // Two buffers of a chunk's fragments (kTiles x steps x 32 float4), the queries (64
+    // rows of ld floats), the chunks' centroid norms (2 x kChunk).
+    const int chunkFragments = kTiles * steps * 32;
+    float4* fragments = reinterpret_cast<float4*>(coarseSmem);
+    float* queries = reinterpret_cast<float*>(fragments + 2 * chunkFragments);
+    float* norms = queries + kCoarseFusedQueryTile * ld;
     const int warp = threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
     const int g = lane / 4;
@@ -183,9 +208,15 @@ __global__ void __launch_bounds__(kThreads, 4) coarseFusedKernel(CoarseFusedArgs
     const int chunks = int((sEnd - s0 + kChunk - 1) / kChunk);
     const bool l2 = !a.innerProduct;
 
+    // Chunk c's fragments: tiles s0 / 8 + c kTiles on, contiguous (the array holds whole
+    // chunks, so every read is in it).
     auto stageChunk = [&](int c) {
         const int64_t c0 = s0 + int64_t(c) * kChunk;
-        stageRows(buffers + (c & 1) * kChunk * ld, ld, a.centroids + c0 * d, a.nlist - c0, d);
+        const float4* src = a.centroidFragments + (c0 / 8) * int64_t(steps) * 32;
+        float4* dst = fragments + (c & 1) * chunkFragments;
+        for (int i = threadIdx.x; i < chunkFragments; i += kThreads) {
+            copyAsync16(dst + i, src + i);
+        }
         if (l2 && threadIdx.x < kChunk) {
             const bool valid = c0 + threadIdx.x < a.nlist;
             copyAsync4(
@@ -226,7 +257,7 @@ __global__ void __launch_bounds__(kThreads, 4) coarseFusedKernel(CoarseFusedArgs
             a.queryNorms[q0 + threadIdx.x] = s;
         }
         __syncwarp(); // the mma.sync below need the whole warp converged
-        const float* cb = buffers + (c & 1) * kChunk * ld + g * ld + t;
+        const float4* fb = fragments + (c & 1) * chunkFragments + lane;
         float acc[kTiles][4];
 #pragma unroll
         for (int n = 0; n < kTiles; ++n) {
@@ -235,7 +266,8 @@ __global__ void __launch_bounds__(kThreads, 4) coarseFusedKernel(CoarseFusedArgs
                 acc[n][e] = 0.f;
             }
         }
-        for (int k0 = 0; k0 < d8; k0 += 8) {
+        for (int step = 0; step < steps; ++step) {
+            const int k0 = step * 8;
             unsigned ahi[4], alo[4];
             splitTf32(qa[k0], ahi[0], alo[0]);
             splitTf32(qa[k0 + 8 * ld], ahi[1], alo[1]);
@@ -243,9 +275,9 @@ __global__ void __launch_bounds__(kThreads, 4) coarseFusedKernel(CoarseFusedArgs
             splitTf32(qa[k0 + 8 * ld + 4], ahi[3], alo[3]);
 #pragma unroll
             for (int n = 0; n < kTiles; ++n) {
-                unsigned bhi0, blo0, bhi1, blo1;
-                splitTf32(cb[n * 8 * ld + k0], bhi0, blo0);
-                splitTf32(cb[n * 8 * ld + k0 + 4], bhi1, blo1);
+                const float4 b = fb[(n * steps + step) * 32];
+                const unsigned bhi0 = __float_as_uint(b.x), bhi1 = __float_as_uint(b.y);
+                const unsigned blo0 = __float_as_uint(b.z), blo1 = __float_as_uint(b.w);
                 // The small terms first, as CUTLASS's 3xTF32 does.
                 mmaTf32(acc[n], alo, bhi0, bhi1);
                 mmaTf32(acc[n], ahi, blo0, blo1);

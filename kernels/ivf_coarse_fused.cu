@@ -1,5 +1,5 @@
-// The fused IVF coarse search's host side (IvfCoarseFused.h): checks and the choice of
-// the kernel's list capacity.
+// The fused IVF coarse search's host side (IvfCoarseFused.h): checks, the split of the
+// centroids into fragments and the choice of the kernel's list capacity.
 #include <faiss/impl/FaissAssert.h>
 
 #include <faiss_ext/utils/MathUtils.h>
@@ -15,12 +15,40 @@ extern template void launchCoarseFused<2>(const CoarseFusedArgs&, cudaStream_t);
 extern template void launchCoarseFused<4>(const CoarseFusedArgs&, cudaStream_t);
 extern template void launchCoarseFused<8>(const CoarseFusedArgs&, cudaStream_t);
 
+namespace {
+
+/// One float4 a thread: fragment (tile, step, lane) of the centroids, zeros past nlist
+/// and d. The array holds coarseFusedFragmentTiles(nlist) tiles, whole chunks.
+__global__ void splitCentroidFragments(
+        const float* centroids,
+        int64_t nlist,
+        int d,
+        int64_t fragments,
+        float4* out) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= fragments) {
+        return;
+    }
+    const int steps = kSteps(d);
+    const int lane = int(i % 32);
+    const int step = int((i / 32) % steps);
+    const int64_t tile = i / (32 * int64_t(steps));
+    const int64_t c = tile * 8 + lane / 4;
+    const int k0 = step * 8 + lane % 4;
+    const float x0 = c < nlist && k0 < d ? centroids[c * d + k0] : 0.f;
+    const float x1 = c < nlist && k0 + 4 < d ? centroids[c * d + k0 + 4] : 0.f;
+    const float h0 = roundToTF32(x0), h1 = roundToTF32(x1);
+    out[i] = make_float4(h0, h1, x0 - h0, x1 - h1);
+}
+
+} // namespace
+
 } // namespace coarse
 
 size_t coarseFusedSmemBytes(int d) {
     using namespace coarse;
-    return sizeof(float) *
-            (size_t(kCoarseFusedQueryTile + 2 * kChunk) * size_t(rowStride(d)) + 2 * kChunk);
+    return size_t(2) * kTiles * kSteps(d) * 32 * sizeof(float4) +
+            sizeof(float) * (size_t(kCoarseFusedQueryTile) * size_t(rowStride(d)) + 2 * kChunk);
 }
 
 void coarseFusedCandidates(const CoarseFusedArgs& a, cudaStream_t stream) {
@@ -33,6 +61,16 @@ void coarseFusedCandidates(const CoarseFusedArgs& a, cudaStream_t stream) {
     FAISS_THROW_IF_NOT_MSG(
             a.innerProduct || (a.centroidNorms != nullptr && a.queryNorms != nullptr),
             "fused coarse search: L2 needs the centroid norms and room for the query norms");
+    FAISS_THROW_IF_NOT_MSG(
+            a.centroidFragments != nullptr &&
+                    reinterpret_cast<uintptr_t>(a.centroidFragments) % sizeof(float4) == 0,
+            "fused coarse search: no 16-byte aligned scratch for the centroid fragments");
+    const int64_t fragments = coarseFusedFragmentTiles(a.nlist) * coarse::kSteps(a.d) * 32;
+    constexpr int kSplitThreads = 256;
+    coarse::splitCentroidFragments<<<
+            unsigned((fragments + kSplitThreads - 1) / kSplitThreads), kSplitThreads, 0, stream>>>(
+            a.centroids, a.nlist, a.d, fragments, a.centroidFragments);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
     switch (nextPow2(a.k)) {
         case 1:
             coarse::launchCoarseFused<1>(a, stream);

@@ -236,12 +236,17 @@ TEST(IvfPlan, ForcedCoarsePath) {
     EXPECT_THROW(planIvfSearch(in), faiss::FaissException);
 }
 
-// Shared memory of a fused coarse block: 64 queries and two buffers of 64 centroids,
-// rows padded to 8 plus 4 floats, and two buffers of 64 norms: 99.5 KB at d 128,
-// within the A100's 163 KB up to d 208.
+// Shared memory of a fused coarse block: two buffers of 32 centroids' fragments (8
+// bytes a component, d padded to 8), 64 queries in rows padded to 8 plus 4 floats, and
+// two buffers of 32 norms: 97 KB at d 128 (two blocks an H100 SM), within the A100's
+// 163 KB up to d 208. The fragments: whole chunks of 32 centroids.
 TEST(IvfPlan, CoarseFusedSharedMemory) {
-    EXPECT_EQ(kernels::coarseFusedSmemBytes(128), size_t(4 * (192 * 132 + 128)));
-    EXPECT_EQ(kernels::coarseFusedSmemBytes(13), size_t(4 * (192 * 20 + 128)));
+    EXPECT_EQ(kernels::coarseFusedSmemBytes(128), size_t(2 * 32 * 128 * 8 + 4 * (64 * 132 + 64)));
+    EXPECT_EQ(kernels::coarseFusedSmemBytes(13), size_t(2 * 32 * 16 * 8 + 4 * (64 * 20 + 64)));
+    EXPECT_LE(2 * (kernels::coarseFusedSmemBytes(128) + 1024), size_t(228 * 1024));
+    EXPECT_EQ(kernels::coarseFusedFragmentBytes(4096, 128), size_t(4096 * 128 * 8));
+    EXPECT_EQ(kernels::coarseFusedFragmentBytes(1000, 13), size_t(1024 * 16 * 8));
+    EXPECT_EQ(kernels::coarseFusedFragmentTiles(5), 4);
     EXPECT_LE(kernels::coarseFusedSmemBytes(256), kH100Smem);
     const size_t a100 = 163 * 1024;
     EXPECT_LE(kernels::coarseFusedSmemBytes(208), a100);

@@ -152,11 +152,14 @@ void expectKernelMatchesReference(GpuResources& res, const CoarseShape& s, uint6
     auto candD = res.alloc<float>(size_t(s.nq * ld));
     auto candI = res.alloc<int64_t>(size_t(s.nq * ld));
     auto qNorms = res.alloc<float>(size_t(s.nq));
+    auto fragments =
+            res.alloc<float4>(kernels::coarseFusedFragmentBytes(s.nlist, s.d) / sizeof(float4));
     kernels::CoarseFusedArgs a;
     a.queries = xq.data();
     a.nq = s.nq;
     a.d = s.d;
     a.centroids = cent.data();
+    a.centroidFragments = fragments.data();
     a.centroidNorms = l2 ? centNorms.data() : nullptr;
     a.nlist = s.nlist;
     a.innerProduct = !l2;
@@ -271,6 +274,13 @@ TEST(GpuIvfCoarseFused, RuleAndRefusals) {
             ivfCoarsePathFor(res, coarse, 4, IvfCoarsePath::kAuto),
             tensor ? IvfCoarsePath::kFused : IvfCoarsePath::kGemm);
     EXPECT_EQ(ivfCoarsePathFor(res, coarse, 9, IvfCoarsePath::kAuto), IvfCoarsePath::kGemm);
+    // Above kIvfCoarseFusedMaxQueries kAuto keeps the GEMM path; forced, the fused serves.
+    coarse.nq = kIvfCoarseFusedMaxQueries + 1;
+    EXPECT_EQ(ivfCoarsePathFor(res, coarse, 4, IvfCoarsePath::kAuto), IvfCoarsePath::kGemm);
+    if (tensor) {
+        EXPECT_EQ(ivfCoarsePathFor(res, coarse, 4, IvfCoarsePath::kFused), IvfCoarsePath::kFused);
+    }
+    coarse.nq = 1024;
     EXPECT_EQ(ivfCoarsePathFor(res, coarse, 4, IvfCoarsePath::kGemm), IvfCoarsePath::kGemm);
     EXPECT_THROW(ivfCoarsePathFor(res, coarse, 9, IvfCoarsePath::kFused), faiss::FaissException);
     coarse.d = kernels::kCoarseFusedMaxDim + 1;

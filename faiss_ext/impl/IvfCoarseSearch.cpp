@@ -42,6 +42,10 @@ const char* ivfCoarseFusedRefusal(
         kernels::coarseFusedSegments(coarse.nb) > 65535) {
         return "the centroid count is out of its range";
     }
+    // As the GEMM path's operand splits: at most a quarter of the temporary budget.
+    if (kernels::coarseFusedFragmentBytes(coarse.nb, coarse.d) > res.tempMemoryBytes() / 4) {
+        return "its centroid fragments would take over a quarter of the temporary memory";
+    }
     return nullptr;
 }
 
@@ -59,7 +63,11 @@ IvfCoarsePath ivfCoarsePathFor(
             "the fused coarse search was forced where it cannot serve (nprobe=%d d=%d nlist=%lld): "
             "%s",
             nprobe, coarse.d, (long long)coarse.nb, refusal);
-    return refusal == nullptr ? IvfCoarsePath::kFused : IvfCoarsePath::kGemm;
+    if (forced == IvfCoarsePath::kFused) {
+        return IvfCoarsePath::kFused;
+    }
+    return refusal == nullptr && coarse.nq <= kIvfCoarseFusedMaxQueries ? IvfCoarsePath::kFused
+                                                                        : IvfCoarsePath::kGemm;
 }
 
 void ivfCoarseSearch(
@@ -80,11 +88,14 @@ void ivfCoarseSearch(
     auto candD = res.alloc<float>(size_t(coarse.nq) * ld);
     auto candI = res.alloc<int64_t>(size_t(coarse.nq) * ld);
     auto queryNorms = res.alloc<float>(l2 ? size_t(coarse.nq) : 0);
+    auto fragments = res.alloc<float4>(
+            kernels::coarseFusedFragmentBytes(coarse.nb, coarse.d) / sizeof(float4));
     kernels::CoarseFusedArgs a;
     a.queries = coarse.queries;
     a.nq = coarse.nq;
     a.d = coarse.d;
     a.centroids = coarse.base;
+    a.centroidFragments = fragments.data();
     a.centroidNorms = l2 ? coarse.baseNorms : nullptr;
     a.nlist = coarse.nb;
     a.innerProduct = !l2;

@@ -20,6 +20,10 @@ enum class IvfCoarsePath : int {
     kFused, ///< the fused 3xTF32 kernel, then a merge of its segments' candidates
 };
 
+/// Largest query tile kAuto gives the fused path: above it the GEMM path's tensor-core
+/// GEMM and selection win (benchs/NOTES.md, thirty-seventh session: SIFT, nlist 4096).
+constexpr int64_t kIvfCoarseFusedMaxQueries = 4096;
+
 /// Temporary bytes a query costs on the fused path at nlist and nprobe: its segments'
 /// candidates and its squared norm.
 size_t ivfCoarseFusedBytesPerQuery(int64_t nlist, int nprobe);
@@ -28,15 +32,16 @@ size_t ivfCoarseFusedBytesPerQuery(int64_t nlist, int nprobe);
 /// ivfCoarsePrecision), or null when it can: 3xTF32 products, nextPow2(nprobe) <=
 /// kernels::kCoarseFusedMaxK, d <= kernels::kCoarseFusedMaxDim with its shared memory
 /// within the device's limit, compute capability 8.0 or newer, an unfiltered L2 or
-/// inner-product search.
+/// inner-product search, centroid fragments within a quarter of the temporary memory.
 const char* ivfCoarseFusedRefusal(
         const GpuResources& res,
         const FlatSearchInput& coarse,
         int nprobe);
 
 /// The path of this coarse search (kGemm or kFused), the one place that decides: kAuto
-/// takes the fused kernel wherever it can serve (ivfCoarseFusedRefusal), the GEMM path
-/// else; kGemm as forced; kFused as forced, and throws naming why where it cannot serve.
+/// takes the fused kernel wherever it can serve (ivfCoarseFusedRefusal) for at most
+/// kIvfCoarseFusedMaxQueries queries, the GEMM path else; kGemm as forced; kFused as
+/// forced, and throws naming why where it cannot serve.
 IvfCoarsePath ivfCoarsePathFor(
         const GpuResources& res,
         const FlatSearchInput& coarse,
