@@ -42,9 +42,11 @@ def recall_at(gt, I, r):
 # Timed calls per batch size after one warm-up (--quick uses QUICK_REPS), and the
 # seconds after which a point stops repeating (at least MIN_REPS calls are kept). With
 # medians of 5 and 3 calls single points at batch 1024 and 10000 moved by 1.5-3x
-# between runs (benchs/NOTES.md, twenty-third session).
-REPS = {16: 40, 128: 20, 1024: 11}
-REPS_LARGE = 7
+# between runs (benchs/NOTES.md, twenty-third session); with 11 at batch 1024 still by
+# 13-24% between two runs a minute apart (thirty-seventh session). A call at batch
+# 1024 takes 0.15-1.5 ms for every system, so 40 cost well under a second a point.
+REPS = {16: 40, 128: 40, 1024: 40}
+REPS_LARGE = 11
 QUICK_REPS = {16: 10, 128: 5, 1024: 3}
 QUICK_REPS_LARGE = 2
 MIN_REPS = 2
