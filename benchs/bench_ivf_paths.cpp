@@ -9,9 +9,12 @@
 // kernels (block, warp; kernels/IvfScan.h) over batch x nprobe at k 10: the data for
 // kQueryWarpScanMinProbes and kQueryWarpScanMaxChunk. --coarse forces the two coarse
 // paths (GEMM, fused; impl/IvfCoarseSearch.h) at batch 1024 to 10000, nprobe 1 and 4:
-// the whole search, and the coarse search alone over the index's centroids.
+// the whole search, and the coarse search alone over the index's centroids. --profile
+// BATCH NPROBE: three kAuto searches of that shape (k 10) between cudaProfilerStart and
+// cudaProfilerStop, for scripts/ncu-kernels.sh, then that shape's device ms and host call
+// ms (host arrays in and out).
 // Usage: bench_ivf_paths [--sift DIR | --blobs N D] [--merge-only | --query-kernels |
-//   --coarse] [nlist]
+//   --coarse | --profile BATCH NPROBE] [nlist]
 //   --sift DIR: base.bvecs (or .fvecs) and query.bvecs (or .fvecs) of DIR
 //   (benchs/datasets/README.md); --blobs N D: N x D blobs (2000, spread 0.15); default:
 //   bench_ivf's 1M x 128 blobs. nlist: 4096.
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include <cuda_profiler_api.h>
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexIVFFlat.h>
 
@@ -251,6 +255,47 @@ void queryKernelTable(
     }
 }
 
+/// Three kAuto searches of one shape (k 10) on device queries between cudaProfilerStart
+/// and cudaProfilerStop; then, unprofiled, the median device ms of that search (CUDA
+/// events) and of the host call a FAISS user makes (host queries in, results out).
+void profileShape(
+        GpuResources& res,
+        const faiss::IndexIVFFlat& cpu,
+        const Data& data,
+        const float* qDev,
+        int64_t batch,
+        int64_t nprobe) {
+    GpuIndexIVFFlat index(res, &cpu);
+    constexpr int k = 10;
+    const int64_t nq = std::min<int64_t>(data.nq, 10000);
+    batch = std::min(batch, nq);
+    auto dD = res.alloc<float>(size_t(batch) * k);
+    auto dI = res.alloc<int64_t>(size_t(batch) * k);
+    faiss::SearchParametersIVF params;
+    params.nprobe = size_t(nprobe);
+    index.searchDevice(batch, qDev, k, dD.data(), dI.data(), &params);
+    res.synchronize();
+    cudaProfilerStart();
+    for (int i = 0; i < 3; ++i) {
+        index.searchDevice(batch, qDev, k, dD.data(), dI.data(), &params);
+    }
+    res.synchronize();
+    cudaProfilerStop();
+    const double device =
+            timeSearches(res, index, qDev, nq, data.d, batch, k, nprobe, 40, dD.data(), dI.data());
+    std::vector<float> D(size_t(batch) * k);
+    std::vector<int64_t> I(size_t(batch) * k);
+    int rep = 0;
+    const double host = bench::median(bench::timeHost(3, 40, [&] {
+        const int64_t q0 = (rep++ * batch) % std::max<int64_t>(nq - batch + 1, 1);
+        index.search(batch, data.xq.data() + q0 * data.d, k, D.data(), I.data(), &params);
+    }));
+    std::printf(
+            "profiled: batch %lld nprobe %lld k %d; device %.3f ms, host call %.3f ms "
+            "(medians of 40)\n",
+            (long long)batch, (long long)nprobe, k, device, host);
+}
+
 const char* coarsePathName(IvfCoarsePath path) {
     return path == IvfCoarsePath::kFused ? "fused" : "gemm";
 }
@@ -336,6 +381,7 @@ int main(int argc, char** argv) {
     bool mergeOnly = false;
     bool queryKernels = false;
     bool coarsePaths = false;
+    int64_t profileBatch = 0, profileNprobe = 0;
     int64_t nlist = 4096;
     int64_t blobsN = 1000000;
     int blobsD = 128;
@@ -351,6 +397,9 @@ int main(int argc, char** argv) {
             queryKernels = true;
         } else if (std::strcmp(argv[i], "--coarse") == 0) {
             coarsePaths = true;
+        } else if (std::strcmp(argv[i], "--profile") == 0 && i + 2 < argc) {
+            profileBatch = std::atoll(argv[++i]);
+            profileNprobe = std::atoll(argv[++i]);
         } else {
             nlist = std::atoll(argv[i]);
         }
@@ -388,6 +437,10 @@ int main(int argc, char** argv) {
     }
     if (coarsePaths) {
         coarseTable(res, cpu, data, qDev.data());
+        return 0;
+    }
+    if (profileBatch > 0) {
+        profileShape(res, cpu, data, qDev.data(), profileBatch, profileNprobe);
         return 0;
     }
     GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;

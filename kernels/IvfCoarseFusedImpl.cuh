@@ -32,6 +32,7 @@
 #include <faiss_ext/utils/CudaCheck.h>
 
 #include "BlockSelect.cuh"
+#include "CopyAsync.cuh"
 #include "IvfCoarseFused.h"
 #include "SmemLimit.cuh"
 #include "Tf32Round.cuh"
@@ -85,30 +86,6 @@ __device__ __forceinline__ void mmaTf32(
         "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/// Copies 4 bytes to shared memory without waiting; valid false writes zero (src is
-/// not read, but must be a mapped address).
-__device__ __forceinline__ void copyAsync4(float* dst, const float* src, bool valid) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile(
-            "cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src),
-            "r"(valid ? 4 : 0));
-}
-
-/// Copies 16 bytes to shared memory without waiting (both addresses 16-byte aligned).
-__device__ __forceinline__ void copyAsync16(float4* dst, const float4* src) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src));
-}
-
-__device__ __forceinline__ void commitAsync() {
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-
-/// Waits for every committed group but the newest.
-__device__ __forceinline__ void waitAsyncAllButNewest() {
-    asm volatile("cp.async.wait_group 1;\n" ::);
 }
 
 /// Stages 64 rows of d floats from src (row-major; rows at and past validRows read as
@@ -245,7 +222,7 @@ __global__ void __launch_bounds__(kThreads, 4) coarseFusedKernel(CoarseFusedArgs
             stageChunk(c + 1);
         }
         commitAsync(); // possibly empty: the wait below then still means chunk c
-        waitAsyncAllButNewest();
+        waitAsyncGroups<1>();
         __syncthreads();
         if (c == 0 && l2 && blockIdx.y == 0 && threadIdx.x < kCoarseFusedQueryTile &&
             q0 + threadIdx.x < a.nq) {

@@ -71,10 +71,5 @@ struct IvfListMajorArgs {
 };
 void ivfListMajorDistances(const IvfListMajorArgs& args, int smCount, cudaStream_t stream);
 
-/// Whether ivfListMajorDistances holds the work and list starts of nlist lists in shared
-/// memory on the current device (a work item's lookup is then a search in shared memory,
-/// not a chain of dependent global loads): up to 6143 lists.
-bool ivfListMajorStartsInSmem(int64_t nlist, bool innerProduct);
-
 } // namespace kernels
 } // namespace faiss_ext

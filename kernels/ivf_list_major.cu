@@ -1,13 +1,15 @@
 // List-major IVF distances: the batch's probes grouped by list (a counting sort: one
 // block for small batches, else over the grid with one-block CUB scans), then a
 // persistent grid of work items (a group of at most 16 of a list's queries x a tile of
-// 256 of its vectors): each warp reads 32 of the tile's vectors once into registers and
-// multiplies them with all of the group's queries, broadcast from shared memory.
+// 256 of its vectors): each thread streams one of the tile's vectors through its own
+// slots of a shared-memory ring by cp.async, reading it once, and multiplies it with all
+// of the group's queries, broadcast from shared memory.
 #include <math_constants.h>
 #include <cub/block/block_scan.cuh>
 
 #include <faiss_ext/utils/CudaCheck.h>
 
+#include "CopyAsync.cuh"
 #include "IdFilter.cuh"
 #include "IvfListMajor.h"
 #include "IvfStore.h"
@@ -25,7 +27,16 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kTile = 32 * kWarps;
 constexpr int kMaxG = 16; ///< most queries in a work item's group
 /// Float4 groups (4 components each) of the queries staged in shared memory at a time.
-constexpr int kStagedGroups = 64;
+constexpr int kStagedGroups = 32;
+/// Float4 groups of a thread's vector one cp.async group brings (a batch), and batches in
+/// its ring: while one is multiplied the next kRingBatches - 1 are in flight, 192 bytes a
+/// thread and ~150 KB an SM, none of it in registers.
+constexpr int kRingBatch = 4;
+constexpr int kRingBatches = 4;
+static_assert(kStagedGroups % kRingBatch == 0, "no batch straddles two staged chunks");
+/// The ring's dynamic shared memory, 64 KB a block: with the static ItemQueries (8.4 KB)
+/// three blocks an SM.
+constexpr size_t kRingSmemBytes = size_t(kRingBatch) * kRingBatches * kThreads * sizeof(float4);
 
 /// Queries in each group of a list probed by `count` queries: the smallest multiple of 4
 /// up to 16 that holds them all (16 above: several groups).
@@ -34,10 +45,6 @@ __device__ inline int listMajorGroup(int count) {
 }
 
 constexpr int kScanThreads = 1024;
-/// Largest copy of the two starts arrays in shared memory (6143 lists). With the block's
-/// static ItemQueries (16.6 KB) it is above the default limit of 48 KB a block, so the
-/// kernel's limit is raised; three blocks an SM still fit in 228 KB.
-constexpr size_t kMaxStartsSmemBytes = size_t(48) << 10;
 /// Largest dynamic shared memory of the one-block grouping, its counts and cursors (5119
 /// lists): within the default limit with its scan's static storage (~4 KB).
 constexpr size_t kOneBlockGroupSmemBytes = size_t(40) << 10;
@@ -205,13 +212,10 @@ struct ListMajorItem {
 };
 
 // The groups of one tile are consecutive work items, so blocks running at the same time
-// read the same tile (from L2 after the first). workStart and listStart: the groups'
-// arrays, or their copies in shared memory.
-__device__ inline ListMajorItem listMajorItem(
-        const IvfListMajorArgs& a,
-        const int* workStart,
-        const int* listStart,
-        int w) {
+// read the same tile (from L2 after the first).
+__device__ inline ListMajorItem listMajorItem(const IvfListMajorArgs& a, int w) {
+    const int* workStart = a.groups.workStart;
+    const int* listStart = a.groups.listStart;
     ListMajorItem it;
     it.list = lastAtMost(workStart, int(a.nlist), w);
     const int listFirst = listStart[it.list];
@@ -255,79 +259,106 @@ __device__ inline void stageQueries(
     }
 }
 
-/// Loads `U` float4 groups from group b of this lane's vector (groups past n: zeros).
-template <int U>
-__device__ inline void loadGroups(float4 (&x)[U], const float4* p, int b, int n) {
+/// One thread's tile vector streamed through its slots of the block's ring: slot j at
+/// ring[j * kThreads + threadIdx.x], so a warp's 16-byte accesses are consecutive. A
+/// thread reads only the slots it fills: no barrier, only its own cp.async groups.
+struct VectorStream {
+    float4* ring;
+    const float4* p; ///< the vector's float4 group 0; group c at p[32 c]
+    int groups;      ///< float4 groups of the vector
+
+    /// Asks for batch b into its slots (nothing past the vector) and closes its group.
+    __device__ void request(int b) const {
+        float4* slot = ring + (b % kRingBatches) * kRingBatch * kThreads + threadIdx.x;
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-        x[u] = b + u < n ? p[int64_t(b + u) * 32] : make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int u = 0; u < kRingBatch; ++u) {
+            const int c = b * kRingBatch + u;
+            if (c < groups) {
+                copyAsync16(slot + u * kThreads, p + int64_t(c) * 32);
+            }
+        }
+        commitAsync();
     }
+
+    /// Group u of batch b, once its wait is done.
+    __device__ float4 group(int b, int u) const {
+        return ring[((b % kRingBatches) * kRingBatch + u) * kThreads + threadIdx.x];
+    }
+};
+
+/// The stream of the tile vector of this thread (lane `lane` of warp `warp`: vector
+/// 32 warp + lane). Lanes past the list's end read the last block's padding (lists hold
+/// whole blocks of 32) and write nothing.
+__device__ inline VectorStream itemStream(
+        const IvfListMajorArgs& a,
+        const ListMajorItem& it,
+        float4* ring) {
+    const int groups = ivfPaddedDim(a.d) / 4;
+    const int64_t v = it.v0 + threadIdx.x;
+    VectorStream st;
+    st.ring = ring;
+    st.p = reinterpret_cast<const float4*>(a.listData[it.list]) +
+            (v >> 5) * (int64_t(32) * groups) + (v & 31);
+    st.groups = groups;
+    return st;
 }
 
-// The products of one work item with G queries a group: lane `lane` of warp `warp`
-// holds tile vector 32 warp + lane; its float4 groups are read once, U at a time with the
-// next U in flight, and multiplied with the G staged queries. Components in increasing
-// order, even ones into acc0 and odd ones into acc1: the per-query scan's operations
-// (IvfListLoader.cuh), so both paths give the same bits.
-template <bool kInnerProduct, int G, int U>
+/// Whether this thread's warp holds vectors of the item's tile (else it streams nothing).
+__device__ inline bool warpHasVectors(const ListMajorItem& it) {
+    return (threadIdx.x / 32) * 32 < it.vCount;
+}
+
+// The products of one work item with G queries a group. The stream's first
+// kRingBatches - 1 batches were asked for when the item was looked up; each step asks
+// for the batch kRingBatches - 1 ahead (into the slots the previous step read), waits
+// for its own and multiplies its float4 groups with the G staged queries. Components in
+// increasing order, even ones into acc0 and odd ones into acc1: the per-query scan's
+// operations (IvfListLoader.cuh), so both paths give the same bits.
+template <bool kInnerProduct, int G>
 __device__ inline void itemProducts(
         const IvfListMajorArgs& a,
         const ListMajorItem& it,
+        const VectorStream& st,
         ItemQueries& s) {
-    const int warp = threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
-    const int groups = ivfPaddedDim(a.d) / 4;
-    const int tileVector = warp * 32 + lane;
-    const bool warpHasVectors = warp * 32 < it.vCount;
-    const int64_t v = it.v0 + tileVector;
-    // Lanes past the list's end read the last block's padding (lists hold whole blocks
-    // of 32) and write nothing.
-    const float4* p = reinterpret_cast<const float4*>(a.listData[it.list]) +
-            (v >> 5) * (int64_t(32) * groups) + (v & 31);
+    const int tileVector = threadIdx.x;
+    const bool streams = warpHasVectors(it);
     float acc0[G], acc1[G];
 #pragma unroll
     for (int i = 0; i < G; ++i) {
         acc0[i] = 0.f;
         acc1[i] = 0.f;
     }
-    for (int c0 = 0; c0 < groups; c0 += kStagedGroups) {
-        const int cn = min(kStagedGroups, groups - c0);
+    for (int c0 = 0; c0 < st.groups; c0 += kStagedGroups) {
+        const int cn = min(kStagedGroups, st.groups - c0);
         if (c0 > 0) {
             __syncthreads(); // the previous chunk's queries are consumed
         }
         stageQueries(a, s, G, c0, cn);
         __syncthreads();
-        if (!warpHasVectors) {
+        if (!streams) {
             continue;
         }
-        const float4* pc = p + int64_t(c0) * 32;
-        float4 next[U];
-        loadGroups(next, pc, 0, cn);
-        for (int b = 0; b < cn; b += U) {
-            float4 x[U];
+        for (int c = 0; c < cn; c += kRingBatch) {
+            const int b = (c0 + c) / kRingBatch;
+            st.request(b + kRingBatches - 1);
+            waitAsyncGroups<kRingBatches - 1>();
 #pragma unroll
-            for (int u = 0; u < U; ++u) {
-                x[u] = next[u];
-            }
-            if (b + U < cn) {
-                loadGroups(next, pc, b + U, cn);
-            }
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                if (b + u >= cn) {
+            for (int u = 0; u < kRingBatch; ++u) {
+                if (c + u >= cn) {
                     break;
                 }
+                const float4 x = st.group(b, u);
 #pragma unroll
                 for (int i = 0; i < G; ++i) {
-                    const float4 q = s.q[i][b + u];
+                    const float4 q = s.q[i][c + u];
                     if (kInnerProduct) {
-                        acc0[i] = fmaf(q.x, x[u].x, acc0[i]);
-                        acc1[i] = fmaf(q.y, x[u].y, acc1[i]);
-                        acc0[i] = fmaf(q.z, x[u].z, acc0[i]);
-                        acc1[i] = fmaf(q.w, x[u].w, acc1[i]);
+                        acc0[i] = fmaf(q.x, x.x, acc0[i]);
+                        acc1[i] = fmaf(q.y, x.y, acc1[i]);
+                        acc0[i] = fmaf(q.z, x.z, acc0[i]);
+                        acc1[i] = fmaf(q.w, x.w, acc1[i]);
                     } else {
-                        const float e0 = q.x - x[u].x, e1 = q.y - x[u].y;
-                        const float e2 = q.z - x[u].z, e3 = q.w - x[u].w;
+                        const float e0 = q.x - x.x, e1 = q.y - x.y;
+                        const float e2 = q.z - x.z, e3 = q.w - x.w;
                         acc0[i] = fmaf(e0, e0, acc0[i]);
                         acc1[i] = fmaf(e1, e1, acc1[i]);
                         acc0[i] = fmaf(e2, e2, acc0[i]);
@@ -353,35 +384,24 @@ __device__ inline void itemProducts(
     }
 }
 
-/// Bytes of shared memory that hold workStart and listStart for nlist lists.
-size_t startsSmemBytes(int64_t nlist) {
-    return size_t(2) * (nlist + 1) * sizeof(int);
-}
-
-// At most 85 registers a thread, so that 3 blocks (24 warps) share an SM. With
-// `startsInSmem` the block first copies workStart and listStart to shared memory: from
-// global memory each work item's lookup (a binary search over workStart, then
-// listStart) is a chain of ~14 dependent loads that the whole block waits for.
+// At most 85 registers a thread, so that 3 blocks (24 warps) share an SM; the ring takes
+// the dynamic shared memory (kRingSmemBytes).
 template <bool kInnerProduct>
-__global__ void __launch_bounds__(kThreads, 3)
-        listMajorKernel(IvfListMajorArgs a, bool startsInSmem) {
+__global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs a) {
     __shared__ ItemQueries s;
-    extern __shared__ int starts[];
-    const int* workStart = a.groups.workStart;
-    const int* listStart = a.groups.listStart;
-    if (startsInSmem) {
-        const int n = int(a.nlist) + 1;
-        for (int i = threadIdx.x; i < n; i += kThreads) {
-            starts[i] = workStart[i];
-            starts[n + i] = listStart[i];
-        }
-        __syncthreads();
-        workStart = starts;
-        listStart = starts + n;
-    }
-    const int total = workStart[a.nlist];
+    extern __shared__ float4 ring[];
+    const int total = a.groups.workStart[a.nlist];
     for (int w = blockIdx.x; w < total; w += gridDim.x) {
-        const ListMajorItem it = listMajorItem(a, workStart, listStart, w);
+        const ListMajorItem it = listMajorItem(a, w);
+        // This thread's slots are free (it waited for and read all of them): the tile's
+        // first batches go out before the block meets, ahead of the rows and queries.
+        const VectorStream st = itemStream(a, it, ring);
+        if (warpHasVectors(it)) {
+#pragma unroll
+            for (int b = 0; b < kRingBatches - 1; ++b) {
+                st.request(b);
+            }
+        }
         __syncthreads(); // the previous item is done with s
         if (threadIdx.x < it.g) {
             const int i = threadIdx.x;
@@ -396,21 +416,19 @@ __global__ void __launch_bounds__(kThreads, 3)
             s.row[i] = row;
         }
         __syncthreads();
-        // The last group of a list probed by more than 16 queries may hold fewer. U (the
-        // float4 groups in flight) is 2 where 2 G accumulators take most of the 80
-        // registers a thread that 3 blocks an SM allow.
+        // The last group of a list probed by more than 16 queries may hold fewer.
         switch (listMajorGroup(it.gCount)) {
             case 4:
-                itemProducts<kInnerProduct, 4, 4>(a, it, s);
+                itemProducts<kInnerProduct, 4>(a, it, st, s);
                 break;
             case 8:
-                itemProducts<kInnerProduct, 8, 4>(a, it, s);
+                itemProducts<kInnerProduct, 8>(a, it, st, s);
                 break;
             case 12:
-                itemProducts<kInnerProduct, 12, 2>(a, it, s);
+                itemProducts<kInnerProduct, 12>(a, it, st, s);
                 break;
             default:
-                itemProducts<kInnerProduct, kMaxG, 2>(a, it, s);
+                itemProducts<kInnerProduct, kMaxG>(a, it, st, s);
                 break;
         }
     }
@@ -420,28 +438,14 @@ unsigned blocksFor(int64_t n) {
     return unsigned((n + kThreads - 1) / kThreads);
 }
 
-/// The kernel's resident blocks an SM without the starts in shared memory, and whether
-/// the starts of nlist lists go to shared memory: where they fit kMaxStartsSmemBytes and
-/// cost no resident block (the registers allow 3 an SM).
-struct ListMajorLaunch {
-    int blocksPerSm = 0;
-    bool startsInSmem = false;
-};
-
+/// The kernel's resident blocks an SM with its ring, its limit raised for the ring.
 template <typename Kernel>
-ListMajorLaunch listMajorLaunch(Kernel kernel, int64_t nlist) {
-    ListMajorLaunch l;
-    FAISS_EXT_CUDA_CHECK(
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocksPerSm, kernel, kThreads, 0));
-    const size_t smem = startsSmemBytes(nlist);
-    if (smem <= kMaxStartsSmemBytes) {
-        raiseDynamicSmemLimit(kernel, smem);
-        int withStarts = 0;
-        FAISS_EXT_CUDA_CHECK(
-                cudaOccupancyMaxActiveBlocksPerMultiprocessor(&withStarts, kernel, kThreads, smem));
-        l.startsInSmem = withStarts >= l.blocksPerSm;
-    }
-    return l;
+int listMajorBlocksPerSm(Kernel kernel) {
+    raiseDynamicSmemLimit(kernel, kRingSmemBytes);
+    int blocks = 0;
+    FAISS_EXT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &blocks, kernel, kThreads, kRingSmemBytes));
+    return blocks;
 }
 
 } // namespace
@@ -506,11 +510,6 @@ IvfProbeGroups ivfGroupProbesByList(
     return g;
 }
 
-bool ivfListMajorStartsInSmem(int64_t nlist, bool innerProduct) {
-    return innerProduct ? listMajorLaunch(listMajorKernel<true>, nlist).startsInSmem
-                        : listMajorLaunch(listMajorKernel<false>, nlist).startsInSmem;
-}
-
 void ivfListMajorDistances(const IvfListMajorArgs& a, int smCount, cudaStream_t stream) {
     if (a.nq == 0) {
         return;
@@ -518,10 +517,9 @@ void ivfListMajorDistances(const IvfListMajorArgs& a, int smCount, cudaStream_t 
     // Persistent grid, one wave of resident blocks: the work count lives on the device
     // (no host round trip).
     const auto kernel = a.innerProduct ? listMajorKernel<true> : listMajorKernel<false>;
-    const ListMajorLaunch l = listMajorLaunch(kernel, a.nlist);
-    const unsigned grid = unsigned(std::max(1, smCount) * std::max(1, l.blocksPerSm));
-    kernel<<<grid, kThreads, l.startsInSmem ? startsSmemBytes(a.nlist) : 0, stream>>>(
-            a, l.startsInSmem);
+    const int blocksPerSm = listMajorBlocksPerSm(kernel);
+    const unsigned grid = unsigned(std::max(1, smCount) * std::max(1, blocksPerSm));
+    kernel<<<grid, kThreads, kRingSmemBytes, stream>>>(a);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 

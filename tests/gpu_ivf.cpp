@@ -419,10 +419,10 @@ TEST(GpuIndexIVFFlat, ListMajorWarpSelectionAtEveryCapacity) {
     }
 }
 
-// The list-major product copies the per-list work and query starts to shared memory up
-// to 6143 lists and reads them from global memory above: both sides, bit for bit
-// against the per-query path.
-TEST(GpuIndexIVFFlat, ListMajorStartsInSharedOrGlobalMemory) {
+// The list-major product looks each work item up in the per-list work and query starts
+// (a search over nlist + 1 entries): thousands of lists, bit for bit against the
+// per-query path.
+TEST(GpuIndexIVFFlat, ListMajorOverThousandsOfLists) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     std::mt19937_64 rng(testSeed());

@@ -130,17 +130,4 @@ TEST(GpuIvfGrouping, OneBlockRefusesListsBeyondSharedMemory) {
             faiss::FaissException);
 }
 
-// The product looks each work item up in the starts: in shared memory a short search,
-// in global memory a chain of dependent loads. With the block's static arrays the
-// starts of 4096 lists exceed the default 48 KB a block, which once sent them to global
-// memory unnoticed.
-TEST(GpuIvfListMajor, StartsOfThousandsOfListsGoToSharedMemory) {
-    FAISS_EXT_REQUIRE_GPU();
-    GpuResources res;
-    for (const bool innerProduct : {false, true}) {
-        EXPECT_TRUE(kernels::ivfListMajorStartsInSmem(4096, innerProduct)) << innerProduct;
-        EXPECT_FALSE(kernels::ivfListMajorStartsInSmem(6144, innerProduct)) << innerProduct;
-    }
-}
-
 } // namespace
