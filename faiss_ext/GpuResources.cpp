@@ -41,7 +41,6 @@ GpuResources::GpuResources(GpuResourcesConfig config)
     smCount_ = prop.multiProcessorCount;
     ccMajor_ = prop.major;
     maxSmemOptin_ = prop.sharedMemPerBlockOptin;
-    l2Bytes_ = size_t(prop.l2CacheSize);
 
     // Keep freed blocks in the stream-ordered pool: temporaries are then re-used
     // without returning to the driver, which makes the pool our scratch allocator.

@@ -75,10 +75,6 @@ class GpuResources {
     size_t maxSharedMemoryPerBlock() const {
         return maxSmemOptin_;
     }
-    /// Bytes of the device's L2 cache.
-    size_t l2CacheBytes() const {
-        return l2Bytes_;
-    }
 
     /// A device array of `count` elements, released on this stream.
     template <typename T>
@@ -102,7 +98,6 @@ class GpuResources {
     int smCount_ = 0;
     int ccMajor_ = 0;
     size_t maxSmemOptin_ = 0;
-    size_t l2Bytes_ = 0;
     std::unique_ptr<PinnedStaging> staging_;
 };
 

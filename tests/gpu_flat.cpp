@@ -259,37 +259,6 @@ TEST(GpuIndexFlat, MatchesCpuOverManyBaseTiles) {
     }
 }
 
-// Over a short base (a coarse quantizer's centroids) a large batch is cut into query
-// tiles whose distances fit in half the L2 cache: several tiles, each selected and
-// finished on its own, on the warp path (k 10) and the block path (k 100).
-TEST(GpuIndexFlat, MatchesCpuInL2SizedQueryTiles) {
-    FAISS_EXT_REQUIRE_GPU();
-    GpuResources res;
-    const uint64_t seed = test::testSeed();
-    const int d = 48;
-    const int64_t nb = 8192;
-    // Distance rows that half the L2 cache holds (~1600 on a 50 MB cache), times 2.5.
-    const int64_t l2Rows = int64_t(res.l2CacheBytes() / 2 / (nb * sizeof(float)));
-    const int64_t nq = test::smallUnderSanitizer(std::max<int64_t>(l2Rows, 512) * 5 / 2, 1300);
-    for (int k : {10, 100}) {
-        FlatSearchInput in;
-        in.nq = nq;
-        in.nb = nb;
-        in.d = d;
-        in.precision = GpuFlatPrecision::kFloat32;
-        const FlatTiling t = planFlatSearch(res, in, k, res.tempMemoryBytes());
-        EXPECT_EQ(t.baseTile, nb) << "k=" << k;
-        if (l2Rows >= 512) {
-            EXPECT_LE(t.queryTile, l2Rows) << "k=" << k;
-            EXPECT_GE(t.queryTile, nq / 3) << "k=" << k;
-        }
-        for (faiss::MetricType m : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
-            runCase(res, {nb, nq, d, k, m, seed + uint64_t(k)},
-                    {FlatSearchPath::kAuto, FlatSearchPath::kTiles});
-        }
-    }
-}
-
 TEST(GpuIndexFlat, TenThousandQueriesInSmallPages) {
     FAISS_EXT_REQUIRE_GPU();
     // A small page and temp budget force many query pages and tiles.

@@ -265,31 +265,6 @@ FlatTiling planFlatSearch(
             flatGemmProduct(in.precision, FlatSearchPath::kTiles, res.computeCapabilityMajor()), k);
 }
 
-namespace {
-
-/// Share of the L2 cache a query tile's distances may take over a short base.
-constexpr size_t kL2DistanceShare = 2;
-/// Fewest queries of such a tile, so that its GEMM still fills the device.
-constexpr int64_t kMinL2QueryTile = 512;
-
-/// Queries to plan the tiles for: all nq, or over a base so short that the distances of
-/// kMinL2QueryTile queries fit in 1 / kL2DistanceShare of the L2 cache (a coarse
-/// quantizer: SIFT's 4096 centroids), equal shares of nq that fit there. The selection
-/// then reads the distances the GEMM just wrote from L2, and the next tile's GEMM writes
-/// over the same lines, instead of a whole batch's distance matrix going out to DRAM and
-/// back (10000 x 4096: 164 MB, each way).
-int64_t queriesToTile(const GpuResources& res, int64_t nq, int64_t nb) {
-    const int64_t l2Rows =
-            int64_t(res.l2CacheBytes() / kL2DistanceShare / (size_t(nb) * sizeof(float)));
-    if (l2Rows < kMinL2QueryTile || l2Rows >= nq) {
-        return nq;
-    }
-    const int64_t tiles = (nq + l2Rows - 1) / l2Rows;
-    return (nq + tiles - 1) / tiles;
-}
-
-} // namespace
-
 FlatTiling planFlatSearch(
         const GpuResources& res,
         const FlatSearchInput& in,
@@ -314,11 +289,10 @@ FlatTiling planFlatSearch(
     if (in.nb <= kernels::kShortSelectMaxCols && in.nq <= kernels::kShortSelectMaxBlocks) {
         return planFlatTiling(in.nq, in.nb, k, budget, 1, in.nb, splitRow, keepK);
     }
-    const int64_t nq = queriesToTile(res, in.nq, in.nb);
     if (nextPow2(k) <= kernels::kMaxWarpRowSelectK) {
-        return planFlatTiling(nq, in.nb, k, budget, 32 * sms, 1024, splitRow, keepK);
+        return planFlatTiling(in.nq, in.nb, k, budget, 32 * sms, 1024, splitRow, keepK);
     }
-    return planFlatTiling(nq, in.nb, k, budget, 4 * sms, 4096, splitRow, keepK);
+    return planFlatTiling(in.nq, in.nb, k, budget, 4 * sms, 4096, splitRow, keepK);
 }
 
 void flatSearchTiles(
