@@ -269,15 +269,20 @@ struct WarpSelect {
     }
 
     /// Visits (value, position) for this lane's positions of [0, n): base + 32 j + lane of
-    /// each run, the next run's loads in flight while this one is visited.
-    template <typename Loader, typename Visit>
-    __device__ __forceinline__ void forEachValue(int64_t n, const Loader& load, Visit&& visit)
-            const {
+    /// each run, the next run's loads in flight while this one is visited; afterRun() is
+    /// called by the whole warp after each run.
+    template <typename Loader, typename Visit, typename AfterRun>
+    __device__ __forceinline__ void forEachValue(
+            int64_t n,
+            const Loader& load,
+            Visit&& visit,
+            AfterRun&& afterRun) const {
         forEachStep(n, load, [&](float(&v)[kItems], int64_t base) {
 #pragma unroll
             for (int j = 0; j < kItems; ++j) {
                 visit(v[j], int(base + j * 32 + lane));
             }
+            afterRun();
         });
     }
 
@@ -286,12 +291,14 @@ struct WarpSelect {
 
     /// forEachValue for a loader of 16-byte aligned rows: load.quad(i) is positions 4 i ..
     /// 4 i + 3, loaded as one float4, so a lane has 4x the bytes of a scalar run in
-    /// flight; the positions past the last whole float4 are loaded one a lane.
-    template <typename QuadLoader, typename Visit>
+    /// flight; the positions past the last whole float4 are loaded one a lane (no
+    /// afterRun: lanes differ there).
+    template <typename QuadLoader, typename Visit, typename AfterRun>
     __device__ __forceinline__ void forEachQuadValue(
             int64_t n,
             const QuadLoader& load,
-            Visit&& visit) const {
+            Visit&& visit,
+            AfterRun&& afterRun) const {
         constexpr int kRun = 32 * kQuadItems;
         const int64_t n4 = n / 4;
         auto loadRun = [&](float4(&q)[kQuadItems], int64_t base) {
@@ -321,6 +328,7 @@ struct WarpSelect {
                 visit(q[j].z, pos + 2);
                 visit(q[j].w, pos + 3);
             }
+            afterRun();
         }
         for (int64_t pos = 4 * n4 + lane; pos < n; pos += 32) {
             visit(load(pos), int(pos));
@@ -332,17 +340,20 @@ struct WarpSelect {
     /// best list (+inf with position -1 where fewer than k values were finite or -inf).
     template <typename Loader>
     __device__ void run(int64_t n, const Loader& load) {
-        runWith([&](auto&& visit) { forEachValue(n, load, visit); }, n, load);
+        runWith([&](auto&& visit, auto&& afterRun) { forEachValue(n, load, visit, afterRun); }, n,
+                load);
     }
 
     /// run over 16-byte aligned rows: load.quad(i) loads positions 4 i .. 4 i + 3 as one
     /// float4 (the queued path, kKp > kMaxLaneListKp, loads one value at a time).
     template <typename QuadLoader>
     __device__ void runQuads(int64_t n, const QuadLoader& load) {
-        runWith([&](auto&& visit) { forEachQuadValue(n, load, visit); }, n, load);
+        runWith([&](auto&& visit, auto&& afterRun) { forEachQuadValue(n, load, visit, afterRun); },
+                n, load);
     }
 
-    /// The one choice of selection by kKp: `values(visit)` visits this lane's values.
+    /// The one choice of selection by kKp: `values(visit, afterRun)` visits this lane's
+    /// values, calling afterRun() with the whole warp between runs.
     template <typename Values, typename Loader>
     __device__ void runWith(Values&& values, int64_t n, const Loader& load) {
         if constexpr (kKp == 1) {
@@ -395,13 +406,15 @@ struct WarpSelect {
     __device__ void runMin(Values&& values) {
         uint64_t key = kSelectEmptyKey;
         float keyValue = CUDART_INF_F; // the value of key: a smaller key has a value <= it
-        values([&](float v, int position) {
-            // As offer: neither NaN nor +inf is a candidate.
-            if (v <= keyValue && v < CUDART_INF_F) {
-                key = minKey(key, selectKey(v, position));
-                keyValue = v;
-            }
-        });
+        values(
+                [&](float v, int position) {
+                    // As offer: neither NaN nor +inf is a candidate.
+                    if (v <= keyValue && v < CUDART_INF_F) {
+                        key = minKey(key, selectKey(v, position));
+                        keyValue = v;
+                    }
+                },
+                [] {});
 #pragma unroll
         for (int m = 16; m >= 1; m >>= 1) {
             key = minKey(key, shuffleXorKey(key, m));
@@ -411,11 +424,14 @@ struct WarpSelect {
     }
 
     /// kKp <= kMaxLaneListKp: each lane keeps the kKp smallest keys it visits, sorted, in
-    /// registers (a value above its largest costs one float compare; past the first
-    /// values few are below it); then the lanes' lists are merged into the best list one
-    /// rank at a time (row r: every lane's r-th smallest), kKp networks in all. The k
-    /// smallest keys of the stream are among the lanes' kKp smallest, so the same result
-    /// as the queued path.
+    /// registers; then the lanes' lists are merged into the best list one rank at a time
+    /// (row r: every lane's r-th smallest), kKp networks in all. The k smallest keys of
+    /// the stream are among the lanes' kKp smallest, so the same result as the queued
+    /// path. A value is offered only if it is at most the lane's largest and the warp's
+    /// bound: the k-th smallest of the lanes' smallest keys, refreshed after runs 1, 2, 4,
+    /// 8, ... (a sort of 32 keys each). k distinct keys are at or below the bound, so a
+    /// value above it is never among the k smallest; without it each lane inserts its own
+    /// early values, and a warp pays for every lane's insertions in turn.
     template <typename Values>
     __device__ void runLaneLists(Values&& values) {
         uint64_t list[kKp];
@@ -424,22 +440,32 @@ struct WarpSelect {
             list[r] = kSelectEmptyKey;
         }
         float largest = CUDART_INF_F; // the value of list[kKp - 1]
-        values([&](float v, int position) {
-            // As offer: neither NaN nor +inf is a candidate.
-            if (v <= largest && v < CUDART_INF_F) {
-                const uint64_t key = selectKey(v, position);
-                if (key < list[kKp - 1]) {
-                    list[kKp - 1] = key;
+        float bound = CUDART_INF_F;   // the value of the warp's bound (the same in every lane)
+        int runs = 0;
+        values(
+                [&](float v, int position) {
+                    // As offer: neither NaN nor +inf is a candidate.
+                    if (v <= largest && v <= bound && v < CUDART_INF_F) {
+                        const uint64_t key = selectKey(v, position);
+                        if (key < list[kKp - 1]) {
+                            list[kKp - 1] = key;
 #pragma unroll
-                    for (int r = kKp - 1; r > 0; --r) {
-                        const uint64_t lo = minKey(list[r - 1], list[r]);
-                        list[r] = list[r - 1] < list[r] ? list[r] : list[r - 1];
-                        list[r - 1] = lo;
+                            for (int r = kKp - 1; r > 0; --r) {
+                                const uint64_t lo = minKey(list[r - 1], list[r]);
+                                list[r] = list[r - 1] < list[r] ? list[r] : list[r - 1];
+                                list[r - 1] = lo;
+                            }
+                            largest = selectKeyValue(list[kKp - 1]);
+                        }
                     }
-                    largest = selectKeyValue(list[kKp - 1]);
-                }
-            }
-        });
+                },
+                [&] {
+                    ++runs;
+                    if ((runs & (runs - 1)) == 0) {
+                        const uint64_t sorted = warpSortGroups<32>(list[0], lane);
+                        bound = selectKeyValue(shuffleKey(sorted, kLast));
+                    }
+                });
 #pragma unroll
         for (int r = 0; r < kKp; ++r) {
             if (!__any_sync(kWarpFullMask, list[r] != kSelectEmptyKey)) {
