@@ -286,9 +286,9 @@ struct VectorStream {
     }
 };
 
-/// The stream of the tile vector of this thread (lane `lane` of warp `warp`: vector
-/// 32 warp + lane). Lanes past the list's end read the last block's padding (lists hold
-/// whole blocks of 32) and write nothing.
+/// The stream of this thread's tile vector (vector threadIdx.x of the tile: warp w holds
+/// vectors 32 w .. 32 w + 31). Lanes past the list's end read the last block's padding
+/// (lists hold whole blocks of 32) and write nothing.
 __device__ inline VectorStream itemStream(
         const IvfListMajorArgs& a,
         const ListMajorItem& it,
