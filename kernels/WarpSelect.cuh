@@ -270,7 +270,8 @@ struct WarpSelect {
 
     /// Visits (value, position) for this lane's positions of [0, n): base + 32 j + lane of
     /// each run, the next run's loads in flight while this one is visited; afterRun() is
-    /// called by the whole warp after each run.
+    /// called by the whole warp between runs (not after the last: nothing is left to use
+    /// what it computes).
     template <typename Loader, typename Visit, typename AfterRun>
     __device__ __forceinline__ void forEachValue(
             int64_t n,
@@ -282,7 +283,9 @@ struct WarpSelect {
             for (int j = 0; j < kItems; ++j) {
                 visit(v[j], int(base + j * 32 + lane));
             }
-            afterRun();
+            if (base + kStep < n) {
+                afterRun();
+            }
         });
     }
 
@@ -291,8 +294,8 @@ struct WarpSelect {
 
     /// forEachValue for a loader of 16-byte aligned rows: load.quad(i) is positions 4 i ..
     /// 4 i + 3, loaded as one float4, so a lane has 4x the bytes of a scalar run in
-    /// flight; the positions past the last whole float4 are loaded one a lane (no
-    /// afterRun: lanes differ there).
+    /// flight; afterRun() between whole runs as forEachValue; the positions past the last
+    /// whole float4 are loaded one a lane (no afterRun: lanes differ there).
     template <typename QuadLoader, typename Visit, typename AfterRun>
     __device__ __forceinline__ void forEachQuadValue(
             int64_t n,
@@ -328,7 +331,9 @@ struct WarpSelect {
                 visit(q[j].z, pos + 2);
                 visit(q[j].w, pos + 3);
             }
-            afterRun();
+            if (base + kRun < n4) {
+                afterRun();
+            }
         }
         for (int64_t pos = 4 * n4 + lane; pos < n; pos += 32) {
             visit(load(pos), int(pos));
