@@ -47,8 +47,8 @@ void PinnedStaging::toDevice(void* dst, const void* src, size_t bytes, cudaStrea
     // Starts on the slot the last toDevice left alone: a small copy right after another
     // (a selector's bitmap after the queries) does not wait for the other's DMA.
     int& slot = nextDeviceSlot_;
-    for (size_t off = 0; off < bytes; off += kDeviceChunkBytes, slot ^= 1) {
-        const size_t len = std::min(kDeviceChunkBytes, bytes - off);
+    for (size_t off = 0; off < bytes; off += kSlotBytes, slot ^= 1) {
+        const size_t len = std::min(kSlotBytes, bytes - off);
         // The DMA that last read this slot has finished.
         FAISS_EXT_CUDA_CHECK(cudaEventSynchronize(done_[slot]));
         parallelCopyForDma(slots_[slot], static_cast<const char*>(src) + off, len);

@@ -39,11 +39,8 @@ class PinnedStaging {
             size_t bytesB,
             cudaStream_t stream);
 
-    /// Bytes of one slot (a chunk of a copy to the host).
+    /// Bytes of one slot (a chunk of a copy).
     static constexpr size_t kSlotBytes = size_t(4) << 20;
-    /// Bytes of one chunk of a copy to the device: the DMA of a batch's queries starts
-    /// once the first chunk is in its slot, so a small chunk starts the bus sooner.
-    static constexpr size_t kDeviceChunkBytes = size_t(4) << 20;
 
    private:
     /// False when pinned memory cannot be had (a locked-memory limit, say): copies
