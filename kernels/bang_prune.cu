@@ -7,6 +7,14 @@
 // distinct candidates). The reverse edges: in-degree counts, then each
 // edge written into its target's slot range.
 //
+// RobustPrune takes a few pivots a round, the same decisions as one p* at a time: the
+// next P alive entries are the pivots; one pass over the alive entries after the first
+// computes each one's distance to every earlier pivot; pivot 0 is p*, and pivot a is the
+// next p* exactly when no selected pivot before it occludes it (the entries between
+// pivots are dead already); an entry occluded by a selected pivot dies. One chain of
+// barriers a round instead of one a selection; the distances to pivots that turn out
+// occluded are the price.
+//
 // Every per-node array of a page lives in global memory, so no node's candidate count
 // is limited by shared memory (the second prune's reverse edges are unbounded: a hub
 // can be the neighbour of very many nodes); shared memory holds one vector.
@@ -35,6 +43,21 @@ constexpr int kThreads = kBangPruneThreads;
 constexpr int kLanes = 8; // lanes per distance
 constexpr int kGroups = kThreads / kLanes;
 static_assert(kThreads % 32 == 0 && 32 % kLanes == 0, "groups must not straddle warps");
+/// Most pivots a RobustPrune round, and the shared memory their rows may take (fewer
+/// pivots for long rows: prunePivots).
+constexpr int kMaxPivots = 8;
+constexpr int kPivotBytes = 32 << 10;
+
+/// Floats a staged row takes in shared memory (whole float4s).
+__host__ __device__ inline int rowStride(int d) {
+    return roundUp(d, 4);
+}
+
+/// Pivots a round at dimension d: as many rows as fit kPivotBytes, 1 to kMaxPivots.
+int prunePivots(int d) {
+    const int rows = kPivotBytes / (rowStride(d) * int(sizeof(float)));
+    return std::max(1, std::min(kMaxPivots, rows));
+}
 
 /// Squared L2 distance of a (shared memory) and b (global memory), d components, summed
 /// by the 8 lanes of one group: lane `sub` adds its components in increasing order with
@@ -76,6 +99,68 @@ __device__ __forceinline__ float groupL2(
     acc += __shfl_xor_sync(0xffffffffu, acc, 2);
     acc += __shfl_xor_sync(0xffffffffu, acc, 1);
     return acc;
+}
+
+/// groupL2(pivot a, b) for each pivot a whose bit is set in `want` (pivot a's row at
+/// pivots + a * stride in shared memory), into dist[a]: b's row is loaded once for all of
+/// them, and each distance is summed as groupL2 sums it (same lanes, same order, the same
+/// bits). The other entries of dist are 0. Every lane of the warp must call it with the
+/// same `count` (the pivots, <= kMaxPivots; the shuffles span the warp); a lane with
+/// want 0 reads nothing.
+__device__ __forceinline__ void groupL2Pivots(
+        const float* pivots,
+        int stride,
+        int count,
+        const float* __restrict__ b,
+        int d,
+        int sub,
+        unsigned want,
+        float (&dist)[kMaxPivots]) {
+#pragma unroll
+    for (int a = 0; a < kMaxPivots; ++a) {
+        dist[a] = 0.f;
+    }
+    if (want != 0u) {
+        if ((d & 3) == 0) {
+            const float4* b4 = reinterpret_cast<const float4*>(b);
+            for (int j = sub; j < (d >> 2); j += kLanes) {
+                const float4 q = __ldg(b4 + j);
+#pragma unroll
+                for (int a = 0; a < kMaxPivots; ++a) {
+                    if ((want >> a) & 1u) {
+                        const float4 p = reinterpret_cast<const float4*>(pivots + a * stride)[j];
+                        float t = p.x - q.x;
+                        dist[a] = fmaf(t, t, dist[a]);
+                        t = p.y - q.y;
+                        dist[a] = fmaf(t, t, dist[a]);
+                        t = p.z - q.z;
+                        dist[a] = fmaf(t, t, dist[a]);
+                        t = p.w - q.w;
+                        dist[a] = fmaf(t, t, dist[a]);
+                    }
+                }
+            }
+        } else {
+            for (int j = sub; j < d; j += kLanes) {
+                const float q = __ldg(b + j);
+#pragma unroll
+                for (int a = 0; a < kMaxPivots; ++a) {
+                    if ((want >> a) & 1u) {
+                        const float t = pivots[a * stride + j] - q;
+                        dist[a] = fmaf(t, t, dist[a]);
+                    }
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int a = 0; a < kMaxPivots; ++a) {
+        if (a < count) { // warp-uniform
+            dist[a] += __shfl_xor_sync(0xffffffffu, dist[a], 4);
+            dist[a] += __shfl_xor_sync(0xffffffffu, dist[a], 2);
+            dist[a] += __shfl_xor_sync(0xffffffffu, dist[a], 1);
+        }
+    }
 }
 
 /// Copies row `row` of x (d floats) into shared memory; the caller synchronises.
@@ -145,7 +230,9 @@ __global__ void __launch_bounds__(kThreads) keysKernel(
 /// (sharedCap of them: nextPow2 of the page's most), a larger one reads them from
 /// sortedKeys (keysKernel, then CUB). alive: one byte per entry of the larger nodes,
 /// this node's written by this block only (flags set here, then cleared by the prune);
-/// plain loads and stores, ordered by __syncthreads.
+/// plain loads and stores, ordered by __syncthreads. An entry's byte is 0 when it is dead,
+/// else bit 0 set, and during a round bit a set when pivot a (1 .. 7) occludes it.
+/// pivots: rows staged a RobustPrune round (prunePivots(d)).
 __global__ void __launch_bounds__(kThreads) pruneKernel(
         const float* __restrict__ x,
         int64_t n,
@@ -157,15 +244,20 @@ __global__ void __launch_bounds__(kThreads) pruneKernel(
         const uint64_t* __restrict__ sortedKeys,
         uint8_t* alive,
         int sharedCap,
+        int pivots,
         int R,
         float alpha,
         bool copyWhenFits,
         int32_t* __restrict__ graph) {
     extern __shared__ float4 smemPrune[];
-    float* pivot = reinterpret_cast<float*>(smemPrune); // the node's vector, then p*'s
-    uint64_t* sharedKeys = reinterpret_cast<uint64_t*>(pivot + roundUp(d, 4));
+    const int stride = rowStride(d);
+    float* pivotRows = reinterpret_cast<float*>(smemPrune); // the node's vector, then pivots'
+    uint64_t* sharedKeys = reinterpret_cast<uint64_t*>(pivotRows + pivots * stride);
     uint8_t* sharedLive = reinterpret_cast<uint8_t*>(sharedKeys + sharedCap);
     __shared__ int found;
+    __shared__ int pivotCount;
+    __shared__ int pivotPos[kMaxPivots];
+    __shared__ uint8_t pivotMask[kMaxPivots]; // bit b: pivot b < a occludes pivot a
     const int s = order ? order[blockIdx.x] : int(blockIdx.x);
     const int begin = segments[s];
     const int m = segments[s + 1] - begin;
@@ -173,9 +265,9 @@ __global__ void __launch_bounds__(kThreads) pruneKernel(
     uint8_t* live = alive + begin;
     if (m <= kBangPruneSharedSortMax) { // block-uniform
         const int64_t v = v0 + s;
-        stageRow(pivot, x, v, d);
+        stageRow(pivotRows, x, v, d);
         __syncthreads();
-        candidateKeys(pivot, x, n, d, v, ids + begin, m, sharedKeys);
+        candidateKeys(pivotRows, x, n, d, v, ids + begin, m, sharedKeys);
         const int len = m > 0 ? nextPow2(m) : 0;
         for (int j = m + int(threadIdx.x); j < len; j += kThreads) {
             sharedKeys[j] = kBangEmptyKey;
@@ -252,56 +344,108 @@ __global__ void __launch_bounds__(kThreads) pruneKernel(
         __syncthreads(); // `found` is free again
     }
 
-    // RobustPrune. Every thread keeps the same `selected`, `start` and `i`.
+    // RobustPrune, a round of pivots at a time (the file comment). Every thread keeps the
+    // same `selected` and `start`.
     int selected = 0;
     int start = 0;
     while (selected < R) {
-        // p*: the first alive entry at or after start (warp 0; the others wait).
+        // The pivots: the first alive entries at or after start (warp 0; the others wait).
         if (warp == 0) {
-            int first = -1;
-            for (int base = start; base < walk && first < 0; base += 32) {
+            int count = 0;
+            for (int base = start; base < walk && count < pivots; base += 32) {
                 const int j = base + lane;
-                const unsigned mask = __ballot_sync(0xffffffffu, j < walk && live[j] != 0);
-                if (mask != 0u) {
-                    first = base + __ffs(int(mask)) - 1;
+                const bool a = j < walk && live[j] != 0;
+                const unsigned mask = __ballot_sync(0xffffffffu, a);
+                const int rank = count + __popc(mask & ((1u << lane) - 1u));
+                if (a && rank < pivots) {
+                    pivotPos[rank] = j;
                 }
+                count += __popc(mask);
             }
             if (lane == 0) {
-                found = first;
+                pivotCount = min(count, pivots);
+                pivotMask[0] = 0;
             }
         }
         __syncthreads();
-        const int i = found;
-        if (i < 0) {
+        const int np = pivotCount;
+        if (np == 0) {
             break; // no candidate left
         }
-        const int32_t p = bangKeyId(key[i]);
-        if (threadIdx.x == 0) {
-            row[selected] = p;
+        const int first = pivotPos[0], last = pivotPos[np - 1];
+        for (int t = threadIdx.x; t < np * d; t += kThreads) {
+            const int a = t / d, c = t - a * d;
+            pivotRows[a * stride + c] =
+                    x[size_t(bangKeyId(key[pivotPos[a]])) * size_t(d) + size_t(c)];
         }
-        ++selected;
-        if (selected == R) {
-            break;
-        }
-        stageRow(pivot, x, p, d);
         __syncthreads();
-        // Drop every alive c after p* with alpha * d(p*, c) <= d(node, c): one group per c.
-        for (int base = i + 1; base < walk; base += kGroups) { // the same trip count everywhere
+        // Each alive entry after pivot 0 against the pivots before it, one group an entry:
+        // pivot 0 (p*) kills at once; a later pivot sets its bit, or for a pivot, its bit
+        // in pivotMask. The entries between pivots are dead, so those alive in (first,
+        // last] are the pivots, and an entry's pivots before it are a prefix.
+        for (int base = first + 1; base < walk; base += kGroups) { // the same trip count everywhere
             const int j = base + group;
             const bool a = j < walk && live[j] != 0;
             const uint64_t kj = a ? key[j] : 0;
             const int32_t c = a ? bangKeyId(kj) : 0;
-            const float dist = groupL2(pivot, x + size_t(c) * size_t(d), d, sub, a);
-            // Every lane of the group has read live[j] before its lane 0 clears it (the
+            int before = 0; // the pivots before entry j
+            if (a) {
+                while (before < np && pivotPos[before] < j) {
+                    ++before;
+                }
+            }
+            float dist[kMaxPivots];
+            groupL2Pivots(
+                    pivotRows, stride, np, x + size_t(c) * size_t(d), d, sub, (1u << before) - 1u,
+                    dist);
+            // Every lane of the group has read live[j] before its lane 0 writes it (the
             // shuffles order execution, not memory: racecheck flags it without this).
             __syncwarp();
-            if (a && sub == 0 && alpha * dist <= bangKeyDist(kj)) {
-                live[j] = 0;
+            if (a && sub == 0) {
+                const float own = bangKeyDist(kj);
+                unsigned occluded = 0;
+#pragma unroll
+                for (int p = 0; p < kMaxPivots; ++p) {
+                    if (p < before && alpha * dist[p] <= own) {
+                        occluded |= 1u << p;
+                    }
+                }
+                if (j <= last) {
+                    pivotMask[before] = uint8_t(occluded);
+                } else {
+                    live[j] = (occluded & 1u) != 0u ? 0 : uint8_t(1u | occluded);
+                }
             }
         }
-        // The flags are final, `found` and the pivot free for the next selection.
         __syncthreads();
-        start = i + 1;
+        // The selected pivots, in order, until R: every thread decides alike.
+        unsigned chosen = 1u;
+        int taken = 1;
+        for (int p = 1; p < np && selected + taken < R; ++p) {
+            if ((pivotMask[p] & chosen) == 0u) {
+                chosen |= 1u << p;
+                ++taken;
+            }
+        }
+        if (threadIdx.x == 0) {
+            int out = selected;
+            for (int p = 0; p < np; ++p) {
+                if ((chosen >> p) & 1u) {
+                    row[out++] = bangKeyId(key[pivotPos[p]]);
+                }
+            }
+        }
+        selected += taken;
+        // The pivots are spent; an entry after them dies if a selected pivot occludes it.
+        for (int j = first + int(threadIdx.x); j < walk; j += kThreads) {
+            const unsigned l = live[j];
+            if (l != 0u) {
+                live[j] = j <= last || (l & chosen & ~1u) != 0u ? 0 : 1;
+            }
+        }
+        start = last + 1;
+        // The flags are final, the pivots' rows and positions free for the next round.
+        __syncthreads();
     }
     for (int t = selected + int(threadIdx.x); t < R; t += kThreads) {
         row[t] = -1;
@@ -378,17 +522,17 @@ void checkPage(const BangPrunePage& p) {
     FAISS_ASSERT(p.longest <= kBangPruneSharedSortMax || p.sortEnds != nullptr);
 }
 
-/// The per-node kernels' dynamic shared memory: one vector (keysKernel), and for the
-/// prune sharedCap keys and flags after it.
-size_t pruneSmemBytes(int d, int sharedCap) {
-    return roundUp<size_t>(size_t(d) * sizeof(float), 16) +
+/// The per-node kernels' dynamic shared memory: `rows` staged vectors (keysKernel: the
+/// node's; the prune: its pivots'), and for the prune sharedCap keys and flags after them.
+size_t pruneSmemBytes(int d, int rows, int sharedCap) {
+    return size_t(rows) * size_t(rowStride(d)) * sizeof(float) +
             size_t(sharedCap) * (sizeof(uint64_t) + sizeof(uint8_t));
 }
 
 } // namespace
 
 size_t bangPruneSmemBytes(int d) {
-    return pruneSmemBytes(d, kBangPruneSharedSortMax);
+    return pruneSmemBytes(d, prunePivots(d), kBangPruneSharedSortMax);
 }
 
 size_t bangPruneSortTempBytes(int64_t entries, int64_t nodes) {
@@ -422,7 +566,7 @@ void bangPrunePage(
         // segments only (sortEnds: the others end where they begin).
         FAISS_ASSERT(work.keys != nullptr && work.keysAlt != nullptr && work.alive != nullptr);
         FAISS_ASSERT(work.sortTempBytes >= bangPruneSortTempBytes(page.entries, page.nodes));
-        const size_t keysSmem = pruneSmemBytes(page.d, 0);
+        const size_t keysSmem = pruneSmemBytes(page.d, 1, 0);
         raiseDynamicSmemLimit(keysKernel, keysSmem);
         keysKernel<<<grid, kThreads, keysSmem, stream>>>(
                 page.vectors, page.n, page.d, page.v0, page.segments, page.ids, page.order,
@@ -437,11 +581,12 @@ void bangPrunePage(
     }
     const int sharedCap =
             page.longest > 0 ? nextPow2(std::min(page.longest, kBangPruneSharedSortMax)) : 0;
-    const size_t smem = pruneSmemBytes(page.d, sharedCap);
+    const int pivots = prunePivots(page.d);
+    const size_t smem = pruneSmemBytes(page.d, pivots, sharedCap);
     raiseDynamicSmemLimit(pruneKernel, smem);
     pruneKernel<<<grid, kThreads, smem, stream>>>(
             page.vectors, page.n, page.d, page.v0, page.segments, page.ids, page.order, sorted,
-            work.alive, sharedCap, R, alpha, copyWhenFits, graph);
+            work.alive, sharedCap, pivots, R, alpha, copyWhenFits, graph);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
