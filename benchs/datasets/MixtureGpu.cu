@@ -10,8 +10,8 @@
 #include <stdexcept>
 #include <string>
 
-#include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
+#include <cub/device/device_radix_sort.cuh>
 
 #include "ByRow.h"
 #include "MixtureRow.h"
@@ -136,8 +136,8 @@ std::vector<float> sampleGaussianMixtureOnGpu(
           "cudaDeviceGetAttribute");
     if (smem > size_t(limit)) {
         throw std::invalid_argument(
-                "sampleGaussianMixtureOnGpu: d = " + std::to_string(d) +
-                " needs " + std::to_string(smem) + " bytes of shared memory a block, the device has " +
+                "sampleGaussianMixtureOnGpu: d = " + std::to_string(d) + " needs " +
+                std::to_string(smem) + " bytes of shared memory a block, the device has " +
                 std::to_string(limit));
     }
     check(cudaFuncSetAttribute(rowsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
@@ -150,14 +150,16 @@ std::vector<float> sampleGaussianMixtureOnGpu(
     const int m = int(std::min(n, chunkRows));
     DeviceArray<double> cumulative{size_t(C)};
     DeviceArray<float> means{g.means.size()}, factors{g.factors.size()};
-    check(cudaMemcpy(cumulative.p, g.cumulative.data(), size_t(C) * sizeof(double),
-                     cudaMemcpyHostToDevice),
+    check(cudaMemcpy(
+                  cumulative.p, g.cumulative.data(), size_t(C) * sizeof(double),
+                  cudaMemcpyHostToDevice),
           "copy of the weights");
-    check(cudaMemcpy(means.p, g.means.data(), g.means.size() * sizeof(float),
-                     cudaMemcpyHostToDevice),
+    check(cudaMemcpy(
+                  means.p, g.means.data(), g.means.size() * sizeof(float), cudaMemcpyHostToDevice),
           "copy of the means");
-    check(cudaMemcpy(factors.p, g.factors.data(), g.factors.size() * sizeof(float),
-                     cudaMemcpyHostToDevice),
+    check(cudaMemcpy(
+                  factors.p, g.factors.data(), g.factors.size() * sizeof(float),
+                  cudaMemcpyHostToDevice),
           "copy of the factors");
     DeviceArray<int> comp{size_t(m)}, compSorted{size_t(m)}, row{size_t(m)}, rowSorted{size_t(m)};
     DeviceArray<float> rows{size_t(m) * D};

@@ -17,7 +17,10 @@ FAISS_EXT_ROW_HD inline uint64_t mixtureStreamSeed(uint64_t seed) {
 
 /// A row's component: its generator's first draw against the cumulative weights (the
 /// first component whose running weight exceeds it; the last one for rounding).
-FAISS_EXT_ROW_HD inline int mixtureComponent(RowRng& rng, const double* cumulative, int components) {
+FAISS_EXT_ROW_HD inline int mixtureComponent(
+        RowRng& rng,
+        const double* cumulative,
+        int components) {
     const double u = double(rng.next() >> 11) * (1.0 / 9007199254740992.0);
     int lo = 0, hi = components;
     while (lo < hi) {
