@@ -10,18 +10,11 @@
 #include <thread>
 #include <vector>
 
-// The row generators run on the GPU too (MixtureGpu.cu): the same rows.
-#ifdef __CUDACC__
-#define FAISS_EXT_ROW_HD __host__ __device__
-#else
-#define FAISS_EXT_ROW_HD
-#endif
-
 namespace faiss_ext {
 namespace datasets {
 
 /// SplitMix64's output function: a well mixed 64-bit value of x.
-FAISS_EXT_ROW_HD inline uint64_t mix64(uint64_t x) {
+inline uint64_t mix64(uint64_t x) {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
@@ -30,28 +23,26 @@ FAISS_EXT_ROW_HD inline uint64_t mix64(uint64_t x) {
 /// SplitMix64 from a row's own seed: uniform draws and Box-Muller normals.
 class RowRng {
    public:
-    FAISS_EXT_ROW_HD explicit RowRng(uint64_t seed) : state_(seed) {}
-    FAISS_EXT_ROW_HD uint64_t next() {
+    explicit RowRng(uint64_t seed) : state_(seed) {}
+    uint64_t next() {
         state_ += 0x9e3779b97f4a7c15ull;
         return mix64(state_);
     }
     /// Uniform in (0, 1]: 24 bits.
-    FAISS_EXT_ROW_HD float unitOpen() {
+    float unitOpen() {
         return float((next() >> 40) + 1) * (1.f / 16777216.f);
     }
     /// A standard normal (the pair's second half is kept for the next call).
-    FAISS_EXT_ROW_HD float normal() {
+    float normal() {
         if (hasSpare_) {
             hasSpare_ = false;
             return spare_;
         }
-        // The float functions by name (std::'s float overloads call them), so that
-        // device code calls its own.
-        const float r = sqrtf(-2.f * logf(unitOpen()));
+        const float r = std::sqrt(-2.f * std::log(unitOpen()));
         const float a = 6.2831853f * unitOpen();
-        spare_ = r * sinf(a);
+        spare_ = r * std::sin(a);
         hasSpare_ = true;
-        return r * cosf(a);
+        return r * std::cos(a);
     }
 
    private:
@@ -61,7 +52,7 @@ class RowRng {
 };
 
 /// The seed of row i of a stream (streamSeed: mix64 of the set's seed and stream).
-FAISS_EXT_ROW_HD inline uint64_t rowSeed(uint64_t streamSeed, int64_t i) {
+inline uint64_t rowSeed(uint64_t streamSeed, int64_t i) {
     return mix64(streamSeed + 0xd1b54a32d192ed03ull * uint64_t(i));
 }
 
