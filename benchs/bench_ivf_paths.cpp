@@ -12,7 +12,7 @@
 // the whole search, and the coarse search alone over the index's centroids. --profile
 // BATCH NPROBE: three kAuto searches of that shape (k 10) between cudaProfilerStart and
 // cudaProfilerStop, for scripts/ncu-kernels.sh, then that shape's device ms and host call
-// ms (host arrays in and out).
+// ms (host arrays in and out), and the call's two copies timed alone.
 // Usage: bench_ivf_paths [--sift DIR | --blobs N D] [--merge-only | --query-kernels |
 //   --coarse | --profile BATCH NPROBE] [nlist]
 //   --sift DIR: base.bvecs (or .fvecs) and query.bvecs (or .fvecs) of DIR
@@ -36,6 +36,7 @@
 #include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/IvfCoarseSearch.h>
 #include <faiss_ext/impl/IvfSearch.h>
+#include <faiss_ext/impl/ResourcesAccess.h>
 
 #include "BenchUtil.h"
 #include "Synthetic.h"
@@ -290,6 +291,23 @@ void profileShape(
         const int64_t q0 = (rep++ * batch) % std::max<int64_t>(nq - batch + 1, 1);
         index.search(batch, data.xq.data() + q0 * data.d, k, D.data(), I.data(), &params);
     }));
+    // The host call's copies alone, as searchInPages makes them (impl/HostPaging.h).
+    PinnedStaging& staging = GpuResourcesAccess::pinnedStaging(res);
+    auto qCopy = res.alloc<float>(size_t(batch) * data.d);
+    const double copyIn = bench::median(bench::timeHost(3, 40, [&] {
+        staging.toDevice(
+                qCopy.data(), data.xq.data(), size_t(batch) * data.d * sizeof(float), res.stream());
+        res.synchronize();
+    }));
+    const double copyOut = bench::median(bench::timeHost(3, 40, [&] {
+        staging.toHost2(
+                D.data(), dD.data(), D.size() * sizeof(float), I.data(), dI.data(),
+                I.size() * sizeof(int64_t), res.stream());
+    }));
+    std::printf(
+            "host parts: queries in %.3f ms, results out %.3f ms (pinned staging and DMA, "
+            "each alone); host call - device - both %.3f ms\n",
+            copyIn, copyOut, host - device - copyIn - copyOut);
     std::printf(
             "profiled: batch %lld nprobe %lld k %d; device %.3f ms, host call %.3f ms "
             "(medians of 40)\n",
