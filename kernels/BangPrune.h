@@ -66,7 +66,7 @@ struct BangPruneWork {
 };
 
 /// The most dynamic shared memory of the per-node kernels for d-dimensional vectors
-/// (one vector, and kBangPruneSharedSortMax keys and flags).
+/// (a round's pivot rows, and kBangPruneSharedSortMax keys and flags).
 size_t bangPruneSmemBytes(int d);
 
 /// Temporary storage of the segmented sort of `entries` keys in `nodes` segments (0

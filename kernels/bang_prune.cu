@@ -15,9 +15,11 @@
 // barriers a round instead of one a selection; the distances to pivots that turn out
 // occluded are the price.
 //
-// Every per-node array of a page lives in global memory, so no node's candidate count
-// is limited by shared memory (the second prune's reverse edges are unbounded: a hub
-// can be the neighbour of very many nodes); shared memory holds one vector.
+// A node of at most kBangPruneSharedSortMax candidates keeps its keys and flags in shared
+// memory, a larger one in global memory, so no node's candidate count is limited by
+// shared memory (the second prune's reverse edges are unbounded: a hub can be the
+// neighbour of very many nodes); shared memory also holds the staged rows (the node's,
+// then a round's pivots').
 #include <algorithm>
 #include <climits>
 #include <cstdint>
