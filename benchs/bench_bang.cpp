@@ -18,7 +18,7 @@
 // extension of the graph), and prints its time and recall beside the one build's.
 // --sift-mixture DIR: n_base rows and 10000 queries drawn from a Gaussian mixture of
 // 1000 components fitted to DIR's SIFT base (datasets/Mixture.h; values rounded to
-// bytes), for sizes beyond the real set's.
+// bytes; drawn on the GPU, datasets/MixtureGpu.h), for sizes beyond the real set's.
 // --by-row: the clustered set drawn by datasets::clusteredByRow (a thread a share of the
 // rows; the same distribution, other numbers) instead of datasets::clustered (one
 // thread): for 100M, where one thread takes minutes.
@@ -43,6 +43,7 @@
 #include "BenchUtil.h"
 #include "DemoTable.h"
 #include "Mixture.h"
+#include "MixtureGpu.h"
 #include "Synthetic.h"
 #include "VecsIO.h"
 
@@ -154,8 +155,8 @@ int main(int argc, char** argv) {
                 datasets::fitGaussianMixture(real.data.data(), real.n, d, 1000);
         const double fitted =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        xb = datasets::sampleGaussianMixture(g, nb, 1, true);
-        xq = datasets::sampleGaussianMixture(g, nq, 2, true);
+        xb = datasets::sampleGaussianMixtureOnGpu(g, nb, 1, true);
+        xq = datasets::sampleGaussianMixtureOnGpu(g, nq, 2, true);
         std::printf(
                 "dataset: %lld x %d from a 1000-component Gaussian mixture fitted to %lld SIFT "
                 "rows of %s (%.1f s), %lld queries, k=%d; drawn in %.1f s\n",

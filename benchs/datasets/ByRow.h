@@ -10,39 +10,69 @@
 #include <thread>
 #include <vector>
 
+// The row generators run on the GPU too (MixtureGpu.cu): the same rows.
+#ifdef __CUDACC__
+#define FAISS_EXT_ROW_HD __host__ __device__
+#else
+#define FAISS_EXT_ROW_HD
+#endif
+
 namespace faiss_ext {
 namespace datasets {
 
 /// SplitMix64's output function: a well mixed 64-bit value of x.
-inline uint64_t mix64(uint64_t x) {
+FAISS_EXT_ROW_HD inline uint64_t mix64(uint64_t x) {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
 }
 
-/// SplitMix64 from a row's own seed: uniform draws and Box-Muller normals.
+/// Draw k (k >= 1) of a row generator seeded with `seed`: SplitMix64 is a counter, so any
+/// draw can be had without the ones before it (the GPU draws a row's normals in parallel).
+FAISS_EXT_ROW_HD inline uint64_t rowDraw(uint64_t seed, uint64_t k) {
+    return mix64(seed + k * 0x9e3779b97f4a7c15ull);
+}
+
+/// Uniform in (0, 1] from a draw: 24 bits.
+FAISS_EXT_ROW_HD inline float unitOpenOf(uint64_t draw) {
+    return float((draw >> 40) + 1) * (1.f / 16777216.f);
+}
+
+/// Box-Muller's pair of standard normals from two draws (radius from the first, angle
+/// from the second). The float functions by name (std::'s float overloads call them), so
+/// that device code calls its own.
+FAISS_EXT_ROW_HD inline void normalPair(uint64_t radius, uint64_t angle, float& c, float& s) {
+    const float r = sqrtf(-2.f * logf(unitOpenOf(radius)));
+    const float a = 6.2831853f * unitOpenOf(angle);
+    c = r * cosf(a);
+    s = r * sinf(a);
+}
+
+/// SplitMix64 from a row's own seed: uniform draws and Box-Muller normals, draw after draw
+/// (the k-th call of next() is rowDraw(seed, k)).
 class RowRng {
    public:
-    explicit RowRng(uint64_t seed) : state_(seed) {}
-    uint64_t next() {
+    FAISS_EXT_ROW_HD explicit RowRng(uint64_t seed) : state_(seed) {}
+    FAISS_EXT_ROW_HD uint64_t next() {
         state_ += 0x9e3779b97f4a7c15ull;
         return mix64(state_);
     }
     /// Uniform in (0, 1]: 24 bits.
-    float unitOpen() {
-        return float((next() >> 40) + 1) * (1.f / 16777216.f);
+    FAISS_EXT_ROW_HD float unitOpen() {
+        return unitOpenOf(next());
     }
     /// A standard normal (the pair's second half is kept for the next call).
-    float normal() {
+    FAISS_EXT_ROW_HD float normal() {
         if (hasSpare_) {
             hasSpare_ = false;
             return spare_;
         }
-        const float r = std::sqrt(-2.f * std::log(unitOpen()));
-        const float a = 6.2831853f * unitOpen();
-        spare_ = r * std::sin(a);
+        const uint64_t radius = next();
+        const uint64_t angle = next();
+        float c;
+        normalPair(radius, angle, c, spare_);
         hasSpare_ = true;
-        return r * std::cos(a);
+        return c;
     }
 
    private:
@@ -52,7 +82,7 @@ class RowRng {
 };
 
 /// The seed of row i of a stream (streamSeed: mix64 of the set's seed and stream).
-inline uint64_t rowSeed(uint64_t streamSeed, int64_t i) {
+FAISS_EXT_ROW_HD inline uint64_t rowSeed(uint64_t streamSeed, int64_t i) {
     return mix64(streamSeed + 0xd1b54a32d192ed03ull * uint64_t(i));
 }
 

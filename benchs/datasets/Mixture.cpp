@@ -9,6 +9,7 @@
 #include <faiss/IndexFlat.h>
 
 #include "ByRow.h"
+#include "MixtureRow.h"
 
 namespace faiss_ext {
 namespace datasets {
@@ -135,17 +136,14 @@ std::vector<float> sampleGaussianMixture(
     if (g.components() < 1 || g.d < 1 || n < 0) {
         throw std::invalid_argument("sampleGaussianMixture: an empty mixture or n < 0");
     }
-    const uint64_t streamSeed = mix64(seed ^ 0x5851f42d4c957f2dull);
+    const uint64_t streamSeed = mixtureStreamSeed(seed);
     std::vector<float> x(size_t(n) * D);
     fillRowsInParallel(n, threads, [&](int64_t begin, int64_t end) {
         std::vector<float> z(D);
+        const auto normal = [&z](int b) { return z[size_t(b)]; };
         for (int64_t i = begin; i < end; ++i) {
             RowRng rng(rowSeed(streamSeed, i));
-            const double u = double(rng.next() >> 11) * (1.0 / 9007199254740992.0);
-            const int c = int(std::min<ptrdiff_t>(
-                    std::upper_bound(g.cumulative.begin(), g.cumulative.end(), u) -
-                            g.cumulative.begin(),
-                    g.components() - 1));
+            const int c = mixtureComponent(rng, g.cumulative.data(), g.components());
             for (float& v : z) {
                 v = rng.normal();
             }
@@ -153,11 +151,7 @@ std::vector<float> sampleGaussianMixture(
             const float* l = g.factors.data() + size_t(c) * D * D;
             float* row = x.data() + size_t(i) * D;
             for (size_t a = 0; a < D; ++a) {
-                float v = mean[a];
-                for (size_t b = 0; b <= a; ++b) {
-                    v += l[a * D + b] * z[b];
-                }
-                row[a] = bytes ? std::min(255.f, std::max(0.f, std::nearbyint(v))) : v;
+                row[a] = mixtureValue(mean[a], l + a * D, int(a), normal, bytes);
             }
         }
     });
