@@ -61,65 +61,27 @@ int prunePivots(int d) {
     return std::max(1, std::min(kMaxPivots, rows));
 }
 
-/// Squared L2 distance of a (shared memory) and b (global memory), d components, summed
-/// by the 8 lanes of one group: lane `sub` adds its components in increasing order with
-/// fmaf (4 per float4 when d % 4 == 0), then the lanes' sums are added by the xor tree 4,
-/// 2, 1. The order depends on d only, and (a - b)^2 == (b - a)^2, so d(a, b) == d(b, a)
-/// bit for bit. Every lane of the warp must call it (the shuffles span the warp); an
-/// invalid lane reads nothing and returns 0. All 8 lanes return the sum.
-__device__ __forceinline__ float groupL2(
-        const float* a,
-        const float* __restrict__ b,
-        int d,
-        int sub,
-        bool valid) {
-    float acc = 0.f;
-    if (valid) {
-        if ((d & 3) == 0) {
-            const float4* a4 = reinterpret_cast<const float4*>(a);
-            const float4* b4 = reinterpret_cast<const float4*>(b);
-            for (int j = sub; j < (d >> 2); j += kLanes) {
-                const float4 p = a4[j];
-                const float4 q = __ldg(b4 + j);
-                float t = p.x - q.x;
-                acc = fmaf(t, t, acc);
-                t = p.y - q.y;
-                acc = fmaf(t, t, acc);
-                t = p.z - q.z;
-                acc = fmaf(t, t, acc);
-                t = p.w - q.w;
-                acc = fmaf(t, t, acc);
-            }
-        } else {
-            for (int j = sub; j < d; j += kLanes) {
-                const float t = a[j] - __ldg(b + j);
-                acc = fmaf(t, t, acc);
-            }
-        }
-    }
-    acc += __shfl_xor_sync(0xffffffffu, acc, 4);
-    acc += __shfl_xor_sync(0xffffffffu, acc, 2);
-    acc += __shfl_xor_sync(0xffffffffu, acc, 1);
-    return acc;
-}
-
-/// groupL2(pivot a, b) for each pivot a whose bit is set in `want` (pivot a's row at
-/// pivots + a * stride in shared memory), into dist[a]: b's row is loaded once for all of
-/// them, and each distance is summed as groupL2 sums it (same lanes, same order, the same
-/// bits). The other entries of dist are 0. Every lane of the warp must call it with the
-/// same `count` (the pivots, <= kMaxPivots; the shuffles span the warp); a lane with
-/// want 0 reads nothing.
-__device__ __forceinline__ void groupL2Pivots(
-        const float* pivots,
+/// Squared L2 distances of b (global memory, d components) to each of P rows in shared
+/// memory (row a at rows + a * stride) whose bit is set in `want`, into dist[a] (the
+/// others 0); b is loaded once for all of them. Each distance is summed by the 8 lanes
+/// of one group: lane `sub` adds its components in increasing order with fmaf (4 per
+/// float4 when d % 4 == 0), then the lanes' sums are added by the xor tree 4, 2, 1. The
+/// order depends on d only, and (a - b)^2 == (b - a)^2, so d(a, b) == d(b, a) bit for bit,
+/// and the one-row case (groupL2) sums exactly as the pivot rounds do. Every lane of the
+/// warp must call it with the same `count` (rows summed, <= P; the shuffles span the
+/// warp); a lane with want 0 reads nothing. All 8 lanes return the sums.
+template <int P>
+__device__ __forceinline__ void groupL2Rows(
+        const float* rows,
         int stride,
         int count,
         const float* __restrict__ b,
         int d,
         int sub,
         unsigned want,
-        float (&dist)[kMaxPivots]) {
+        float (&dist)[P]) {
 #pragma unroll
-    for (int a = 0; a < kMaxPivots; ++a) {
+    for (int a = 0; a < P; ++a) {
         dist[a] = 0.f;
     }
     if (want != 0u) {
@@ -128,9 +90,9 @@ __device__ __forceinline__ void groupL2Pivots(
             for (int j = sub; j < (d >> 2); j += kLanes) {
                 const float4 q = __ldg(b4 + j);
 #pragma unroll
-                for (int a = 0; a < kMaxPivots; ++a) {
+                for (int a = 0; a < P; ++a) {
                     if ((want >> a) & 1u) {
-                        const float4 p = reinterpret_cast<const float4*>(pivots + a * stride)[j];
+                        const float4 p = reinterpret_cast<const float4*>(rows + a * stride)[j];
                         float t = p.x - q.x;
                         dist[a] = fmaf(t, t, dist[a]);
                         t = p.y - q.y;
@@ -146,9 +108,9 @@ __device__ __forceinline__ void groupL2Pivots(
             for (int j = sub; j < d; j += kLanes) {
                 const float q = __ldg(b + j);
 #pragma unroll
-                for (int a = 0; a < kMaxPivots; ++a) {
+                for (int a = 0; a < P; ++a) {
                     if ((want >> a) & 1u) {
-                        const float t = pivots[a * stride + j] - q;
+                        const float t = rows[a * stride + j] - q;
                         dist[a] = fmaf(t, t, dist[a]);
                     }
                 }
@@ -156,13 +118,26 @@ __device__ __forceinline__ void groupL2Pivots(
         }
     }
 #pragma unroll
-    for (int a = 0; a < kMaxPivots; ++a) {
+    for (int a = 0; a < P; ++a) {
         if (a < count) { // warp-uniform
             dist[a] += __shfl_xor_sync(0xffffffffu, dist[a], 4);
             dist[a] += __shfl_xor_sync(0xffffffffu, dist[a], 2);
             dist[a] += __shfl_xor_sync(0xffffffffu, dist[a], 1);
         }
     }
+}
+
+/// groupL2Rows of one row a (shared memory): the distance of a candidate to its node. An
+/// invalid lane reads nothing and returns 0.
+__device__ __forceinline__ float groupL2(
+        const float* a,
+        const float* __restrict__ b,
+        int d,
+        int sub,
+        bool valid) {
+    float dist[1];
+    groupL2Rows(a, 0, 1, b, d, sub, valid ? 1u : 0u, dist);
+    return dist[0];
 }
 
 /// Copies row `row` of x (d floats) into shared memory; the caller synchronises.
@@ -397,7 +372,7 @@ __global__ void __launch_bounds__(kThreads) pruneKernel(
                 }
             }
             float dist[kMaxPivots];
-            groupL2Pivots(
+            groupL2Rows(
                     pivotRows, stride, np, x + size_t(c) * size_t(d), d, sub, (1u << before) - 1u,
                     dist);
             // Every lane of the group has read live[j] before its lane 0 writes it (the

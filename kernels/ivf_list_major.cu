@@ -4,6 +4,10 @@
 // 256 of its vectors): each thread streams one of the tile's vectors through its own
 // slots of a shared-memory ring by cp.async, reading it once, and multiplies it with all
 // of the group's queries, broadcast from shared memory.
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include <math_constants.h>
 #include <cub/block/block_scan.cuh>
 
@@ -438,14 +442,26 @@ unsigned blocksFor(int64_t n) {
     return unsigned((n + kThreads - 1) / kThreads);
 }
 
-/// The kernel's resident blocks an SM with its ring, its limit raised for the ring.
+/// The kernel's resident blocks an SM with its ring, its limit raised for the ring: asked
+/// of the occupancy calculator once per (kernel, device), then remembered (a search
+/// costs a lock and a lookup, not a driver call).
 template <typename Kernel>
 int listMajorBlocksPerSm(Kernel kernel) {
-    raiseDynamicSmemLimit(kernel, kRingSmemBytes);
-    int blocks = 0;
-    FAISS_EXT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &blocks, kernel, kThreads, kRingSmemBytes));
-    return blocks;
+    static std::mutex mutex;
+    static std::map<std::pair<const void*, int>, int> known;
+    int device = 0;
+    FAISS_EXT_CUDA_CHECK(cudaGetDevice(&device));
+    std::lock_guard<std::mutex> lock(mutex);
+    const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel), device};
+    auto it = known.find(key);
+    if (it == known.end()) {
+        raiseDynamicSmemLimit(kernel, kRingSmemBytes);
+        int blocks = 0;
+        FAISS_EXT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &blocks, kernel, kThreads, kRingSmemBytes));
+        it = known.emplace(key, blocks).first;
+    }
+    return it->second;
 }
 
 } // namespace
