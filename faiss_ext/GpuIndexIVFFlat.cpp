@@ -12,6 +12,7 @@
 #include <faiss_ext/impl/ArgChecks.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/impl/IdFilter.h>
+#include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/IvfLists.h>
 #include <faiss_ext/impl/IvfSearch.h>
 #include <faiss_ext/impl/KMeans.h>
@@ -408,6 +409,10 @@ std::vector<int64_t> GpuIndexIVFFlat::listIds(int64_t list) const {
     return lists_->listIds(list);
 }
 
+bool GpuIndexIVFFlatAccess::keepsByteCopy(const GpuIndexIVFFlat& index) {
+    return index.lists_ && index.lists_->deviceByteCopy() != nullptr;
+}
+
 IvfSearchPlan GpuIndexIVFFlat::plan_(int64_t nq, int k, int nprobeClamped) const {
     IvfPlanInput in;
     in.nq = nq;
@@ -505,6 +510,7 @@ GpuIndex::SearchGraphShape GpuIndexIVFFlat::searchGraphShape_(
              int64_t(reinterpret_cast<uintptr_t>(in.coarse.base)),
              int64_t(reinterpret_cast<uintptr_t>(in.coarse.baseNorms)),
              int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceData())),
+             int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceByteCopy())),
              int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceIds())),
              int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceLengths()))},
             tempBytes};

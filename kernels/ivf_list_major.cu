@@ -1,9 +1,10 @@
 // List-major IVF distances: the batch's probes grouped by list (a counting sort: one
 // block for small batches, else over the grid with one-block CUB scans), then a
 // persistent grid of work items (a group of at most 16 of a list's queries x a tile of
-// 256 of its vectors): each thread streams one of the tile's vectors through its own
-// slots of a shared-memory ring by cp.async, reading it once, and multiplies it with all
-// of the group's queries, broadcast from shared memory.
+// 256 of its vectors): each thread streams one of the tile's vectors (its floats, or the
+// lists' byte copy where kept) through its own slots of a shared-memory ring by
+// cp.async, reading it once, and multiplies it with all of the group's queries,
+// broadcast from shared memory.
 #include <map>
 #include <mutex>
 #include <utility>
@@ -41,6 +42,10 @@ static_assert(kStagedGroups % kRingBatch == 0, "no batch straddles two staged ch
 /// The ring's dynamic shared memory, 64 KB a block: with the static ItemQueries (8.4 KB)
 /// three blocks an SM.
 constexpr size_t kRingSmemBytes = size_t(kRingBatch) * kRingBatches * kThreads * sizeof(float4);
+/// From the byte copy a batch (the same 16 components) is one 16-byte slot: 8 in the
+/// ring, 7 in flight (112 bytes a thread), 32 KB a block.
+constexpr int kByteRingBatches = 8;
+constexpr size_t kByteRingSmemBytes = size_t(kByteRingBatches) * kThreads * sizeof(uint4);
 
 /// Queries in each group of a list probed by `count` queries: the smallest multiple of 4
 /// up to 16 that holds them all (16 above: several groups).
@@ -263,17 +268,28 @@ __device__ inline void stageQueries(
     }
 }
 
-/// One thread's tile vector streamed through its slots of the block's ring: slot j at
-/// ring[j * kThreads + threadIdx.x], so a warp's 16-byte accesses are consecutive. A
-/// thread reads only the slots it fills: no barrier, only its own cp.async groups.
-struct VectorStream {
+/// One thread's tile vector streamed from its floats through its slots of the block's
+/// ring: slot j at ring[j * kThreads + threadIdx.x], so a warp's 16-byte accesses are
+/// consecutive. A thread reads only the slots it fills: no barrier, only its own
+/// cp.async groups. Batch b is float4 groups kRingBatch b .. kRingBatch b + 3.
+struct FloatStream {
+    static constexpr int kBatches = kRingBatches;
+    static constexpr size_t kSmemBytes = kRingSmemBytes;
     float4* ring;
     const float4* p; ///< the vector's float4 group 0; group c at p[32 c]
     int groups;      ///< float4 groups of the vector
 
+    /// Lanes past the list's end read the last block's padding (lists hold whole blocks
+    /// of 32) and write nothing.
+    __device__ FloatStream(const IvfListMajorArgs& a, int list, int64_t v, float4* smem)
+            : ring(smem), groups(ivfPaddedDim(a.d) / 4) {
+        p = reinterpret_cast<const float4*>(a.listData[list]) +
+                (v >> 5) * (int64_t(32) * groups) + (v & 31);
+    }
+
     /// Asks for batch b into its slots (nothing past the vector) and closes its group.
     __device__ void request(int b) const {
-        float4* slot = ring + (b % kRingBatches) * kRingBatch * kThreads + threadIdx.x;
+        float4* slot = ring + (b % kBatches) * kRingBatch * kThreads + threadIdx.x;
 #pragma unroll
         for (int u = 0; u < kRingBatch; ++u) {
             const int c = b * kRingBatch + u;
@@ -284,28 +300,56 @@ struct VectorStream {
         commitAsync();
     }
 
-    /// Group u of batch b, once its wait is done.
+    /// Batch b, once its wait is done: its groups are read one by one from the ring.
+    __device__ int batch(int b) const {
+        return b;
+    }
     __device__ float4 group(int b, int u) const {
-        return ring[((b % kRingBatches) * kRingBatch + u) * kThreads + threadIdx.x];
+        return ring[((b % kBatches) * kRingBatch + u) * kThreads + threadIdx.x];
     }
 };
 
-/// The stream of this thread's tile vector (vector threadIdx.x of the tile: warp w holds
-/// vectors 32 w .. 32 w + 31). Lanes past the list's end read the last block's padding
-/// (lists hold whole blocks of 32) and write nothing.
-__device__ inline VectorStream itemStream(
-        const IvfListMajorArgs& a,
-        const ListMajorItem& it,
-        float4* ring) {
-    const int groups = ivfPaddedDim(a.d) / 4;
-    const int64_t v = it.v0 + threadIdx.x;
-    VectorStream st;
-    st.ring = ring;
-    st.p = reinterpret_cast<const float4*>(a.listData[it.list]) +
-            (v >> 5) * (int64_t(32) * groups) + (v & 31);
-    st.groups = groups;
-    return st;
-}
+/// The same vector streamed from the lists' byte copy: batch b (the same 16 components)
+/// is the vector's 16-byte group b, one slot of the ring.
+struct ByteStream {
+    static constexpr int kBatches = kByteRingBatches;
+    static constexpr size_t kSmemBytes = kByteRingSmemBytes;
+    uint4* ring;
+    const uint4* p; ///< the vector's 16-byte group 0; group b at p[32 b]
+    int groups;     ///< float4 groups of the vector (as FloatStream's)
+
+    __device__ ByteStream(const IvfListMajorArgs& a, int list, int64_t v, float4* smem)
+            : ring(reinterpret_cast<uint4*>(smem)), groups(ivfPaddedDim(a.d) / 4) {
+        p = reinterpret_cast<const uint4*>(a.listBytes[list]) +
+                (v >> 5) * (int64_t(32) * ivfByteGroups(a.d)) + (v & 31);
+    }
+
+    __device__ void request(int b) const {
+        if (b * kRingBatch < groups) {
+            copyAsync16(
+                    reinterpret_cast<float4*>(ring + (b % kBatches) * kThreads + threadIdx.x),
+                    reinterpret_cast<const float4*>(p + int64_t(b) * 32));
+        }
+        commitAsync();
+    }
+
+    /// Batch b's 16 bytes, read once from the ring; group u is its word u as 4 floats.
+    __device__ uint4 batch(int b) const {
+        return ring[(b % kBatches) * kThreads + threadIdx.x];
+    }
+    __device__ float4 group(const uint4& w, int u) const {
+        const uint32_t word = u == 0 ? w.x : u == 1 ? w.y : u == 2 ? w.z : w.w;
+        return make_float4(
+                byteAsFloat(word, 0), byteAsFloat(word, 1), byteAsFloat(word, 2),
+                byteAsFloat(word, 3));
+    }
+
+    /// Byte i of word as a float, exactly: 2^23 + byte, built by a byte permute, less
+    /// 2^23 (a PRMT and an FADD, no conversion unit).
+    __device__ static float byteAsFloat(uint32_t word, int i) {
+        return __uint_as_float(__byte_perm(word, 0x4b00u, 0x5440u | unsigned(i))) - 8388608.f;
+    }
+};
 
 /// Whether this thread's warp holds vectors of the item's tile (else it streams nothing).
 __device__ inline bool warpHasVectors(const ListMajorItem& it) {
@@ -318,11 +362,11 @@ __device__ inline bool warpHasVectors(const ListMajorItem& it) {
 // for its own and multiplies its float4 groups with the G staged queries. Components in
 // increasing order, even ones into acc0 and odd ones into acc1: the per-query scan's
 // operations (IvfListLoader.cuh), so both paths give the same bits.
-template <bool kInnerProduct, int G>
+template <bool kInnerProduct, int G, typename Stream>
 __device__ inline void itemProducts(
         const IvfListMajorArgs& a,
         const ListMajorItem& it,
-        const VectorStream& st,
+        const Stream& st,
         ItemQueries& s) {
     const int tileVector = threadIdx.x;
     const bool streams = warpHasVectors(it);
@@ -344,14 +388,15 @@ __device__ inline void itemProducts(
         }
         for (int c = 0; c < cn; c += kRingBatch) {
             const int b = (c0 + c) / kRingBatch;
-            st.request(b + kRingBatches - 1);
-            waitAsyncGroups<kRingBatches - 1>();
+            st.request(b + Stream::kBatches - 1);
+            waitAsyncGroups<Stream::kBatches - 1>();
+            const auto batch = st.batch(b);
 #pragma unroll
             for (int u = 0; u < kRingBatch; ++u) {
                 if (c + u >= cn) {
                     break;
                 }
-                const float4 x = st.group(b, u);
+                const float4 x = st.group(batch, u);
 #pragma unroll
                 for (int i = 0; i < G; ++i) {
                     const float4 q = s.q[i][c + u];
@@ -389,8 +434,8 @@ __device__ inline void itemProducts(
 }
 
 // At most 85 registers a thread, so that 3 blocks (24 warps) share an SM; the ring takes
-// the dynamic shared memory (kRingSmemBytes).
-template <bool kInnerProduct>
+// the dynamic shared memory (Stream::kSmemBytes).
+template <bool kInnerProduct, typename Stream>
 __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs a) {
     __shared__ ItemQueries s;
     extern __shared__ float4 ring[];
@@ -399,10 +444,10 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
         const ListMajorItem it = listMajorItem(a, w);
         // This thread's slots are free (it waited for and read all of them): the tile's
         // first batches go out before the block meets, ahead of the rows and queries.
-        const VectorStream st = itemStream(a, it, ring);
+        const Stream st(a, it.list, it.v0 + threadIdx.x, ring);
         if (warpHasVectors(it)) {
 #pragma unroll
-            for (int b = 0; b < kRingBatches - 1; ++b) {
+            for (int b = 0; b < Stream::kBatches - 1; ++b) {
                 st.request(b);
             }
         }
@@ -446,7 +491,7 @@ unsigned blocksFor(int64_t n) {
 /// of the occupancy calculator once per (kernel, device), then remembered (a search
 /// costs a lock and a lookup, not a driver call).
 template <typename Kernel>
-int listMajorBlocksPerSm(Kernel kernel) {
+int listMajorBlocksPerSm(Kernel kernel, size_t smemBytes) {
     static std::mutex mutex;
     static std::map<std::pair<const void*, int>, int> known;
     int device = 0;
@@ -455,13 +500,25 @@ int listMajorBlocksPerSm(Kernel kernel) {
     const std::pair<const void*, int> key{reinterpret_cast<const void*>(kernel), device};
     auto it = known.find(key);
     if (it == known.end()) {
-        raiseDynamicSmemLimit(kernel, kRingSmemBytes);
+        raiseDynamicSmemLimit(kernel, smemBytes);
         int blocks = 0;
         FAISS_EXT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &blocks, kernel, kThreads, kRingSmemBytes));
+                &blocks, kernel, kThreads, smemBytes));
         it = known.emplace(key, blocks).first;
     }
     return it->second;
+}
+
+// Persistent grid, one wave of resident blocks: the work count lives on the device (no
+// host round trip).
+template <typename Stream>
+void launchListMajor(const IvfListMajorArgs& a, int smCount, cudaStream_t stream) {
+    const auto kernel =
+            a.innerProduct ? listMajorKernel<true, Stream> : listMajorKernel<false, Stream>;
+    const int blocksPerSm = listMajorBlocksPerSm(kernel, Stream::kSmemBytes);
+    const unsigned grid = unsigned(std::max(1, smCount) * std::max(1, blocksPerSm));
+    kernel<<<grid, kThreads, Stream::kSmemBytes, stream>>>(a);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
 } // namespace
@@ -530,13 +587,11 @@ void ivfListMajorDistances(const IvfListMajorArgs& a, int smCount, cudaStream_t 
     if (a.nq == 0) {
         return;
     }
-    // Persistent grid, one wave of resident blocks: the work count lives on the device
-    // (no host round trip).
-    const auto kernel = a.innerProduct ? listMajorKernel<true> : listMajorKernel<false>;
-    const int blocksPerSm = listMajorBlocksPerSm(kernel);
-    const unsigned grid = unsigned(std::max(1, smCount) * std::max(1, blocksPerSm));
-    kernel<<<grid, kThreads, kRingSmemBytes, stream>>>(a);
-    FAISS_EXT_CUDA_CHECK_LAUNCH();
+    if (a.listBytes) {
+        launchListMajor<ByteStream>(a, smCount, stream);
+    } else {
+        launchListMajor<FloatStream>(a, smCount, stream);
+    }
 }
 
 } // namespace kernels

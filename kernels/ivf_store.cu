@@ -12,6 +12,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
+__device__ inline bool isByte(float v) {
+    return v >= 0.f && v <= 255.f && __float_as_uint(float(uint32_t(v))) == __float_as_uint(v);
+}
+
 // One thread per (vector, group of 4 components).
 __global__ void appendKernel(
         const float* x,
@@ -22,7 +26,8 @@ __global__ void appendKernel(
         const int64_t* offsets,
         const int64_t* ids,
         float* const* listData,
-        int64_t* const* listIds) {
+        int64_t* const* listIds,
+        int* notBytes) {
     const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (t >= n * groups) {
         return;
@@ -39,8 +44,35 @@ __global__ void appendKernel(
     val.w = 4 * g + 3 < d ? src[4 * g + 3] : 0.f;
     float4* dst = reinterpret_cast<float4*>(listData[list]);
     dst[(v / 32) * (int64_t(32) * groups) + int64_t(g) * 32 + (v % 32)] = val;
+    if (notBytes && !(isByte(val.x) && isByte(val.y) && isByte(val.z) && isByte(val.w))) {
+        *notBytes = 1;
+    }
     if (g == 0) {
         listIds[list][v] = ids[i];
+    }
+}
+
+// One block a span, its threads over (vector, group of 4 components): a float4 of the
+// list in, its 4 bytes out (components 4g .. 4g + 3 are bytes 4 (g % 4) .. of 16-byte
+// group g / 4).
+__global__ void copyToBytesKernel(
+        const float* const* listData,
+        uint8_t* const* listBytes,
+        int d,
+        int groups,
+        const int64_t* spans) {
+    const int64_t list = spans[3 * blockIdx.x];
+    const int64_t from = spans[3 * blockIdx.x + 1];
+    const int64_t to = spans[3 * blockIdx.x + 2];
+    const float4* src = reinterpret_cast<const float4*>(listData[list]);
+    uint8_t* dst = listBytes[list];
+    for (int64_t t = from * groups + threadIdx.x; t < to * groups; t += blockDim.x) {
+        const int64_t v = t / groups;
+        const int g = int(t - v * groups);
+        const float4 val = src[(v / 32) * (int64_t(32) * groups) + int64_t(g) * 32 + (v % 32)];
+        const uint32_t word = uint32_t(val.x) | uint32_t(val.y) << 8 | uint32_t(val.z) << 16 |
+                uint32_t(val.w) << 24;
+        *reinterpret_cast<uint32_t*>(dst + ivfByteLayoutIndex(v, 4 * g, d)) = word;
     }
 }
 
@@ -105,13 +137,29 @@ void ivfAppendVectors(
         const int64_t* ids,
         float* const* listData,
         int64_t* const* listIds,
+        int* notBytes,
         cudaStream_t stream) {
     if (n == 0) {
         return;
     }
     const int groups = ivfPaddedDim(d) / 4;
     appendKernel<<<blocksFor(n * groups), kThreads, 0, stream>>>(
-            x, n, d, groups, listNos, offsets, ids, listData, listIds);
+            x, n, d, groups, listNos, offsets, ids, listData, listIds, notBytes);
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+void ivfCopyToBytes(
+        const float* const* listData,
+        uint8_t* const* listBytes,
+        int d,
+        const int64_t* spans,
+        int64_t count,
+        cudaStream_t stream) {
+    if (count == 0) {
+        return;
+    }
+    copyToBytesKernel<<<unsigned(count), kThreads, 0, stream>>>(
+            listData, listBytes, d, ivfPaddedDim(d) / 4, spans);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 

@@ -65,6 +65,9 @@ struct GpuIndexIVFFlatAccess {
     static void setCoarsePath(GpuIndexIVFFlat& index, IvfCoarsePath path) {
         index.coarsePath_ = path;
     }
+    /// Whether the lists keep their byte copy (impl/IvfLists.h: every stored value an
+    /// integer in [0, 255]), which the list-major scan then reads.
+    static bool keepsByteCopy(const GpuIndexIVFFlat& index);
 };
 
 } // namespace faiss_ext

@@ -45,12 +45,14 @@ IvfLists::IvfLists(const GpuResources& res, int d, int64_t nlist)
           len_(size_t(nlist), 0),
           cap_(size_t(nlist), 0),
           data_(size_t(nlist)),
-          ids_(size_t(nlist)) {
+          ids_(size_t(nlist)),
+          bytes_(size_t(nlist)) {
     // The resources' device, whichever is current (an index part on a second GPU is
     // made from the caller's thread): the copies below run on its stream.
     DeviceScope scope(res.device());
     dataPtrs_ = res.alloc<float*>(size_t(nlist));
     idPtrs_ = res.alloc<int64_t*>(size_t(nlist));
+    bytePtrs_ = res.alloc<uint8_t*>(size_t(nlist));
     lenDev_ = res.alloc<int64_t>(size_t(nlist));
     slotBaseDev_ = res.alloc<int64_t>(size_t(nlist));
     uploadPointers_();
@@ -141,18 +143,85 @@ int64_t IvfLists::removeSlots(const std::vector<uint32_t>& removeSlots) {
     uploadPointers_();
     copyToDevice(lenDev_.data(), len_.data(), len_.size(), stream);
     lengthsChanged_();
+    refreshBytes_(changed, std::vector<int64_t>(changed.size(), 0));
     return count;
 }
 
 void IvfLists::uploadPointers_() {
     std::vector<float*> dp(static_cast<size_t>(nlist_));
     std::vector<int64_t*> ip(static_cast<size_t>(nlist_));
+    std::vector<uint8_t*> bp(static_cast<size_t>(nlist_));
     for (int64_t l = 0; l < nlist_; ++l) {
         dp[l] = data_[l].data();
         ip[l] = ids_[l].data();
+        bp[l] = bytes_[l].data();
     }
     copyToDevice(dataPtrs_.data(), dp.data(), dp.size(), res_->stream());
     copyToDevice(idPtrs_.data(), ip.data(), ip.size(), res_->stream());
+    copyToDevice(bytePtrs_.data(), bp.data(), bp.size(), res_->stream());
+}
+
+size_t IvfLists::byteCopyBytes_(int64_t cap) const {
+    return size_t(cap) * 16 * kernels::ivfByteGroups(d_);
+}
+
+void IvfLists::dropBytes_() {
+    for (auto& b : bytes_) {
+        b = DeviceBuffer<uint8_t>();
+    }
+    bytesKept_ = false;
+    uploadPointers_();
+}
+
+void IvfLists::refreshBytes_(const std::vector<int64_t>& lists, const std::vector<int64_t>& from) {
+    if (!bytesKept_ || lists.empty()) {
+        return;
+    }
+    cudaStream_t stream = res_->stream();
+    // Buffers sized for the lists' capacities, all allocated before any changes. The copy
+    // only speeds up searches: without the memory for it, the lists go on without it.
+    std::vector<size_t> resized;
+    std::vector<DeviceBuffer<uint8_t>> fresh;
+    DeviceBuffer<int64_t> spansDev;
+    try {
+        for (size_t i = 0; i < lists.size(); ++i) {
+            const size_t need = byteCopyBytes_(cap_[lists[i]]);
+            if (bytes_[lists[i]].bytes() != need) {
+                resized.push_back(i);
+                fresh.push_back(need > 0 ? res_->alloc<uint8_t>(need) : DeviceBuffer<uint8_t>());
+            }
+        }
+        spansDev = res_->alloc<int64_t>(3 * lists.size());
+    } catch (const faiss::FaissException&) {
+        dropBytes_();
+        return;
+    }
+    // Whole blocks of 32 of the kept prefix move over; the rest is zeroed (the padding
+    // of the last block and past d is read as zeros).
+    for (size_t r = 0; r < resized.size(); ++r) {
+        const size_t i = resized[r];
+        const int64_t l = lists[i];
+        DeviceBuffer<uint8_t>& b = fresh[r];
+        if (b.bytes() > 0) {
+            FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(b.data(), 0, b.bytes(), stream));
+        }
+        const size_t kept = std::min(byteCopyBytes_(roundUp<int64_t>(from[i], 32)), b.bytes());
+        if (kept > 0) {
+            FAISS_EXT_CUDA_CHECK(cudaMemcpyAsync(
+                    b.data(), bytes_[l].data(), kept, cudaMemcpyDeviceToDevice, stream));
+        }
+        bytes_[l] = std::move(b);
+    }
+    if (!resized.empty()) {
+        uploadPointers_();
+    }
+    std::vector<int64_t> spans;
+    for (size_t i = 0; i < lists.size(); ++i) {
+        spans.insert(spans.end(), {lists[i], from[i], len_[lists[i]]});
+    }
+    copyToDevice(spansDev.data(), spans.data(), spans.size(), stream);
+    kernels::ivfCopyToBytes(
+            dataPtrs_.data(), bytePtrs_.data(), d_, spansDev.data(), int64_t(lists.size()), stream);
 }
 
 void IvfLists::append(
@@ -198,6 +267,12 @@ void IvfLists::append(
     auto listDev = res_->alloc<int64_t>(size_t(page));
     auto offDev = res_->alloc<int64_t>(size_t(page));
     auto idDev = res_->alloc<int64_t>(size_t(page));
+    // Set by the store kernel if a value is not a byte: the byte copy is then dropped.
+    DeviceBuffer<int> notBytes;
+    if (bytesKept_) {
+        notBytes = res_->alloc<int>(1);
+        FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(notBytes.data(), 0, sizeof(int), stream));
+    }
 
     // Nothing below allocates: move the old contents over. Blocks of 32 vectors are
     // whole in the layout, so the used part is a prefix of the buffer. The rest is
@@ -230,23 +305,42 @@ void IvfLists::append(
         copyToDevice(idDev.data(), ids + i0, size_t(m), stream);
         kernels::ivfAppendVectors(
                 xDev.data(), m, d_, listDev.data(), offDev.data(), idDev.data(), dataPtrs_.data(),
-                idPtrs_.data(), stream);
+                idPtrs_.data(), notBytes.data(), stream);
         progress.step("vectors stored", i0 + m, n);
     }
     // The new entries become visible only with the new lengths.
     copyToDevice(lenDev_.data(), newLen.data(), newLen.size(), stream);
+    std::vector<int64_t> oldLen = std::move(len_);
     len_ = std::move(newLen);
     total_ += n;
     lengthsChanged_();
+    if (bytesKept_) {
+        int notByte = 0;
+        copyToHost(&notByte, notBytes.data(), 1, stream);
+        if (notByte) {
+            dropBytes_();
+        } else {
+            std::vector<int64_t> lists, from;
+            for (int64_t l = 0; l < nlist_; ++l) {
+                if (len_[l] > oldLen[l]) {
+                    lists.push_back(l);
+                    from.push_back(oldLen[l]);
+                }
+            }
+            refreshBytes_(lists, from);
+        }
+    }
 }
 
 void IvfLists::clear() {
     for (int64_t l = 0; l < nlist_; ++l) {
         data_[l] = DeviceBuffer<float>();
         ids_[l] = DeviceBuffer<int64_t>();
+        bytes_[l] = DeviceBuffer<uint8_t>();
         len_[l] = 0;
         cap_[l] = 0;
     }
+    bytesKept_ = true;
     total_ = 0;
     uploadPointers_();
     copyToDevice(lenDev_.data(), len_.data(), len_.size(), res_->stream());
@@ -306,9 +400,10 @@ std::vector<int> IvfLists::gatherByIds(int64_t i0, int64_t ni, float* out) const
 }
 
 size_t IvfLists::deviceBytes() const {
-    size_t b = dataPtrs_.bytes() + idPtrs_.bytes() + lenDev_.bytes() + slotIds_.bytes();
+    size_t b = dataPtrs_.bytes() + idPtrs_.bytes() + bytePtrs_.bytes() + lenDev_.bytes() +
+            slotIds_.bytes();
     for (int64_t l = 0; l < nlist_; ++l) {
-        b += data_[l].bytes() + ids_[l].bytes();
+        b += data_[l].bytes() + ids_[l].bytes() + bytes_[l].bytes();
     }
     return b;
 }

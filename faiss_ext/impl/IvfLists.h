@@ -81,6 +81,12 @@ class IvfLists {
     const int64_t* deviceLengths() const {
         return lenDev_.data();
     }
+    /// Device array (nlist entries) of the lists' byte copies (kernels/IvfStore.h), kept
+    /// while every value stored is an integer in [0, 255] (the list-major product reads
+    /// a quarter of the bytes); null once a stored value is not, until clear().
+    const uint8_t* const* deviceByteCopy() const {
+        return bytesKept_ ? bytePtrs_.data() : nullptr;
+    }
 
     /// Slots of the id filter (kernels/IdFilter.h): list l's vectors are slots
     /// slotBase()[l] + position, each list starting on a multiple of 32.
@@ -115,10 +121,19 @@ class IvfLists {
     /// Throws, writing nothing, if an id in the range is stored more than once.
     std::vector<int> gatherByIds(int64_t i0, int64_t ni, float* out) const;
 
+    /// Device memory the lists hold (the byte copy included).
     size_t deviceBytes() const;
 
    private:
     void uploadPointers_();
+    /// Frees the byte copy for good (until clear()).
+    void dropBytes_();
+    /// Bytes of a list's byte copy for a capacity of cap vectors.
+    size_t byteCopyBytes_(int64_t cap) const;
+    /// After the floats of lists[i] changed from position from[i] on: their byte copies
+    /// sized for the lists' capacities (the first from[i] vectors kept) and refilled from
+    /// the floats. Drops the copy if its memory cannot be had.
+    void refreshBytes_(const std::vector<int64_t>& lists, const std::vector<int64_t>& from);
     /// Recomputes what derives from the lengths: the slot bases (host and device) and
     /// the descending lengths; drops the slot-id table. Every change of the lists' contents
     /// ends here.
@@ -136,6 +151,11 @@ class IvfLists {
     std::vector<int64_t> cap_;
     std::vector<DeviceBuffer<float>> data_;
     std::vector<DeviceBuffer<int64_t>> ids_;
+    /// The byte copy: bytes_[l] holds cap_[l] * 16 * ivfByteGroups(d_) bytes while
+    /// bytesKept_, else nothing.
+    bool bytesKept_ = true;
+    std::vector<DeviceBuffer<uint8_t>> bytes_;
+    DeviceBuffer<uint8_t*> bytePtrs_;
     DeviceBuffer<float*> dataPtrs_;
     DeviceBuffer<int64_t*> idPtrs_;
     DeviceBuffer<int64_t> lenDev_;

@@ -311,6 +311,7 @@ void listMajorDistances(
     lm.nprobe = nprobe;
     lm.nlist = in.lists->nlist();
     lm.listData = in.lists->deviceData();
+    lm.listBytes = in.lists->deviceByteCopy();
     lm.listLen = in.lists->deviceLengths();
     lm.groups = kernels::ivfGroupProbesByList(
             coarse, m, nprobe, lm.nlist, lm.listLen, scratch.data(), scratchBytes, stream);
