@@ -283,8 +283,8 @@ struct FloatStream {
     /// of 32) and write nothing.
     __device__ FloatStream(const IvfListMajorArgs& a, int list, int64_t v, float4* smem)
             : ring(smem), groups(ivfPaddedDim(a.d) / 4) {
-        p = reinterpret_cast<const float4*>(a.listData[list]) +
-                (v >> 5) * (int64_t(32) * groups) + (v & 31);
+        p = reinterpret_cast<const float4*>(a.listData[list]) + (v >> 5) * (int64_t(32) * groups) +
+                (v & 31);
     }
 
     /// Asks for batch b into its slots (nothing past the vector) and closes its group.
