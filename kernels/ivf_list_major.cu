@@ -465,8 +465,16 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
             s.row[i] = row;
         }
         __syncthreads();
-        // The last group of a list probed by more than 16 queries may hold fewer.
-        switch (listMajorGroup(it.gCount)) {
+        // The last group of a list probed by more than 16 queries may hold fewer. A group
+        // of 1 or 2 (most lists of a batch with about one query a list) multiplies only
+        // its own rows: the product's instructions, not its reads, bound it there.
+        switch (it.gCount <= 2 ? it.gCount : listMajorGroup(it.gCount)) {
+            case 1:
+                itemProducts<kInnerProduct, 1>(a, it, st, s);
+                break;
+            case 2:
+                itemProducts<kInnerProduct, 2>(a, it, st, s);
+                break;
             case 4:
                 itemProducts<kInnerProduct, 4>(a, it, st, s);
                 break;
