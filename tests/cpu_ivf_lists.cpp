@@ -80,3 +80,29 @@ TEST(IvfCompactList, EveryVectorRemovedLeavesNoRoom) {
 }
 
 } // namespace
+
+// The byte copy's layout (kernels/IvfStore.h): within each block of 32 vectors, 16-byte
+// group g of vector v at (g * 32 + v % 32) * 16 (what the list-major product reads as
+// one uint4 a lane), component j at byte j % 16 of group j / 16; every component of a
+// block lands on its own byte of that block, and the block's bytes are all covered once
+// the dimension is padded to 16.
+TEST(IvfByteLayout, BlocksOfThirtyTwoWithSixteenByteGroups) {
+    for (int d : {1, 5, 16, 17, 128, 129}) {
+        SCOPED_TRACE(d);
+        const int groups = kernels::ivfByteGroups(d);
+        EXPECT_EQ(groups, (d + 15) / 16);
+        const int64_t blockBytes = int64_t(32) * 16 * groups;
+        std::vector<int> hits(size_t(2 * blockBytes), 0);
+        for (int64_t v = 0; v < 64; ++v) {
+            for (int j = 0; j < 16 * groups; ++j) {
+                const int64_t at = kernels::ivfByteLayoutIndex(v, j, d);
+                ASSERT_EQ(at / blockBytes, v / 32);
+                ASSERT_EQ(at % blockBytes, ((j / 16) * 32 + v % 32) * 16 + j % 16);
+                ++hits[size_t(at)];
+            }
+        }
+        for (int h : hits) {
+            ASSERT_EQ(h, 1);
+        }
+    }
+}
