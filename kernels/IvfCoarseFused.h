@@ -49,6 +49,10 @@ struct CoarseFusedArgs {
     int64_t* candI = nullptr;
     /// L2 (null for inner product): nq squared query norms, for the finish.
     float* queryNorms = nullptr;
+    /// nq x k: each query's best k over all segments, as FAISS's distances (finishKnn's
+    /// finish; ties by id).
+    float* outD = nullptr;
+    int64_t* outI = nullptr;
 };
 
 /// Segments of kCoarseFusedSegment centroids covering nlist.
@@ -70,11 +74,12 @@ inline size_t coarseFusedFragmentBytes(int64_t nlist, int d) {
 /// Dynamic shared memory of one block at dimension d.
 size_t coarseFusedSmemBytes(int d);
 
-/// Splits the centroids into their fragments, then writes every (query, segment)'s best
-/// k candidates (CoarseFusedArgs), two kernels on the stream. Needs a device
-/// of compute capability 8.0 or newer (TF32 mma), d <= kCoarseFusedMaxDim and
+/// Splits the centroids into their fragments, writes every (query, segment)'s best k
+/// candidates, then merges each query's into its results (CoarseFusedArgs): three
+/// kernels on the stream. Needs a device of
+/// compute capability 8.0 or newer (TF32 mma), d <= kCoarseFusedMaxDim and
 /// coarseFusedSmemBytes(d) within the device's limit; finite inputs.
-void coarseFusedCandidates(const CoarseFusedArgs& args, cudaStream_t stream);
+void coarseFusedSearch(const CoarseFusedArgs& args, cudaStream_t stream);
 
 } // namespace kernels
 } // namespace faiss_ext

@@ -12,7 +12,7 @@ namespace faiss_ext {
 namespace kernels {
 
 /// Device scratch of ivfGroupProbesByList for nlist lists and `pairs` (query, probe)
-/// pairs: counts, starts, cursors, per-list work and the grouped pairs.
+/// pairs: counts, starts, cursors, per-list work, an item counter and the grouped pairs.
 size_t ivfGroupScratchBytes(int64_t nlist, int64_t pairs);
 
 /// The batch's probes grouped by list, in scratch memory carved by ivfGroupProbesByList.
@@ -20,6 +20,7 @@ struct IvfProbeGroups {
     const int* listStart = nullptr; ///< nlist + 1: first grouped pair of each list
     const int* pairs = nullptr;     ///< q * nprobe + p, grouped by list
     const int* workStart = nullptr; ///< nlist + 1: first work item of each list
+    int* nextItem = nullptr;        ///< the product's item counter, 0 after grouping
 };
 
 /// How ivfGroupProbesByList runs: kAuto picks one block for small batches over at most

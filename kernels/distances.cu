@@ -1,10 +1,9 @@
 // Squared norms of rows, and turning selection keys into FAISS distances.
 #include <limits>
 
-#include <math_constants.h>
-
 #include <faiss_ext/utils/CudaCheck.h>
 
+#include "DistanceFinish.cuh"
 #include "Distances.h"
 
 namespace faiss_ext {
@@ -48,15 +47,8 @@ __global__ void finishKnnKernel(
     }
     int64_t row = idx / k;
     int64_t col = idx - row * k;
-    float v = inD[row * ldIn + col];
-    int64_t id = inI[row * ldIn + col];
-    float out;
-    if (finish == DistanceFinish::kL2) {
-        out = id < 0 ? CUDART_INF_F : fmaxf(v + (rowNorms ? rowNorms[row] : 0.f), 0.f);
-    } else {
-        out = id < 0 ? -CUDART_INF_F : -v;
-    }
-    outD[idx] = out;
+    const int64_t id = inI[row * ldIn + col];
+    outD[idx] = finishedDistance(inD[row * ldIn + col], id, finish, rowNorms ? rowNorms[row] : 0.f);
     outI[idx] = id;
 }
 

@@ -1,5 +1,5 @@
 // The fused IVF coarse search's host side (IvfCoarseFused.h): checks, the split of the
-// centroids into fragments and the choice of the kernel's list capacity.
+// centroids into fragments and the choice of the kernels' list capacity.
 #include <faiss/impl/FaissAssert.h>
 
 #include <faiss_ext/utils/MathUtils.h>
@@ -51,7 +51,7 @@ size_t coarseFusedSmemBytes(int d) {
             sizeof(float) * (size_t(kCoarseFusedQueryTile) * size_t(rowStride(d)) + 2 * kChunk);
 }
 
-void coarseFusedCandidates(const CoarseFusedArgs& a, cudaStream_t stream) {
+void coarseFusedSearch(const CoarseFusedArgs& a, cudaStream_t stream) {
     FAISS_THROW_IF_NOT_FMT(
             a.nq > 0 && a.d >= 1 && a.d <= kCoarseFusedMaxDim && a.k >= 1 &&
                     nextPow2(a.k) <= kCoarseFusedMaxK && a.nlist >= a.k && a.nlist <= INT32_MAX &&
@@ -65,6 +65,9 @@ void coarseFusedCandidates(const CoarseFusedArgs& a, cudaStream_t stream) {
             a.centroidFragments != nullptr &&
                     reinterpret_cast<uintptr_t>(a.centroidFragments) % sizeof(float4) == 0,
             "fused coarse search: no 16-byte aligned scratch for the centroid fragments");
+    FAISS_THROW_IF_NOT_MSG(
+            a.candD && a.candI && a.outD && a.outI,
+            "fused coarse search: missing candidate or result arrays");
     const int64_t fragments = coarseFusedFragmentTiles(a.nlist) * coarse::kSteps(a.d) * 32;
     constexpr int kSplitThreads = 256;
     coarse::splitCentroidFragments<<<

@@ -4,7 +4,7 @@
 // 256 of its vectors): each thread streams one of the tile's vectors (its floats, or the
 // lists' byte copy where kept) through its own slots of a shared-memory ring by
 // cp.async, reading it once, and multiplies it with all of the group's queries,
-// broadcast from shared memory.
+// broadcast from shared memory. Blocks take items from a counter as they free up.
 #include <map>
 #include <mutex>
 #include <utility>
@@ -18,7 +18,6 @@
 #include "IdFilter.cuh"
 #include "IvfListMajor.h"
 #include "IvfStore.h"
-#include "LastAtMost.cuh"
 #include "SmemLimit.cuh"
 
 namespace faiss_ext {
@@ -62,13 +61,14 @@ constexpr size_t kOneBlockGroupSmemBytes = size_t(40) << 10;
 constexpr int64_t kOneBlockGroupMaxPairs = 8 * kScanThreads;
 
 /// Scratch layout (ints): counts, listStart, cursor, work, workStart (nlist + 1 each),
-/// then the grouped pairs.
+/// the product's item counter, then the grouped pairs.
 struct GroupScratch {
     int* counts;
     int* listStart;
     int* cursor;
     int* work;
     int* workStart;
+    int* nextItem;
     int* pairs;
 };
 
@@ -80,7 +80,8 @@ GroupScratch carve(void* scratch, int64_t nlist) {
     s.cursor = p + 2 * (nlist + 1);
     s.work = p + 3 * (nlist + 1);
     s.workStart = p + 4 * (nlist + 1);
-    s.pairs = p + 5 * (nlist + 1);
+    s.nextItem = p + 5 * (nlist + 1);
+    s.pairs = p + 5 * (nlist + 1) + 1;
     return s;
 }
 
@@ -135,19 +136,22 @@ __global__ void countProbesKernel(const int64_t* coarse, int64_t pairs, int* cou
 }
 
 // Per list: work items (query groups x vector tiles); the cursor starts at listStart.
+// Also clears the product's item counter.
 __global__ void listWorkKernel(
         const int* counts,
         const int* listStart,
         const int64_t* listLen,
         int64_t nlist,
         int* work,
-        int* cursor) {
+        int* cursor,
+        int* nextItem) {
     const int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (l < nlist) {
         work[l] = listWork(counts[l], listLen[l]);
         cursor[l] = listStart[l];
     } else if (l == nlist) {
         work[l] = 0;
+        *nextItem = 0;
     }
 }
 
@@ -172,12 +176,16 @@ __global__ void __launch_bounds__(kScanThreads) groupOneBlockKernel(
         const int64_t* listLen,
         int* listStart,
         int* workStart,
+        int* nextItem,
         int* grouped) {
     extern __shared__ int smem[];
     int* counts = smem;               // nlist + 1
     int* cursor = smem + (nlist + 1); // nlist + 1
     for (int64_t l = threadIdx.x; l <= nlist; l += kScanThreads) {
         counts[l] = 0;
+    }
+    if (threadIdx.x == 0) {
+        *nextItem = 0;
     }
     __syncthreads();
 #pragma unroll 4
@@ -220,13 +228,32 @@ struct ListMajorItem {
     int vCount; ///< vectors in this tile
 };
 
-// The groups of one tile are consecutive work items, so blocks running at the same time
-// read the same tile (from L2 after the first).
+/// The last list l in [0, nlist) with workStart[l] <= w, found by the whole block (every
+/// thread calls it with the same w): each round, the threads read evenly spaced entries of
+/// the range at once and count those at most w (a prefix, as workStart ascends), which
+/// narrows the range kThreads-fold. Two rounds of one load up to 65536 lists, where a
+/// thread's binary search is a chain of log2(nlist) dependent loads an item. Ends with
+/// a barrier.
+__device__ inline int blockLastAtMost(const int* workStart, int nlist, int w) {
+    int lo = 0;
+    int span = nlist; // the answer is in [lo, lo + span)
+    do {
+        const int step = (span + kThreads - 1) / kThreads;
+        const int at = threadIdx.x * step;
+        const int atMost = __syncthreads_count(at < span && workStart[lo + at] <= w);
+        lo += (atMost - 1) * step;
+        span = min(step, span - (atMost - 1) * step);
+    } while (span > 1);
+    return lo;
+}
+
+// The groups of one tile are consecutive work items, so blocks that take items at about
+// the same time read the same tile (from L2 after the first).
 __device__ inline ListMajorItem listMajorItem(const IvfListMajorArgs& a, int w) {
     const int* workStart = a.groups.workStart;
     const int* listStart = a.groups.listStart;
     ListMajorItem it;
-    it.list = lastAtMost(workStart, int(a.nlist), w);
+    it.list = blockLastAtMost(workStart, int(a.nlist), w);
     const int listFirst = listStart[it.list];
     const int nQueries = listStart[it.list + 1] - listFirst;
     it.g = listMajorGroup(nQueries);
@@ -245,6 +272,7 @@ struct ItemQueries {
     float4 q[kMaxG][kStagedGroups]; ///< staged components of the group's queries
     int row[kMaxG];                 ///< each query's row in a.queries (-1: past the group)
     int64_t out[kMaxG];             ///< where each query's distances to the tile start
+    int nextItem;                   ///< the block's next work item
 };
 
 /// Float4 groups [c0, c0 + cn) of the group's queries into shared memory (zeros past d
@@ -440,10 +468,15 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
     __shared__ ItemQueries s;
     extern __shared__ float4 ring[];
     const int total = a.groups.workStart[a.nlist];
-    for (int w = blockIdx.x; w < total; w += gridDim.x) {
+    // Items are taken from a counter as blocks free up (the first, blockIdx.x, without
+    // it): items of 1 and of 16 queries cost ~8x apart, which a fixed stride left to a
+    // tail of ~23% at batch 1024.
+    int w = blockIdx.x;
+    while (w < total) {
+        // Its first barrier: the previous item is done with s (its nextItem read too).
         const ListMajorItem it = listMajorItem(a, w);
         // This thread's slots are free (it waited for and read all of them): the tile's
-        // first batches go out before the block meets, ahead of the rows and queries.
+        // first batches go out before the rows and queries.
         const Stream st(a, it.list, it.v0 + threadIdx.x, ring);
         if (warpHasVectors(it)) {
 #pragma unroll
@@ -451,7 +484,6 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
                 st.request(b);
             }
         }
-        __syncthreads(); // the previous item is done with s
         if (threadIdx.x < it.g) {
             const int i = threadIdx.x;
             int row = -1;
@@ -463,6 +495,8 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
                         a.vectorOffsets[int64_t(row) * (a.nprobe + 1) + p] + it.v0;
             }
             s.row[i] = row;
+        } else if (threadIdx.x == kThreads - 1) {
+            s.nextItem = int(gridDim.x) + atomicAdd(a.groups.nextItem, 1);
         }
         __syncthreads();
         // The last group of a list probed by more than 16 queries may hold fewer. A group
@@ -488,6 +522,7 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
                 itemProducts<kInnerProduct, kMaxG>(a, it, st, s);
                 break;
         }
+        w = s.nextItem;
     }
 }
 
@@ -532,7 +567,7 @@ void launchListMajor(const IvfListMajorArgs& a, int smCount, cudaStream_t stream
 } // namespace
 
 size_t ivfGroupScratchBytes(int64_t nlist, int64_t pairs) {
-    return (size_t(5) * (nlist + 1) + size_t(pairs)) * sizeof(int);
+    return (size_t(5) * (nlist + 1) + 1 + size_t(pairs)) * sizeof(int);
 }
 
 IvfProbeGroups ivfGroupProbesByList(
@@ -556,6 +591,7 @@ IvfProbeGroups ivfGroupProbesByList(
     g.listStart = s.listStart;
     g.pairs = s.pairs;
     g.workStart = s.workStart;
+    g.nextItem = s.nextItem;
     const size_t oneBlockSmem = size_t(2) * (nlist + 1) * sizeof(int);
     const bool oneBlockFits = oneBlockSmem <= kOneBlockGroupSmemBytes;
     if (path == IvfGroupPath::kAuto) {
@@ -567,7 +603,7 @@ IvfProbeGroups ivfGroupProbesByList(
                 oneBlockFits, "the one-block grouping takes at most %zu lists (%lld)",
                 kOneBlockGroupSmemBytes / (2 * sizeof(int)) - 1, (long long)nlist);
         groupOneBlockKernel<<<1, kScanThreads, oneBlockSmem, stream>>>(
-                coarse, pairs, nlist, listLen, s.listStart, s.workStart, s.pairs);
+                coarse, pairs, nlist, listLen, s.listStart, s.workStart, s.nextItem, s.pairs);
         FAISS_EXT_CUDA_CHECK_LAUNCH();
         return g;
     }
@@ -579,7 +615,7 @@ IvfProbeGroups ivfGroupProbesByList(
     exclusiveScanKernel<<<1, kScanThreads, 0, stream>>>(s.counts, nlist + 1, s.listStart);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
     listWorkKernel<<<blocksFor(nlist + 1), kThreads, 0, stream>>>(
-            s.counts, s.listStart, listLen, nlist, s.work, s.cursor);
+            s.counts, s.listStart, listLen, nlist, s.work, s.cursor, s.nextItem);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
     exclusiveScanKernel<<<1, kScanThreads, 0, stream>>>(s.work, nlist + 1, s.workStart);
     FAISS_EXT_CUDA_CHECK_LAUNCH();

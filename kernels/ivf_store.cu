@@ -12,6 +12,12 @@ namespace {
 
 constexpr int kThreads = 256;
 
+/// Float4 group g (components 4g .. 4g + 3) of vector v in a list's interleaved layout
+/// (IvfStore.h), counted in float4s from the list's start.
+__device__ inline int64_t groupIndex(int64_t v, int g, int groups) {
+    return (v / 32) * (int64_t(32) * groups) + int64_t(g) * 32 + (v % 32);
+}
+
 __device__ inline bool isByte(float v) {
     return v >= 0.f && v <= 255.f && __float_as_uint(float(uint32_t(v))) == __float_as_uint(v);
 }
@@ -43,7 +49,7 @@ __global__ void appendKernel(
     val.z = 4 * g + 2 < d ? src[4 * g + 2] : 0.f;
     val.w = 4 * g + 3 < d ? src[4 * g + 3] : 0.f;
     float4* dst = reinterpret_cast<float4*>(listData[list]);
-    dst[(v / 32) * (int64_t(32) * groups) + int64_t(g) * 32 + (v % 32)] = val;
+    dst[groupIndex(v, g, groups)] = val;
     if (notBytes && !(isByte(val.x) && isByte(val.y) && isByte(val.z) && isByte(val.w))) {
         *notBytes = 1;
     }
@@ -69,7 +75,7 @@ __global__ void copyToBytesKernel(
     for (int64_t t = from * groups + threadIdx.x; t < to * groups; t += blockDim.x) {
         const int64_t v = t / groups;
         const int g = int(t - v * groups);
-        const float4 val = src[(v / 32) * (int64_t(32) * groups) + int64_t(g) * 32 + (v % 32)];
+        const float4 val = src[groupIndex(v, g, groups)];
         const uint32_t word = uint32_t(val.x) | uint32_t(val.y) << 8 | uint32_t(val.z) << 16 |
                 uint32_t(val.w) << 24;
         *reinterpret_cast<uint32_t*>(dst + ivfByteLayoutIndex(v, 4 * g, d)) = word;
@@ -118,8 +124,7 @@ __global__ void gatherRowsKernel(
     }
     const int64_t list = int64_t(where[r] >> 32);
     const int64_t v = int64_t(where[r] & 0xffffffffull);
-    out[t] = listData[list]
-                     [(v / 32) * (int64_t(32) * dp) + int64_t(j / 4) * 128 + (v % 32) * 4 + j % 4];
+    out[t] = listData[list][4 * groupIndex(v, j / 4, dp / 4) + j % 4];
 }
 
 unsigned blocksFor(int64_t work) {

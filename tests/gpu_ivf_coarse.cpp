@@ -134,8 +134,8 @@ bool expectListMatches(
     return true;
 }
 
-/// The kernel's candidates of every (query, segment), and the query norms, against the
-/// double reference.
+/// The kernel's candidates of every (query, segment), the query norms and the merged
+/// results, against the double reference.
 void expectKernelMatchesReference(GpuResources& res, const CoarseShape& s, uint64_t seed) {
     SCOPED_TRACE(describe(s));
     cudaStream_t stream = res.stream();
@@ -154,6 +154,8 @@ void expectKernelMatchesReference(GpuResources& res, const CoarseShape& s, uint6
     auto qNorms = res.alloc<float>(size_t(s.nq));
     auto fragments =
             res.alloc<float4>(kernels::coarseFusedFragmentBytes(s.nlist, s.d) / sizeof(float4));
+    auto outD = res.alloc<float>(size_t(s.nq * s.k));
+    auto outI = res.alloc<int64_t>(size_t(s.nq * s.k));
     kernels::CoarseFusedArgs a;
     a.queries = xq.data();
     a.nq = s.nq;
@@ -167,25 +169,13 @@ void expectKernelMatchesReference(GpuResources& res, const CoarseShape& s, uint6
     a.candD = candD.data();
     a.candI = candI.data();
     a.queryNorms = l2 ? qNorms.data() : nullptr;
-    kernels::coarseFusedCandidates(a, stream);
+    a.outD = outD.data();
+    a.outI = outI.data();
+    kernels::coarseFusedSearch(a, stream);
     const auto D = copyToHostVector(candD.data(), size_t(s.nq * ld), stream);
     const auto I = copyToHostVector(candI.data(), size_t(s.nq * ld), stream);
     const auto norms = copyToHostVector(qNorms.data(), size_t(s.nq), stream);
-
-    // The whole coarse search (merge and finish included) against the same reference,
-    // in FAISS's distances: |q - c|^2, or q.c largest first.
-    FlatSearchInput coarse;
-    coarse.queries = xq.data();
-    coarse.nq = s.nq;
-    coarse.base = cent.data();
-    coarse.baseNorms = centNorms.data();
-    coarse.nb = s.nlist;
-    coarse.d = s.d;
-    coarse.metric = s.metric;
-    coarse.precision = GpuFlatPrecision::kTF32x3;
-    auto outD = res.alloc<float>(size_t(s.nq * s.k));
-    auto outI = res.alloc<int64_t>(size_t(s.nq * s.k));
-    ivfCoarseSearch(res, coarse, s.k, IvfCoarsePath::kFused, outD.data(), outI.data());
+    // The merged results, in FAISS's distances: |q - c|^2, or q.c largest first.
     auto finalD = copyToHostVector(outD.data(), size_t(s.nq * s.k), stream);
     const auto finalI = copyToHostVector(outI.data(), size_t(s.nq * s.k), stream);
 

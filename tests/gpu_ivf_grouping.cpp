@@ -71,6 +71,8 @@ void expectGroupsMatchHost(
             scratch.data(), scratchBytes, stream, path);
     const auto listStart = copyToHostVector(g.listStart, size_t(shape.nlist + 1), stream);
     const auto workStart = copyToHostVector(g.workStart, size_t(shape.nlist + 1), stream);
+    // The product takes its items from this counter.
+    EXPECT_EQ(copyToHostVector(g.nextItem, 1, stream)[0], 0);
 
     std::vector<std::vector<int>> expected(static_cast<size_t>(shape.nlist));
     for (int64_t i = 0; i < pairs; ++i) {

@@ -3,9 +3,7 @@
 #include <faiss/impl/FaissAssert.h>
 
 #include <faiss_ext/utils/MathUtils.h>
-#include <kernels/Distances.h>
 #include <kernels/IvfCoarseFused.h>
-#include <kernels/Select.h>
 
 namespace faiss_ext {
 
@@ -81,10 +79,8 @@ void ivfCoarseSearch(
         flatSearch(res, coarse, nprobe, outD, outI);
         return;
     }
-    cudaStream_t stream = res.stream();
     const bool l2 = coarse.metric == faiss::METRIC_L2;
-    const int64_t segments = kernels::coarseFusedSegments(coarse.nb);
-    const int64_t ld = segments * nprobe;
+    const int64_t ld = kernels::coarseFusedSegments(coarse.nb) * nprobe;
     auto candD = res.alloc<float>(size_t(coarse.nq) * ld);
     auto candI = res.alloc<int64_t>(size_t(coarse.nq) * ld);
     auto queryNorms = res.alloc<float>(l2 ? size_t(coarse.nq) : 0);
@@ -103,33 +99,11 @@ void ivfCoarseSearch(
     a.candD = candD.data();
     a.candI = candI.data();
     a.queryNorms = l2 ? queryNorms.data() : nullptr;
-    kernels::coarseFusedCandidates(a, stream);
-    // The segments' candidates merged as the flat search merges its segments' (ties by
-    // column, so by segment, then by id within a segment: the lower id first). One
-    // segment's are already the answer.
-    const float* keys = candD.data();
-    const int64_t* ids = candI.data();
-    int64_t ldKeys = ld;
-    if (segments > 1) {
-        kernels::SelectRowsArgs merge;
-        merge.dist = candD.data();
-        merge.ldDist = ld;
-        merge.nrows = coarse.nq;
-        merge.ncols = ld;
-        merge.inIds = candI.data();
-        merge.ldIds = ld;
-        merge.k = nprobe;
-        merge.outD = outD;
-        merge.outI = outI;
-        merge.ldOut = nprobe;
-        kernels::selectRowsMin(merge, stream);
-        keys = outD;
-        ids = outI;
-        ldKeys = nprobe;
-    }
-    kernels::finishKnn(
-            keys, ids, ldKeys, coarse.nq, nprobe, kernels::distanceFinishFor(coarse.metric),
-            l2 ? queryNorms.data() : nullptr, outD, outI, stream);
+    a.outD = outD;
+    a.outI = outI;
+    // The segments' candidates are merged as the flat search merges its segments' (ties
+    // by column, so by segment, then by id within a segment: by id).
+    kernels::coarseFusedSearch(a, res.stream());
 }
 
 } // namespace faiss_ext
