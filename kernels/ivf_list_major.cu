@@ -166,9 +166,27 @@ __global__ void scatterProbesKernel(
     }
 }
 
+/// Lists of the one-block grouping's scan a thread takes (consecutive): its shared
+/// memory holds at most kOneBlockGroupSmemBytes / 8 lists and their end.
+constexpr int kOneBlockListsPerThread = 5;
+static_assert(
+        kOneBlockListsPerThread * kScanThreads >= kOneBlockGroupSmemBytes / (2 * sizeof(int)),
+        "the one-block scan covers every list it takes");
+
+/// (pairs, work items) summed as one: both of a list's offsets from one block scan.
+struct SumPairs {
+    __device__ int2 operator()(const int2& a, const int2& b) const {
+        return make_int2(a.x + b.x, a.y + b.y);
+    }
+};
+using BlockScanPairs = cub::BlockScan<int2, kScanThreads, cub::BLOCK_SCAN_WARP_SCANS>;
+
 // The whole grouping in one block, its counts and cursors in shared memory: the same
-// steps as the kernels above (count, scan, work, scan, scatter) without four launches
-// and their gaps, for batches whose pairs one block goes through quickly.
+// steps as the kernels above (count, the two scans as one, scatter) without five
+// launches and their gaps, for batches whose pairs one block goes through quickly. Its
+// time is latency (one SM, ~20 cycles an instruction a warp): the list lengths are read
+// first, behind the count, and each thread keeps its lists' counts and work in
+// registers for the one scan.
 __global__ void __launch_bounds__(kScanThreads) groupOneBlockKernel(
         const int64_t* coarse,
         int64_t pairs,
@@ -181,6 +199,12 @@ __global__ void __launch_bounds__(kScanThreads) groupOneBlockKernel(
     extern __shared__ int smem[];
     int* counts = smem;               // nlist + 1
     int* cursor = smem + (nlist + 1); // nlist + 1
+    const int64_t first = int64_t(threadIdx.x) * kOneBlockListsPerThread;
+    int64_t length[kOneBlockListsPerThread];
+#pragma unroll
+    for (int j = 0; j < kOneBlockListsPerThread; ++j) {
+        length[j] = first + j < nlist ? listLen[first + j] : 0;
+    }
     for (int64_t l = threadIdx.x; l <= nlist; l += kScanThreads) {
         counts[l] = 0;
     }
@@ -196,18 +220,29 @@ __global__ void __launch_bounds__(kScanThreads) groupOneBlockKernel(
         }
     }
     __syncthreads();
-    __shared__ BlockScanInts::TempStorage temp;
-    blockExclusiveScan(
-            temp, nlist + 1, [&](int64_t l) { return counts[l]; },
-            [&](int64_t l, int start) {
-                listStart[l] = start;
-                cursor[l] = start;
-            });
-    __syncthreads();
-    blockExclusiveScan(
-            temp, nlist + 1,
-            [&](int64_t l) { return l < nlist ? listWork(counts[l], listLen[l]) : 0; },
-            [&](int64_t l, int start) { workStart[l] = start; });
+    int count[kOneBlockListsPerThread];
+    int work[kOneBlockListsPerThread];
+    int2 sum = make_int2(0, 0);
+#pragma unroll
+    for (int j = 0; j < kOneBlockListsPerThread; ++j) {
+        count[j] = first + j < nlist ? counts[first + j] : 0;
+        work[j] = first + j < nlist ? listWork(count[j], length[j]) : 0;
+        sum.x += count[j];
+        sum.y += work[j];
+    }
+    __shared__ BlockScanPairs::TempStorage temp;
+    int2 start;
+    BlockScanPairs(temp).ExclusiveScan(sum, start, make_int2(0, 0), SumPairs());
+#pragma unroll
+    for (int j = 0; j < kOneBlockListsPerThread; ++j) {
+        if (first + j <= nlist) {
+            listStart[first + j] = start.x;
+            cursor[first + j] = start.x;
+            workStart[first + j] = start.y;
+        }
+        start.x += count[j];
+        start.y += work[j];
+    }
     __syncthreads();
 #pragma unroll 4
     for (int64_t i = threadIdx.x; i < pairs; i += kScanThreads) {
