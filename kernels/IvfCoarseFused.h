@@ -76,9 +76,9 @@ size_t coarseFusedSmemBytes(int d);
 
 /// Splits the centroids into their fragments, writes every (query, segment)'s best k
 /// candidates, then merges each query's into its results (CoarseFusedArgs): three
-/// kernels on the stream. Needs a device of
-/// compute capability 8.0 or newer (TF32 mma), d <= kCoarseFusedMaxDim and
-/// coarseFusedSmemBytes(d) within the device's limit; finite inputs.
+/// kernels on the stream. Needs a device of compute capability 8.0 or newer (TF32 mma),
+/// d <= kCoarseFusedMaxDim and coarseFusedSmemBytes(d) within the device's limit; finite
+/// inputs.
 void coarseFusedSearch(const CoarseFusedArgs& args, cudaStream_t stream);
 
 } // namespace kernels

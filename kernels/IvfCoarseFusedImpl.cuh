@@ -366,7 +366,6 @@ __global__ void __launch_bounds__(kThreads, 4) coarseFusedKernel(CoarseFusedArgs
             }
         }
     }
-
 #else
     __trap(); // the host refuses devices below compute capability 8.0
 #endif

@@ -54,7 +54,7 @@ __device__ inline int listMajorGroup(int count) {
 
 constexpr int kScanThreads = 1024;
 /// Largest dynamic shared memory of the one-block grouping, its counts and cursors (5119
-/// lists): within the default limit with its scan's static storage (~4 KB).
+/// lists): within the default limit with its scan's static storage (a few hundred bytes).
 constexpr size_t kOneBlockGroupSmemBytes = size_t(40) << 10;
 /// The one-block grouping's largest batch, (query, probe) pairs: 8 a thread. Above it
 /// the grid kernels' parallel count and scatter win over one block's loops.
@@ -179,6 +179,8 @@ struct SumPairs {
         return make_int2(a.x + b.x, a.y + b.y);
     }
 };
+/// Warp scans: their static storage is a few hundred bytes beside the counts and cursors
+/// (CUB's default raking scan of int2 over 1024 threads took the block past 48 KB).
 using BlockScanPairs = cub::BlockScan<int2, kScanThreads, cub::BLOCK_SCAN_WARP_SCANS>;
 
 // The whole grouping in one block, its counts and cursors in shared memory: the same
