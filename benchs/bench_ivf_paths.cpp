@@ -347,6 +347,8 @@ void coarseTable(
     coarse.nb = centroids.ntotal;
     coarse.d = data.d;
     coarse.metric = cpu.metric_type;
+    // Split once, as the index keeps it.
+    const IvfCoarseFragments fragments(res, coarse.base, coarse.nb, coarse.d, coarse.metric);
     struct AloneRow {
         int64_t batch;
         int nprobe;
@@ -370,7 +372,8 @@ void coarseTable(
                 coarse.precision = GpuFlatPrecision::kAuto;
                 coarse.precision = ivfCoarsePrecision(res, coarse, nprobe);
                 row.ms[i] = bench::median(bench::timeDevice(res, 2, reps, [&] {
-                    ivfCoarseSearch(res, coarse, nprobe, paths[i], dD.data(), dI.data());
+                    ivfCoarseSearch(
+                            res, coarse, nprobe, paths[i], fragments.data(), dD.data(), dI.data());
                 }));
             }
             alone.push_back(row);

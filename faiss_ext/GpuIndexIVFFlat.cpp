@@ -13,6 +13,7 @@
 #include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/impl/IdFilter.h>
 #include <faiss_ext/impl/IndexAccess.h>
+#include <faiss_ext/impl/IvfCoarseSearch.h>
 #include <faiss_ext/impl/IvfLists.h>
 #include <faiss_ext/impl/IvfSearch.h>
 #include <faiss_ext/impl/KMeans.h>
@@ -155,7 +156,7 @@ void GpuIndexIVFFlat::trainImpl_(int64_t n, const float* x) {
             res_, d, nlist_, n, x, cp, metric_type, config_.pageBytes, progress.part(0, 0.99));
     auto q = std::make_unique<GpuIndexFlat>(res_, d, metric_type, quantizerConfig(config_));
     q->add(nlist_, centroids.data());
-    quantizer_ = std::move(q);
+    setQuantizer_(std::move(q));
     is_trained = true;
     contentsChanged();
     progress.report("centroids stored", 1.0);
@@ -173,9 +174,17 @@ void GpuIndexIVFFlat::setQuantizer(const faiss::IndexFlat* quantizer) {
             (long long)ntotal);
     DeviceScope scope(res_.device());
     checkFinite(quantizer->ntotal, d, quantizer->get_xb(), "setQuantizer");
-    quantizer_ = std::make_unique<GpuIndexFlat>(res_, quantizer, quantizerConfig(config_));
+    setQuantizer_(std::make_unique<GpuIndexFlat>(res_, quantizer, quantizerConfig(config_)));
     is_trained = true;
     contentsChanged();
+}
+
+void GpuIndexIVFFlat::setQuantizer_(std::unique_ptr<GpuIndexFlat> q) {
+    const FlatStorage& centroids = *q->storage_;
+    auto fragments = std::make_unique<IvfCoarseFragments>(
+            res_, centroids.vectors(), q->ntotal, q->d, q->metric_type);
+    quantizer_ = std::move(q);
+    coarseFragments_ = std::move(fragments);
 }
 
 void GpuIndexIVFFlat::addImpl_(int64_t n, const float* x, const int64_t* ids) {
@@ -307,7 +316,7 @@ void GpuIndexIVFFlat::copyFrom(const faiss::IndexIVFFlat* index) {
     d = newD;
     metric_type = index->metric_type;
     nlist_ = newNlist;
-    quantizer_ = std::move(q);
+    setQuantizer_(std::move(q));
     *lists_ = std::move(lists);
     ntotal = total;
     is_trained = index->is_trained;
@@ -389,7 +398,8 @@ void GpuIndexIVFFlat::reconstruct_n(int64_t i0, int64_t ni, float* recons) const
 }
 
 size_t GpuIndexIVFFlat::deviceMemoryBytes() const {
-    return quantizer_->deviceMemoryBytes() + lists_->deviceBytes();
+    return quantizer_->deviceMemoryBytes() +
+            (coarseFragments_ ? coarseFragments_->deviceBytes() : 0) + lists_->deviceBytes();
 }
 
 int64_t GpuIndexIVFFlat::listLength(int64_t list) const {
@@ -411,6 +421,10 @@ std::vector<int64_t> GpuIndexIVFFlat::listIds(int64_t list) const {
 
 bool GpuIndexIVFFlatAccess::keepsByteCopy(const GpuIndexIVFFlat& index) {
     return index.lists_ && index.lists_->deviceByteCopy() != nullptr;
+}
+
+size_t GpuIndexIVFFlatAccess::coarseFragmentBytes(const GpuIndexIVFFlat& index) {
+    return index.coarseFragments_ ? index.coarseFragments_->deviceBytes() : 0;
 }
 
 IvfSearchPlan GpuIndexIVFFlat::plan_(int64_t nq, int k, int nprobeClamped) const {
@@ -448,6 +462,7 @@ IvfSearchInput GpuIndexIVFFlat::searchInput_(
                     coarsePrecision == GpuFlatPrecision::kTF32x3,
             "coarsePrecision=%d is not a GpuFlatPrecision", int(coarsePrecision));
     in.coarse.precision = coarsePrecision;
+    in.coarseFragments = coarseFragments_ ? coarseFragments_->data() : nullptr;
     in.lists = lists_.get();
     in.metric = metric_type;
     in.nprobe = np;
@@ -509,6 +524,7 @@ GpuIndex::SearchGraphShape GpuIndexIVFFlat::searchGraphShape_(
              int64_t(in.coarse.metric),
              int64_t(reinterpret_cast<uintptr_t>(in.coarse.base)),
              int64_t(reinterpret_cast<uintptr_t>(in.coarse.baseNorms)),
+             int64_t(reinterpret_cast<uintptr_t>(in.coarseFragments)),
              int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceData())),
              int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceByteCopy())),
              int64_t(reinterpret_cast<uintptr_t>(in.lists->deviceIds())),

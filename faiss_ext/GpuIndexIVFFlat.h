@@ -25,6 +25,7 @@ enum class IvfQueryScanKernel : int;
 enum class IvfCoarsePath : int;
 
 class IvfLists;
+class IvfCoarseFragments;
 struct IvfSearchPlan;
 struct IvfSearchInput;
 struct IdFilterBits;
@@ -144,6 +145,8 @@ class GpuIndexIVFFlat : public GpuIndex {
     int searchNprobe_(const faiss::SearchParameters* params) const;
     IvfSearchPlan plan_(int64_t nq, int k, int nprobe) const;
     void checkIds_(int64_t n, const int64_t* ids, const char* what) const;
+    /// Takes q as the quantizer, with the split of its centroids for the coarse search.
+    void setQuantizer_(std::unique_ptr<GpuIndexFlat> q);
 
     /// The library's access to the search plan (impl/IndexAccess.h: tests and
     /// benchmarks).
@@ -152,6 +155,9 @@ class GpuIndexIVFFlat : public GpuIndex {
     GpuIndexIVFFlatConfig ivfConfig_;
     int64_t nlist_;
     std::unique_ptr<GpuIndexFlat> quantizer_;
+    /// The quantizer's centroids split for the fused coarse search (empty where it cannot
+    /// serve them), rebuilt by setQuantizer_ with every new set of centroids.
+    std::unique_ptr<IvfCoarseFragments> coarseFragments_;
     std::unique_ptr<IvfLists> lists_;
     /// The per-query scan's kernel, forced only by tests and benchmarks through
     /// GpuIndexIVFFlatAccess (value-initialised: kAuto).

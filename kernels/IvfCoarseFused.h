@@ -32,10 +32,9 @@ struct CoarseFusedArgs {
     const float* queries = nullptr; ///< nq x d, row-major
     int64_t nq = 0;
     int d = 0;
-    const float* centroids = nullptr; ///< nlist x d, row-major
-    /// Scratch of coarseFusedFragmentBytes(nlist, d), 16-byte aligned: the centroids'
-    /// 3xTF32 parts in mma fragment order, written by the search before its kernel.
-    float4* centroidFragments = nullptr;
+    /// coarseFusedFragmentBytes(nlist, d), 16-byte aligned: the centroids' 3xTF32 parts
+    /// in mma fragment order (coarseFusedSplitCentroids).
+    const float4* centroidFragments = nullptr;
     /// nlist squared norms (L2); unused for inner product
     const float* centroidNorms = nullptr;
     int64_t nlist = 0;
@@ -74,11 +73,20 @@ inline size_t coarseFusedFragmentBytes(int64_t nlist, int d) {
 /// Dynamic shared memory of one block at dimension d.
 size_t coarseFusedSmemBytes(int d);
 
-/// Splits the centroids into their fragments, writes every (query, segment)'s best k
-/// candidates, then merges each query's into its results (CoarseFusedArgs): three
-/// kernels on the stream. Needs a device of compute capability 8.0 or newer (TF32 mma),
-/// d <= kCoarseFusedMaxDim and coarseFusedSmemBytes(d) within the device's limit; finite
-/// inputs.
+/// Splits nlist x d centroids (row-major, d <= kCoarseFusedMaxDim) into their 3xTF32
+/// fragments (coarseFusedFragmentBytes(nlist, d), 16-byte aligned), one kernel on the
+/// stream: once per set of centroids where they are kept, or before each search.
+void coarseFusedSplitCentroids(
+        const float* centroids,
+        int64_t nlist,
+        int d,
+        float4* fragments,
+        cudaStream_t stream);
+
+/// Writes every (query, segment)'s best k candidates from the centroids' fragments, then
+/// merges each query's into its results (CoarseFusedArgs): two kernels on the stream.
+/// Needs a device of compute capability 8.0 or newer (TF32 mma), d <= kCoarseFusedMaxDim
+/// and coarseFusedSmemBytes(d) within the device's limit; finite inputs.
 void coarseFusedSearch(const CoarseFusedArgs& args, cudaStream_t stream);
 
 } // namespace kernels

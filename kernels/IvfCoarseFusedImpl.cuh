@@ -1,16 +1,15 @@
 // The fused IVF coarse search's kernels (IvfCoarseFused.h). First the centroids are
-// split once a search into 3xTF32 parts (hi = x rounded to TF32 by OperandSplit's
-// rounding, Tf32Round.cuh; lo = x - hi) laid out in mma.sync fragment order
-// (splitCentroidFragments): for each n8 tile of centroids and k-step of 8 dimensions,
-// lane l's float4 {hi b0, hi b1, lo b0, lo b1}, so that a warp reads its B fragments of a
-// tile and k-step with one 16-byte shared load a lane and splits nothing in its loop.
-// Then a block of 4 warps takes 64 queries (16 a warp: the rows of an m16n8k8 tile) and
-// a segment of kCoarseFusedSegment centroids, which it walks in chunks of 32 (four n8
-// tiles), their fragments double-buffered in shared memory by 16-byte cp.async; the
-// queries stay in shared memory the whole time and are split per k-step (4 values a
-// thread, shared by the chunk's 4 tiles). Each tile and k-step is three mma.sync
-// (lo.hi, hi.lo, hi.hi) into one FP32 accumulator: the 3xTF32 sum of the GEMM path. The
-// keys (|c|^2 - 2 q.c, or -q.c) go straight into per-thread sorted lists, behind a
+// split (once per set of centroids where the index keeps the split) into 3xTF32 parts (hi = x
+// rounded to TF32 by OperandSplit's rounding, Tf32Round.cuh; lo = x - hi) laid out in mma.sync
+// fragment order (splitCentroidFragments): for each n8 tile of centroids and k-step of 8
+// dimensions, lane l's float4 {hi b0, hi b1, lo b0, lo b1}, so that a warp reads its B fragments of
+// a tile and k-step with one 16-byte shared load a lane and splits nothing in its loop. Then a
+// block of 4 warps takes 64 queries (16 a warp: the rows of an m16n8k8 tile) and a segment of
+// kCoarseFusedSegment centroids, which it walks in chunks of 32 (four n8 tiles), their fragments
+// double-buffered in shared memory by 16-byte cp.async; the queries stay in shared memory the whole
+// time and are split per k-step (4 values a thread, shared by the chunk's 4 tiles). Each tile and
+// k-step is three mma.sync (lo.hi, hi.lo, hi.hi) into one FP32 accumulator: the 3xTF32 sum of the
+// GEMM path. The keys (|c|^2 - 2 q.c, or -q.c) go straight into per-thread sorted lists, behind a
 // compare with the list's last entry; at the end the 4 threads sharing a row fold their
 // lists by shuffles and the block writes each (query, segment)'s best k; a small kernel
 // then merges each query's segments into its results. The launcher is

@@ -51,6 +51,25 @@ size_t coarseFusedSmemBytes(int d) {
             sizeof(float) * (size_t(kCoarseFusedQueryTile) * size_t(rowStride(d)) + 2 * kChunk);
 }
 
+void coarseFusedSplitCentroids(
+        const float* centroids,
+        int64_t nlist,
+        int d,
+        float4* fragments,
+        cudaStream_t stream) {
+    FAISS_THROW_IF_NOT_FMT(
+            centroids != nullptr && fragments != nullptr &&
+                    reinterpret_cast<uintptr_t>(fragments) % sizeof(float4) == 0 && nlist >= 1 &&
+                    d >= 1 && d <= kCoarseFusedMaxDim,
+            "fused coarse search: bad centroid split nlist=%lld d=%d", (long long)nlist, d);
+    const int64_t count = coarseFusedFragmentTiles(nlist) * coarse::kSteps(d) * 32;
+    constexpr int kSplitThreads = 256;
+    coarse::splitCentroidFragments<<<
+            unsigned((count + kSplitThreads - 1) / kSplitThreads), kSplitThreads, 0, stream>>>(
+            centroids, nlist, d, count, fragments);
+    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
 void coarseFusedSearch(const CoarseFusedArgs& a, cudaStream_t stream) {
     FAISS_THROW_IF_NOT_FMT(
             a.nq > 0 && a.d >= 1 && a.d <= kCoarseFusedMaxDim && a.k >= 1 &&
@@ -64,16 +83,10 @@ void coarseFusedSearch(const CoarseFusedArgs& a, cudaStream_t stream) {
     FAISS_THROW_IF_NOT_MSG(
             a.centroidFragments != nullptr &&
                     reinterpret_cast<uintptr_t>(a.centroidFragments) % sizeof(float4) == 0,
-            "fused coarse search: no 16-byte aligned scratch for the centroid fragments");
+            "fused coarse search: no 16-byte aligned centroid fragments");
     FAISS_THROW_IF_NOT_MSG(
             a.candD && a.candI && a.outD && a.outI,
             "fused coarse search: missing candidate or result arrays");
-    const int64_t fragments = coarseFusedFragmentTiles(a.nlist) * coarse::kSteps(a.d) * 32;
-    constexpr int kSplitThreads = 256;
-    coarse::splitCentroidFragments<<<
-            unsigned((fragments + kSplitThreads - 1) / kSplitThreads), kSplitThreads, 0, stream>>>(
-            a.centroids, a.nlist, a.d, fragments, a.centroidFragments);
-    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
     switch (nextPow2(a.k)) {
         case 1:
             coarse::launchCoarseFused<1>(a, stream);

@@ -156,11 +156,11 @@ void expectKernelMatchesReference(GpuResources& res, const CoarseShape& s, uint6
             res.alloc<float4>(kernels::coarseFusedFragmentBytes(s.nlist, s.d) / sizeof(float4));
     auto outD = res.alloc<float>(size_t(s.nq * s.k));
     auto outI = res.alloc<int64_t>(size_t(s.nq * s.k));
+    kernels::coarseFusedSplitCentroids(cent.data(), s.nlist, s.d, fragments.data(), stream);
     kernels::CoarseFusedArgs a;
     a.queries = xq.data();
     a.nq = s.nq;
     a.d = s.d;
-    a.centroids = cent.data();
     a.centroidFragments = fragments.data();
     a.centroidNorms = l2 ? centNorms.data() : nullptr;
     a.nlist = s.nlist;
@@ -397,5 +397,89 @@ TEST(GpuIndexIVFFlat, FusedCoarseSearchMatchesGemm) {
                 expectCoarsePathsAgree(res, d, nlist, m, 200, GpuFlatPrecision::kTF32x3, s + 7);
             }
         }
+    }
+}
+
+namespace {
+
+/// A search of `index` on the fused coarse path, 3xTF32, nprobe 4, k 10.
+void fusedSearch(
+        GpuIndexIVFFlat& index,
+        int64_t nq,
+        const float* xq,
+        std::vector<float>& D,
+        std::vector<int64_t>& I) {
+    GpuIndexIVFFlatAccess::setCoarsePath(index, IvfCoarsePath::kFused);
+    index.coarsePrecision = GpuFlatPrecision::kTF32x3;
+    index.nprobe = 4;
+    D.resize(size_t(nq) * 10);
+    I.resize(size_t(nq) * 10);
+    index.search(nq, xq, 10, D.data(), I.data());
+}
+
+} // namespace
+
+// The index keeps its centroids' split for the fused coarse search and builds it again
+// with every new set of centroids (setQuantizer, copyFrom, train): after each change its
+// results are those of a fresh index over the same centroids and lists, bit for bit (a
+// split left from the previous centroids would send the queries to other lists).
+TEST(GpuIvfCoarseFused, KeptSplitFollowsTheCentroids) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    if (res.computeCapabilityMajor() < 8) {
+        GTEST_SKIP() << "the fused coarse search needs compute capability 8.0";
+    }
+    const int d = 32;
+    const int64_t nlist = 300, nb = 3000, nq = 200;
+    const auto xb = datasets::uniform(nb, d, 51);
+    const auto xq = datasets::uniform(nq, d, 52);
+    const auto centA = datasets::uniform(nlist, d, 53);
+    const auto centB = datasets::uniform(nlist, d, 54);
+    auto cpuA = cpuIvf(d, nlist, faiss::METRIC_L2, centA.data());
+    auto cpuB = cpuIvf(d, nlist, faiss::METRIC_L2, centB.data());
+    cpuA->add(nb, xb.data());
+    cpuB->add(nb, xb.data());
+    std::vector<float> D, Dref;
+    std::vector<int64_t> I, Iref;
+
+    GpuIndexIVFFlat gpu(res, cpuA.get());
+    EXPECT_EQ(
+            GpuIndexIVFFlatAccess::coarseFragmentBytes(gpu),
+            kernels::coarseFusedFragmentBytes(nlist, d));
+    fusedSearch(gpu, nq, xq.data(), D, I);
+    {
+        GpuIndexIVFFlat fresh(res, cpuA.get());
+        fusedSearch(fresh, nq, xq.data(), Dref, Iref);
+        EXPECT_EQ(compareExact(D, I, Dref, Iref, nq, 10), 0) << "copied from A";
+    }
+
+    gpu.reset();
+    gpu.setQuantizer(dynamic_cast<const faiss::IndexFlat*>(cpuB->quantizer));
+    gpu.add(nb, xb.data());
+    fusedSearch(gpu, nq, xq.data(), D, I);
+    {
+        GpuIndexIVFFlat fresh(res, cpuB.get());
+        fusedSearch(fresh, nq, xq.data(), Dref, Iref);
+        EXPECT_EQ(compareExact(D, I, Dref, Iref, nq, 10), 0) << "setQuantizer to B";
+    }
+
+    gpu.copyFrom(cpuA.get());
+    fusedSearch(gpu, nq, xq.data(), D, I);
+    {
+        GpuIndexIVFFlat fresh(res, cpuA.get());
+        fusedSearch(fresh, nq, xq.data(), Dref, Iref);
+        EXPECT_EQ(compareExact(D, I, Dref, Iref, nq, 10), 0) << "copyFrom A";
+    }
+
+    gpu.reset();
+    gpu.train(nb, xb.data());
+    gpu.add(nb, xb.data());
+    fusedSearch(gpu, nq, xq.data(), D, I);
+    {
+        faiss::IndexIVFFlat trained;
+        gpu.copyTo(&trained);
+        GpuIndexIVFFlat fresh(res, &trained);
+        fusedSearch(fresh, nq, xq.data(), Dref, Iref);
+        EXPECT_EQ(compareExact(D, I, Dref, Iref, nq, 10), 0) << "trained again";
     }
 }

@@ -68,6 +68,9 @@ struct GpuIndexIVFFlatAccess {
     /// Whether the lists keep their byte copy (impl/IvfLists.h: every stored value an
     /// integer in [0, 255]), which the list-major scan then reads.
     static bool keepsByteCopy(const GpuIndexIVFFlat& index);
+    /// Device bytes of the split of the centroids the index keeps for the fused coarse
+    /// search (impl/IvfCoarseSearch.h: IvfCoarseFragments; 0 where it keeps none).
+    static size_t coarseFragmentBytes(const GpuIndexIVFFlat& index);
 };
 
 } // namespace faiss_ext

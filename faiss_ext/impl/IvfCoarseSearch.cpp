@@ -13,6 +13,31 @@ size_t ivfCoarseFusedBytesPerQuery(int64_t nlist, int nprobe) {
             sizeof(float);
 }
 
+const char* ivfCoarseFusedCentroidsRefusal(
+        const GpuResources& res,
+        int64_t nlist,
+        int d,
+        faiss::MetricType metric) {
+    if (res.computeCapabilityMajor() < 8) {
+        return "it needs TF32 tensor cores (compute capability 8.0 or newer)";
+    }
+    if (d > kernels::kCoarseFusedMaxDim ||
+        kernels::coarseFusedSmemBytes(d) > res.maxSharedMemoryPerBlock()) {
+        return "the dimension is too large for its shared memory";
+    }
+    if (metric != faiss::METRIC_L2 && metric != faiss::METRIC_INNER_PRODUCT) {
+        return "it computes L2 and inner product only";
+    }
+    if (nlist < 1 || nlist > INT32_MAX || kernels::coarseFusedSegments(nlist) > 65535) {
+        return "the centroid count is out of its range";
+    }
+    // As the GEMM path's operand splits: at most a quarter of the temporary budget.
+    if (kernels::coarseFusedFragmentBytes(nlist, d) > res.tempMemoryBytes() / 4) {
+        return "its centroid fragments would take over a quarter of the temporary memory";
+    }
+    return nullptr;
+}
+
 const char* ivfCoarseFusedRefusal(
         const GpuResources& res,
         const FlatSearchInput& coarse,
@@ -20,31 +45,36 @@ const char* ivfCoarseFusedRefusal(
     if (coarse.precision != GpuFlatPrecision::kTF32x3) {
         return "its products are 3xTF32 and the coarse precision is not";
     }
-    if (res.computeCapabilityMajor() < 8) {
-        return "it needs TF32 tensor cores (compute capability 8.0 or newer)";
-    }
     if (nextPow2(nprobe) > kernels::kCoarseFusedMaxK) {
         return "it keeps at most 8 lists a query";
-    }
-    if (coarse.d > kernels::kCoarseFusedMaxDim ||
-        kernels::coarseFusedSmemBytes(coarse.d) > res.maxSharedMemoryPerBlock()) {
-        return "the dimension is too large for its shared memory";
-    }
-    if (coarse.metric != faiss::METRIC_L2 && coarse.metric != faiss::METRIC_INNER_PRODUCT) {
-        return "it computes L2 and inner product only";
     }
     if (coarse.allow != nullptr) {
         return "it does not filter centroids";
     }
-    if (coarse.nb < nprobe || coarse.nb > INT32_MAX ||
-        kernels::coarseFusedSegments(coarse.nb) > 65535) {
+    if (coarse.nb < nprobe) {
         return "the centroid count is out of its range";
     }
-    // As the GEMM path's operand splits: at most a quarter of the temporary budget.
-    if (kernels::coarseFusedFragmentBytes(coarse.nb, coarse.d) > res.tempMemoryBytes() / 4) {
-        return "its centroid fragments would take over a quarter of the temporary memory";
+    return ivfCoarseFusedCentroidsRefusal(res, coarse.nb, coarse.d, coarse.metric);
+}
+
+IvfCoarseFragments::IvfCoarseFragments(
+        const GpuResources& res,
+        const float* centroids,
+        int64_t nlist,
+        int d,
+        faiss::MetricType metric) {
+    if (centroids == nullptr || ivfCoarseFusedCentroidsRefusal(res, nlist, d, metric) != nullptr) {
+        return;
     }
-    return nullptr;
+    // Without the memory for it the index keeps no split (its searches split per call)
+    // rather than fail the change of centroids.
+    try {
+        fragments_ =
+                res.alloc<float4>(kernels::coarseFusedFragmentBytes(nlist, d) / sizeof(float4));
+    } catch (const faiss::FaissException&) {
+        return;
+    }
+    kernels::coarseFusedSplitCentroids(centroids, nlist, d, fragments_.data(), res.stream());
 }
 
 IvfCoarsePath ivfCoarsePathFor(
@@ -73,6 +103,7 @@ void ivfCoarseSearch(
         const FlatSearchInput& coarse,
         int nprobe,
         IvfCoarsePath forced,
+        const float4* fragments,
         float* outD,
         int64_t* outI) {
     if (ivfCoarsePathFor(res, coarse, nprobe, forced) == IvfCoarsePath::kGemm) {
@@ -84,14 +115,20 @@ void ivfCoarseSearch(
     auto candD = res.alloc<float>(size_t(coarse.nq) * ld);
     auto candI = res.alloc<int64_t>(size_t(coarse.nq) * ld);
     auto queryNorms = res.alloc<float>(l2 ? size_t(coarse.nq) : 0);
-    auto fragments = res.alloc<float4>(
-            kernels::coarseFusedFragmentBytes(coarse.nb, coarse.d) / sizeof(float4));
+    // The index's split of its centroids, or this search's.
+    auto ownSplit = res.alloc<float4>(
+            fragments ? 0
+                      : kernels::coarseFusedFragmentBytes(coarse.nb, coarse.d) / sizeof(float4));
+    if (!fragments) {
+        kernels::coarseFusedSplitCentroids(
+                coarse.base, coarse.nb, coarse.d, ownSplit.data(), res.stream());
+        fragments = ownSplit.data();
+    }
     kernels::CoarseFusedArgs a;
     a.queries = coarse.queries;
     a.nq = coarse.nq;
     a.d = coarse.d;
-    a.centroids = coarse.base;
-    a.centroidFragments = fragments.data();
+    a.centroidFragments = fragments;
     a.centroidNorms = l2 ? coarse.baseNorms : nullptr;
     a.nlist = coarse.nb;
     a.innerProduct = !l2;

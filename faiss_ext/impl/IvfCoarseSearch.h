@@ -9,6 +9,7 @@
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/impl/FlatSearch.h>
+#include <faiss_ext/utils/DeviceBuffer.h>
 
 namespace faiss_ext {
 
@@ -27,6 +28,15 @@ constexpr int64_t kIvfCoarseFusedMaxQueries = 4096;
 /// Temporary bytes a query costs on the fused path at nlist and nprobe: its segments'
 /// candidates and its squared norm.
 size_t ivfCoarseFusedBytesPerQuery(int64_t nlist, int nprobe);
+
+/// Why the fused path cannot serve a coarse search over these centroids on this device
+/// whatever the queries (the part of ivfCoarseFusedRefusal that the centroids decide),
+/// or null.
+const char* ivfCoarseFusedCentroidsRefusal(
+        const GpuResources& res,
+        int64_t nlist,
+        int d,
+        faiss::MetricType metric);
 
 /// Why the fused path cannot serve this coarse search (precision already resolved by
 /// ivfCoarsePrecision), or null when it can: 3xTF32 products, nextPow2(nprobe) <=
@@ -48,15 +58,42 @@ IvfCoarsePath ivfCoarsePathFor(
         int nprobe,
         IvfCoarsePath forced);
 
+/// The centroids' split for the fused path (kernels::coarseFusedSplitCentroids), kept by
+/// an IVF index beside its quantizer so that a search does not split them again (~4 us a
+/// call at nlist 4096, d 128). Empty where the fused path cannot serve the centroids
+/// (ivfCoarseFusedCentroidsRefusal) or where its memory cannot be had. Built from the
+/// centroids as they are: a new set of centroids needs a new one.
+class IvfCoarseFragments {
+   public:
+    IvfCoarseFragments(
+            const GpuResources& res,
+            const float* centroids,
+            int64_t nlist,
+            int d,
+            faiss::MetricType metric);
+    /// The fragments (device), or null where none are kept.
+    const float4* data() const {
+        return fragments_.data();
+    }
+    size_t deviceBytes() const {
+        return fragments_.bytes();
+    }
+
+   private:
+    DeviceBuffer<float4> fragments_;
+};
+
 /// Writes the nprobe nearest centroids of coarse.nq queries (precision resolved), best
 /// first, to outD / outI (device, nq x nprobe) in flatSearch's conventions (L2:
 /// squared distances; inner product: the products, largest first), on the path
-/// ivfCoarsePathFor gives.
+/// ivfCoarsePathFor gives. The fused path reads `fragments` (IvfCoarseFragments of
+/// coarse.base) where given, else splits the centroids itself.
 void ivfCoarseSearch(
         const GpuResources& res,
         const FlatSearchInput& coarse,
         int nprobe,
         IvfCoarsePath forced,
+        const float4* fragments,
         float* outD,
         int64_t* outI);
 

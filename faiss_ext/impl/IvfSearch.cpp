@@ -368,7 +368,9 @@ void ivfSearch(
         coarse.queries = q;
         coarse.nq = m;
         coarse.precision = ivfCoarsePrecision(res, coarse, nprobe);
-        ivfCoarseSearch(res, coarse, nprobe, plan.coarsePath, coarseD.data(), coarseI.data());
+        ivfCoarseSearch(
+                res, coarse, nprobe, plan.coarsePath, in.coarseFragments, coarseD.data(),
+                coarseI.data());
         if (!plan.listMajor) {
             kernels::ivfChunkOffsets(
                     coarseI.data(), m, nprobe, in.lists->deviceLengths(), plan.chunkLen,

@@ -89,6 +89,9 @@ struct IvfSearchInput {
     /// centroids (queries and nq are set per tile); its precision is the index's
     /// coarsePrecision, resolved per tile by ivfCoarsePrecision
     FlatSearchInput coarse;
+    /// The centroids' split for the fused coarse path, kept by the index
+    /// (IvfCoarseFragments; null: each search splits them).
+    const float4* coarseFragments = nullptr;
     const IvfLists* lists = nullptr;
     faiss::MetricType metric = faiss::METRIC_L2;
     int nprobe = 0;
