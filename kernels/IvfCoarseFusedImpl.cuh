@@ -1,20 +1,21 @@
 // The fused IVF coarse search's kernels (IvfCoarseFused.h). First the centroids are
-// split (once per set of centroids where the index keeps the split) into 3xTF32 parts (hi = x
-// rounded to TF32 by OperandSplit's rounding, Tf32Round.cuh; lo = x - hi) laid out in mma.sync
-// fragment order (splitCentroidFragments): for each n8 tile of centroids and k-step of 8
-// dimensions, lane l's float4 {hi b0, hi b1, lo b0, lo b1}, so that a warp reads its B fragments of
-// a tile and k-step with one 16-byte shared load a lane and splits nothing in its loop. Then a
-// block of 4 warps takes 64 queries (16 a warp: the rows of an m16n8k8 tile) and a segment of
-// kCoarseFusedSegment centroids, which it walks in chunks of 32 (four n8 tiles), their fragments
-// double-buffered in shared memory by 16-byte cp.async; the queries stay in shared memory the whole
-// time and are split per k-step (4 values a thread, shared by the chunk's 4 tiles). Each tile and
-// k-step is three mma.sync (lo.hi, hi.lo, hi.hi) into one FP32 accumulator: the 3xTF32 sum of the
-// GEMM path. The keys (|c|^2 - 2 q.c, or -q.c) go straight into per-thread sorted lists, behind a
-// compare with the list's last entry; at the end the 4 threads sharing a row fold their
-// lists by shuffles and the block writes each (query, segment)'s best k; a small kernel
-// then merges each query's segments into its results. The launcher is
-// instantiated per capacity in ivf_coarse_fused_k{1_2,4_8}.cu (declared extern in
-// ivf_coarse_fused.cu).
+// split (once per set of centroids where the index keeps the split) into 3xTF32 parts
+// (hi = x rounded to TF32 by OperandSplit's rounding, Tf32Round.cuh; lo = x - hi) laid
+// out in mma.sync fragment order (splitCentroidFragments): for each n8 tile of
+// centroids and k-step of 8 dimensions, lane l's float4 {hi b0, hi b1, lo b0, lo b1},
+// so that a warp reads its B fragments of a tile and k-step with one 16-byte shared
+// load a lane and splits nothing in its loop. Then a block of 4 warps takes 64 queries
+// (16 a warp: the rows of an m16n8k8 tile) and a segment of kCoarseFusedSegment
+// centroids, which it walks in chunks of 32 (four n8 tiles), their fragments
+// double-buffered in shared memory by 16-byte cp.async; the queries stay in shared
+// memory the whole time and are split per k-step (4 values a thread, shared by the
+// chunk's 4 tiles). Each tile and k-step is three mma.sync (lo.hi, hi.lo, hi.hi) into
+// one FP32 accumulator: the 3xTF32 sum of the GEMM path. The keys (|c|^2 - 2 q.c, or
+// -q.c) go straight into per-thread sorted lists, behind a compare with the list's last
+// entry; at the end the 4 threads sharing a row fold their lists by shuffles and the
+// block writes each (query, segment)'s best k; a small kernel then merges each query's
+// segments into its results. The launcher is instantiated per capacity in
+// ivf_coarse_fused_k{1_2,4_8}.cu (declared extern in ivf_coarse_fused.cu).
 //
 // Fragment layout (PTX ISA, mma.m16n8k8 with .tf32; g = lane / 4, t = lane % 4):
 //   A (16 x 8, row-major): a0 (row g, col t), a1 (row g + 8, col t), a2 (row g, col t + 4),
@@ -378,11 +379,11 @@ void launchCoarseFused(const CoarseFusedArgs& a, cudaStream_t stream) {
             unsigned((a.nq + kCoarseFusedQueryTile - 1) / kCoarseFusedQueryTile),
             unsigned(coarseFusedSegments(a.nlist)));
     coarseFusedKernel<kKp><<<grid, kThreads, smem, stream>>>(a);
-    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
     mergeSegmentsKernel<kKp>
             <<<unsigned((a.nq * kMergeWidth + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
                     a, int(grid.y));
-    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
 } // namespace coarse

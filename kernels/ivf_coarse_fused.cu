@@ -67,7 +67,7 @@ void coarseFusedSplitCentroids(
     coarse::splitCentroidFragments<<<
             unsigned((count + kSplitThreads - 1) / kSplitThreads), kSplitThreads, 0, stream>>>(
             centroids, nlist, d, count, fragments);
-    FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+    FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
 void coarseFusedSearch(const CoarseFusedArgs& a, cudaStream_t stream) {
