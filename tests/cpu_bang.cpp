@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -227,6 +228,31 @@ TEST(BangPrune, GpuPagesCoverEveryNodeWithinTheBudget) {
         EXPECT_NE(std::string(e.what()).find("tempMemoryBytes = 65536"), std::string::npos)
                 << e.what();
     }
+}
+
+TEST(BangPrune, OrderSplitByRangesKeepsEachRangesOrder) {
+    std::mt19937_64 rng(faiss_ext::test::testSeed() + 4);
+    std::vector<int32_t> order(1000);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    // An empty range, and nodes below and above the ranges (left out).
+    const std::vector<int64_t> bounds{100, 100, 250, 251, 600, 900};
+    const std::vector<std::vector<int32_t>> parts = splitOrderByRanges(order, bounds);
+    ASSERT_EQ(parts.size(), bounds.size() - 1);
+    for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+        std::vector<int32_t> expected;
+        for (const int32_t v : order) {
+            if (v >= bounds[i] && v < bounds[i + 1]) {
+                expected.push_back(int32_t(v - bounds[i]));
+            }
+        }
+        EXPECT_EQ(parts[i], expected) << "range " << i;
+        EXPECT_EQ(int64_t(parts[i].size()), bounds[i + 1] - bounds[i]) << "range " << i;
+    }
+    // One range over everything: the order itself.
+    EXPECT_EQ(splitOrderByRanges(order, {0, 1000}).front(), order);
+    // No ranges, nothing.
+    EXPECT_TRUE(splitOrderByRanges(order, {5}).empty());
 }
 
 TEST(BangBuild, CandidateSourceRule) {

@@ -352,14 +352,23 @@ BangBuildTimes buildBangGraph(
     // prune writes the new one, so the ranges change the peak, not the graph.
     const int64_t range =
             passNodes > 0 ? std::min(passNodes, n) : bangPassNodes(n, p, res.tempMemoryBytes());
+    std::vector<int64_t> bounds;
+    for (int64_t v0 = 0; v0 < n; v0 += range) {
+        bounds.push_back(v0);
+    }
+    bounds.push_back(n);
+    // Each range's nodes in the locality order, split once for every pass.
+    const std::vector<std::vector<int32_t>> rangeOrders =
+            p.passes > 0 ? splitOrderByRanges(order, bounds) : std::vector<std::vector<int32_t>>();
     for (int pass = 0; pass < p.passes; ++pass) {
         work.setGraph(std::move(graph), medoid);
         DeviceBuffer<int32_t> next = res.alloc<int32_t>(size_t(n) * p.graphDegree);
-        for (int64_t v0 = 0; v0 < n; v0 += range) {
-            const int64_t m = std::min(range, n - v0);
+        for (size_t r = 0; r + 1 < bounds.size(); ++r) {
+            const int64_t v0 = bounds[r], m = bounds[r + 1] - v0;
             const BangDeviceCandidates c = searchCandidates(res, work, p, v0, m);
             clock.lap(t.searchSeconds);
-            pruneCandidatesInto(res, storage, c, p.graphDegree, p.alpha, v0, &order, next.data());
+            pruneCandidatesInto(
+                    res, storage, c, p.graphDegree, p.alpha, v0, &rangeOrders[r], next.data());
             clock.lap(t.pruneSeconds);
         }
         stage(3 + 2 * pass).report("searches: vectors searched", 0.8);

@@ -63,24 +63,11 @@ struct PageBuffers {
         }
     }
 
-    /// The page's nodes (firstNode + page.begin .. firstNode + page.end) in the order of
-    /// `all` (every node of the graph once; null: id order).
+    /// The order of the page's nodes, as offsets from its first node (each once).
     void setOrder(
-            const std::vector<int32_t>* all,
+            const std::vector<int32_t>& mine,
             const BangPrunePageRange& page,
-            int64_t firstNode,
             const GpuResources& res) {
-        if (!all) {
-            return;
-        }
-        const int64_t begin = firstNode + page.begin, end = firstNode + page.end;
-        std::vector<int32_t> mine;
-        mine.reserve(size_t(end - begin));
-        for (const int32_t v : *all) {
-            if (v >= begin && v < end) {
-                mine.push_back(int32_t(v - begin));
-            }
-        }
         FAISS_ASSERT(int64_t(mine.size()) == page.end - page.begin);
         order = res.alloc<int32_t>(mine.size());
         copyToDevice(order.data(), mine.data(), mine.size(), res.stream());
@@ -121,7 +108,44 @@ size_t sortTempBytes(int64_t entries, int64_t nodes) {
     return kernels::bangPruneSortTempBytes(entries, nodes);
 }
 
+/// Each page's nodes in the order of `order` (offsets from the first node of the pages'
+/// span, each node of it once), as offsets from the page's first node; none when order
+/// is null (id order).
+std::vector<std::vector<int32_t>> pageOrders(
+        const std::vector<int32_t>* order,
+        const std::vector<BangPrunePageRange>& pages) {
+    if (!order || pages.empty()) {
+        return {};
+    }
+    std::vector<int64_t> bounds;
+    bounds.reserve(pages.size() + 1);
+    for (const BangPrunePageRange& p : pages) {
+        bounds.push_back(p.begin);
+    }
+    bounds.push_back(pages.back().end);
+    return splitOrderByRanges(*order, bounds);
+}
+
 } // namespace
+
+std::vector<std::vector<int32_t>> splitOrderByRanges(
+        const std::vector<int32_t>& order,
+        const std::vector<int64_t>& bounds) {
+    FAISS_ASSERT(!bounds.empty() && std::is_sorted(bounds.begin(), bounds.end()));
+    std::vector<std::vector<int32_t>> out(bounds.size() - 1);
+    for (size_t i = 0; i < out.size(); ++i) {
+        out[i].reserve(size_t(bounds[i + 1] - bounds[i]));
+    }
+    for (const int32_t v : order) {
+        if (v >= bounds.front() && v < bounds.back()) {
+            // v's range is the last one to start at or before v.
+            const auto after = std::upper_bound(bounds.begin(), bounds.end(), int64_t(v));
+            const size_t i = size_t(after - bounds.begin()) - 1;
+            out[i].push_back(int32_t(v - bounds[i]));
+        }
+    }
+    return out;
+}
 
 size_t bangPrunePageBytes(int64_t entries, int64_t nodes) {
     return size_t(entries) * (4 + 8 + 8 + 1) + (size_t(nodes) * 3 + 1) * 4 + 4096;
@@ -203,16 +227,21 @@ void pruneCandidatesInto(
     FAISS_ASSERT(
             n >= 1 && n < INT_MAX && R >= 1 && firstNode >= 0 &&
             firstNode + candidates.size() <= n);
-    FAISS_ASSERT(!order || int64_t(order->size()) == n);
+    FAISS_ASSERT(!order || int64_t(order->size()) == candidates.size());
     FAISS_ASSERT(candidates.offsets.front() == 0);
     FAISS_ASSERT(size_t(candidates.offsets.back()) == candidates.ids.size());
     checkPruneSmem(res, vectors.dim());
     const cudaStream_t stream = res.stream();
-    for (const BangPrunePageRange& r :
-         planBangPrunePages(candidates.offsets, res.tempMemoryBytes(), sortTempBytes)) {
+    const std::vector<BangPrunePageRange> pages =
+            planBangPrunePages(candidates.offsets, res.tempMemoryBytes(), sortTempBytes);
+    const std::vector<std::vector<int32_t>> orders = pageOrders(order, pages);
+    for (size_t i = 0; i < pages.size(); ++i) {
+        const BangPrunePageRange& r = pages[i];
         PageBuffers b(res, r, false);
         b.setSegments(candidates.offsets, r, res);
-        b.setOrder(order, r, firstNode, res);
+        if (order) {
+            b.setOrder(orders[i], r, res);
+        }
         const int32_t* pageIds = candidates.ids.data() + candidates.offsets[size_t(r.begin)];
         kernels::bangPrunePage(
                 b.page(vectors, r, firstNode, pageIds), b.work(), R, alpha, false, graph, stream);
@@ -258,11 +287,16 @@ void pruneWithReverseEdges(
     // Second prune: out-edges plus reverse edges, copied when at most R, else pruned.
     // Written over graph in place: a page's gather has read its own rows (and no others)
     // before its prune writes them, and the reverse edges are already built.
-    for (const BangPrunePageRange& r :
-         planBangPrunePages(offsets, res.tempMemoryBytes(), sortTempBytes)) {
+    const std::vector<BangPrunePageRange> pages =
+            planBangPrunePages(offsets, res.tempMemoryBytes(), sortTempBytes);
+    const std::vector<std::vector<int32_t>> orders = pageOrders(order, pages);
+    for (size_t i = 0; i < pages.size(); ++i) {
+        const BangPrunePageRange& r = pages[i];
         PageBuffers b(res, r, true);
         b.setSegments(offsets, r, res);
-        b.setOrder(order, r, 0, res);
+        if (order) {
+            b.setOrder(orders[i], r, res);
+        }
         kernels::bangGatherOutAndInEdges(
                 graph, R, inOffsetsDev.data(), inIds.data(), r.begin, int(r.end - r.begin),
                 b.segments.data(), b.ids.data(), stream);

@@ -40,6 +40,16 @@ std::vector<BangPrunePageRange> planBangPrunePages(
         size_t budgetBytes,
         const std::function<size_t(int64_t entries, int64_t nodes)>& sortTempBytes);
 
+/// The nodes of `order` (each at most once) split by the consecutive id ranges
+/// [bounds[i], bounds[i + 1]) (ascending bounds): range i's nodes in the order of
+/// `order`, as offsets from bounds[i]; nodes outside [bounds.front(), bounds.back())
+/// are left out. One pass over `order`: the prune's pages and the build's ranges each
+/// take their part of one split, where each page used to scan the whole order, which
+/// made the host's time grow as n^2 / page.
+std::vector<std::vector<int32_t>> splitOrderByRanges(
+        const std::vector<int32_t>& order,
+        const std::vector<int64_t>& bounds);
+
 /// Candidate lists in device memory: node v's ids are ids[offsets[v] .. offsets[v + 1]);
 /// the offsets stay on the host too (the prune plans its pages there).
 struct BangDeviceCandidates {
@@ -89,9 +99,10 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
 /// pruneCandidateGraphOnDevice's first half: RobustPrune of nodes firstNode ..
 /// firstNode + candidates.size() - 1 (candidates: their lists) into those rows of
 /// graph (device, vectors.size() x R); the other rows are not touched. Pages of at most
-/// res.tempMemoryBytes(); order: as pruneCandidateGraphOnDevice's (every node of the
-/// graph once: the range's nodes are pruned in its order). A refinement pass calls it
-/// for node ranges in turn, each range's lists made and dropped in its turn.
+/// res.tempMemoryBytes(); order (null: id order): the range's nodes as offsets from
+/// firstNode, each once, in the order they are pruned (splitOrderByRanges cuts a graph's
+/// order into ranges). A refinement pass calls it for node ranges in turn, each range's
+/// lists made and dropped in its turn.
 void pruneCandidatesInto(
         const GpuResources& res,
         const FlatStorage& vectors,
