@@ -12,9 +12,10 @@
 // the whole search, and the coarse search alone over the index's centroids. --profile
 // BATCH NPROBE: three kAuto searches of that shape (k 10) between cudaProfilerStart and
 // cudaProfilerStop, for scripts/ncu-kernels.sh, then that shape's device ms and host call
-// ms (host arrays in and out), and the call's two copies timed alone.
+// ms (host arrays in and out), and the call's two copies timed alone; --scan PATH forces
+// its scan path (per-query, list-major, list-major-keys).
 // Usage: bench_ivf_paths [--sift DIR | --blobs N D] [--merge-only | --query-kernels |
-//   --coarse | --profile BATCH NPROBE] [nlist]
+//   --coarse | --profile BATCH NPROBE [--scan PATH]] [nlist]
 //   --sift DIR: base.bvecs (or .fvecs) and query.bvecs (or .fvecs) of DIR
 //   (benchs/datasets/README.md); --blobs N D: N x D blobs (2000, spread 0.15); default:
 //   bench_ivf's 1M x 128 blobs. nlist: 4096.
@@ -256,17 +257,21 @@ void queryKernelTable(
     }
 }
 
-/// Three kAuto searches of one shape (k 10) on device queries between cudaProfilerStart
-/// and cudaProfilerStop; then, unprofiled, the median device ms of that search (CUDA
-/// events) and of the host call a FAISS user makes (host queries in, results out).
+/// Three searches of one shape (k 10, scan path `scan`) on device queries between
+/// cudaProfilerStart and cudaProfilerStop; then, unprofiled, the median device ms of that
+/// search (CUDA events) and of the host call a FAISS user makes (host queries in, results
+/// out).
 void profileShape(
         GpuResources& res,
         const faiss::IndexIVFFlat& cpu,
         const Data& data,
         const float* qDev,
         int64_t batch,
-        int64_t nprobe) {
-    GpuIndexIVFFlat index(res, &cpu);
+        int64_t nprobe,
+        IvfScanPath scan) {
+    GpuIndexIVFFlatConfig config;
+    config.scanPath = scan;
+    GpuIndexIVFFlat index(res, &cpu, config);
     constexpr int k = 10;
     const int64_t nq = std::min<int64_t>(data.nq, 10000);
     batch = std::min(batch, nq);
@@ -403,6 +408,7 @@ int main(int argc, char** argv) {
     bool queryKernels = false;
     bool coarsePaths = false;
     int64_t profileBatch = 0, profileNprobe = 0;
+    IvfScanPath profileScan = IvfScanPath::kAuto;
     int64_t nlist = 4096;
     int64_t blobsN = 1000000;
     int blobsD = 128;
@@ -421,6 +427,18 @@ int main(int argc, char** argv) {
         } else if (std::strcmp(argv[i], "--profile") == 0 && i + 2 < argc) {
             profileBatch = std::atoll(argv[++i]);
             profileNprobe = std::atoll(argv[++i]);
+        } else if (std::strcmp(argv[i], "--scan") == 0 && i + 1 < argc) {
+            const std::string name = argv[++i];
+            if (name == "per-query") {
+                profileScan = IvfScanPath::kPerQuery;
+            } else if (name == "list-major") {
+                profileScan = IvfScanPath::kListMajor;
+            } else if (name == "list-major-keys") {
+                profileScan = IvfScanPath::kListMajorKeys;
+            } else {
+                std::fprintf(stderr, "bench_ivf_paths: unknown --scan %s\n", name.c_str());
+                return 2;
+            }
         } else {
             nlist = std::atoll(argv[i]);
         }
@@ -461,7 +479,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (profileBatch > 0) {
-        profileShape(res, cpu, data, qDev.data(), profileBatch, profileNprobe);
+        profileShape(res, cpu, data, qDev.data(), profileBatch, profileNprobe, profileScan);
         return 0;
     }
     GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;

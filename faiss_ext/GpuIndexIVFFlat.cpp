@@ -86,7 +86,8 @@ GpuIndexIVFFlat::GpuIndexIVFFlat(
             "mergePath=%d is not an IvfMergePath", int(config.mergePath));
     FAISS_THROW_IF_NOT_FMT(
             config.scanPath == IvfScanPath::kAuto || config.scanPath == IvfScanPath::kPerQuery ||
-                    config.scanPath == IvfScanPath::kListMajor,
+                    config.scanPath == IvfScanPath::kListMajor ||
+                    config.scanPath == IvfScanPath::kListMajorKeys,
             "scanPath=%d is not an IvfScanPath", int(config.scanPath));
     checkDimFits(resources, d);
     cp = ivfKMeansParameters(metric);
@@ -433,6 +434,7 @@ IvfSearchPlan GpuIndexIVFFlat::plan_(int64_t nq, int k, int nprobeClamped) const
     in.nprobe = nprobeClamped;
     in.k = k;
     in.d = d;
+    in.metric = metric_type;
     in.listLengthsDescending = &lists_->lengthsDescending();
     in.chunkOverride = ivfConfig_.listChunkVectors;
     in.mergePath = ivfConfig_.mergePath;

@@ -72,12 +72,13 @@ enum class IvfMergePath {
     kHeap,
 };
 
-/// Which list scan GpuIndexIVFFlat runs. Both give the same results (the same FP32
-/// operations in the same order, the same merge).
+/// Which list scan GpuIndexIVFFlat runs. All give the same results: the same FP32
+/// distances, bit for bit, and the same ids except which of exactly tied ones.
 enum class IvfScanPath {
     /// list-major when a tile of queries shares lists (on average at least
-    /// 0.75 sqrt(128 / max(d, 128)) queries per non-empty list), else per-query; chosen
-    /// per search by the planner
+    /// 0.75 sqrt(128 / max(d, 128)) queries per non-empty list), else per-query; the
+    /// list-major scan with keys for L2 at k <= 32 from d = 256; chosen per search by the
+    /// planner
     kAuto,
     /// one block per (query, chunk of a probed list): each query reads its lists
     kPerQuery,
@@ -85,6 +86,11 @@ enum class IvfScanPath {
     /// 16-64 of its queries) into a distance buffer, then a warp (k <= 256) or block selection
     /// per (query, chunk) over it: each list tile is read once per group of queries
     kListMajor,
+    /// kListMajor whose product writes L2 keys |x|^2 - 2 q.x (one FP32 instruction a
+    /// component instead of two), then re-ranks by the exact distance every vector whose
+    /// key is within the keys' error bound of the query's k-th; for inner product or
+    /// k > 32 it runs kListMajor
+    kListMajorKeys,
 };
 
 struct GpuIndexIVFFlatConfig : GpuIndexConfig {

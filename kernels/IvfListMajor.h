@@ -72,6 +72,12 @@ struct IvfListMajorArgs {
     /// IvfScanArgs) is clear get +inf, never a candidate.
     const uint32_t* allow = nullptr;
     const int64_t* listBitBase = nullptr;
+    /// L2 keys instead of distances (innerProduct false): |x|^2 - 2 q.x, one FMA a
+    /// component and query, for ivfKeyRerank (IvfKeyRerank.h) to re-rank; filtered
+    /// vectors get +inf. Each query's rowMaxNorms entry (zeroed by the caller) is raised
+    /// to at least the largest |x|^2 the product summed for it.
+    bool l2Keys = false;
+    float* rowMaxNorms = nullptr;
 };
 void ivfListMajorDistances(const IvfListMajorArgs& args, int smCount, cudaStream_t stream);
 

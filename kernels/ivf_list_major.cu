@@ -1,4 +1,4 @@
-// List-major IVF distances: the batch's probes grouped by list (a counting sort: one
+// List-major IVF distances (or L2 keys): the batch's probes grouped by list (a counting sort: one
 // block for small batches, else over the grid with one-block CUB scans), then a
 // persistent grid of work items (a group of at most 16 of a list's queries x a tile of
 // 256 of its vectors): each thread streams one of the tile's vectors (its floats, or the
@@ -312,15 +312,16 @@ struct ItemQueries {
     int nextItem;                   ///< the block's next work item
 };
 
-/// Float4 groups [c0, c0 + cn) of the group's queries into shared memory (zeros past d
-/// and past the group); a component a thread, consecutive threads on consecutive
-/// components of one query.
+/// Float4 groups [c0, c0 + cn) of the group's queries, times `scale` (1, or -2 for the
+/// keys: exact), into shared memory (zeros past d and past the group); a component a
+/// thread, consecutive threads on consecutive components of one query.
 __device__ inline void stageQueries(
         const IvfListMajorArgs& a,
         ItemQueries& s,
         int g,
         int c0,
-        int cn) {
+        int cn,
+        float scale) {
     float* staged = reinterpret_cast<float*>(s.q);
     const int width = 4 * cn;
     for (int idx = threadIdx.x; idx < g * width; idx += kThreads) {
@@ -329,7 +330,7 @@ __device__ inline void stageQueries(
         const int comp = 4 * c0 + e;
         const int row = s.row[i];
         staged[i * 4 * kStagedGroups + e] =
-                row >= 0 && comp < a.d ? a.queries[int64_t(row) * a.d + comp] : 0.f;
+                row >= 0 && comp < a.d ? scale * a.queries[int64_t(row) * a.d + comp] : 0.f;
     }
 }
 
@@ -416,9 +417,32 @@ struct ByteStream {
     }
 };
 
+/// What the product writes for each (query, vector): the squared L2 distance, minus the
+/// inner product, or the L2 key |x|^2 - 2 q.x.
+enum class Product { kL2, kInnerProduct, kL2Keys };
+
 /// Whether this thread's warp holds vectors of the item's tile (else it streams nothing).
 __device__ inline bool warpHasVectors(const ListMajorItem& it) {
     return (threadIdx.x / 32) * 32 < it.vCount;
+}
+
+// Raises the group's queries' rowMaxNorms to the largest |x|^2 of the warp's vectors
+// (norm: 0 past the tile), a warp maximum and one atomic a query: non-negative floats
+// order as their bits do.
+__device__ inline void raiseRowMaxNorms(
+        const IvfListMajorArgs& a,
+        const ListMajorItem& it,
+        const ItemQueries& s,
+        float norm) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+        norm = fmaxf(norm, __shfl_xor_sync(0xffffffffu, norm, offset));
+    }
+    if (threadIdx.x % 32 == 0 && norm > 0.f) {
+        for (int i = 0; i < it.gCount; ++i) {
+            atomicMax(reinterpret_cast<unsigned*>(a.rowMaxNorms) + s.row[i], __float_as_uint(norm));
+        }
+    }
 }
 
 // The products of one work item with G queries a group. The stream's first
@@ -426,8 +450,9 @@ __device__ inline bool warpHasVectors(const ListMajorItem& it) {
 // for the batch kRingBatches - 1 ahead (into the slots the previous step read), waits
 // for its own and multiplies its float4 groups with the G staged queries. Components in
 // increasing order, even ones into acc0 and odd ones into acc1: the per-query scan's
-// operations (IvfListLoader.cuh), so both paths give the same bits.
-template <bool kInnerProduct, int G, typename Stream>
+// operations (IvfListLoader.cuh), so both paths give the same bits. The keys take one
+// FMA a component with the staged -2 q, and the vector's |x|^2 once for the group.
+template <Product kProduct, int G, typename Stream>
 __device__ inline void itemProducts(
         const IvfListMajorArgs& a,
         const ListMajorItem& it,
@@ -435,18 +460,20 @@ __device__ inline void itemProducts(
         ItemQueries& s) {
     const int tileVector = threadIdx.x;
     const bool streams = warpHasVectors(it);
+    constexpr bool kKeys = kProduct == Product::kL2Keys;
     float acc0[G], acc1[G];
 #pragma unroll
     for (int i = 0; i < G; ++i) {
         acc0[i] = 0.f;
         acc1[i] = 0.f;
     }
+    float norm0 = 0.f, norm1 = 0.f;
     for (int c0 = 0; c0 < st.groups; c0 += kStagedGroups) {
         const int cn = min(kStagedGroups, st.groups - c0);
         if (c0 > 0) {
             __syncthreads(); // the previous chunk's queries are consumed
         }
-        stageQueries(a, s, G, c0, cn);
+        stageQueries(a, s, G, c0, cn, kKeys ? -2.f : 1.f);
         __syncthreads();
         if (!streams) {
             continue;
@@ -462,10 +489,16 @@ __device__ inline void itemProducts(
                     break;
                 }
                 const float4 x = st.group(batch, u);
+                if (kKeys) {
+                    norm0 = fmaf(x.x, x.x, norm0);
+                    norm1 = fmaf(x.y, x.y, norm1);
+                    norm0 = fmaf(x.z, x.z, norm0);
+                    norm1 = fmaf(x.w, x.w, norm1);
+                }
 #pragma unroll
                 for (int i = 0; i < G; ++i) {
                     const float4 q = s.q[i][c + u];
-                    if (kInnerProduct) {
+                    if (kProduct != Product::kL2) {
                         acc0[i] = fmaf(q.x, x.x, acc0[i]);
                         acc1[i] = fmaf(q.y, x.y, acc1[i]);
                         acc0[i] = fmaf(q.z, x.z, acc0[i]);
@@ -482,6 +515,10 @@ __device__ inline void itemProducts(
             }
         }
     }
+    const float norm = tileVector < it.vCount ? norm0 + norm1 : 0.f;
+    if (kKeys) {
+        raiseRowMaxNorms(a, it, s, norm);
+    }
     if (tileVector >= it.vCount) {
         return;
     }
@@ -490,17 +527,18 @@ __device__ inline void itemProducts(
 #pragma unroll
     for (int i = 0; i < G; ++i) {
         if (i < it.gCount) {
-            const float dist = acc0[i] + acc1[i];
+            const float sum = acc0[i] + acc1[i];
             a.distances[s.out[i] + tileVector] = !allowed ? CUDART_INF_F
-                    : kInnerProduct                       ? -dist
-                                                          : dist;
+                    : kProduct == Product::kInnerProduct  ? -sum
+                    : kKeys                               ? sum + norm
+                                                          : sum;
         }
     }
 }
 
 // At most 85 registers a thread, so that 3 blocks (24 warps) share an SM; the ring takes
 // the dynamic shared memory (Stream::kSmemBytes).
-template <bool kInnerProduct, typename Stream>
+template <Product kProduct, typename Stream>
 __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs a) {
     __shared__ ItemQueries s;
     extern __shared__ float4 ring[];
@@ -541,22 +579,22 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
         // its own rows: the product's instructions, not its reads, bound it there.
         switch (it.gCount <= 2 ? it.gCount : listMajorGroup(it.gCount)) {
             case 1:
-                itemProducts<kInnerProduct, 1>(a, it, st, s);
+                itemProducts<kProduct, 1>(a, it, st, s);
                 break;
             case 2:
-                itemProducts<kInnerProduct, 2>(a, it, st, s);
+                itemProducts<kProduct, 2>(a, it, st, s);
                 break;
             case 4:
-                itemProducts<kInnerProduct, 4>(a, it, st, s);
+                itemProducts<kProduct, 4>(a, it, st, s);
                 break;
             case 8:
-                itemProducts<kInnerProduct, 8>(a, it, st, s);
+                itemProducts<kProduct, 8>(a, it, st, s);
                 break;
             case 12:
-                itemProducts<kInnerProduct, 12>(a, it, st, s);
+                itemProducts<kProduct, 12>(a, it, st, s);
                 break;
             default:
-                itemProducts<kInnerProduct, kMaxG>(a, it, st, s);
+                itemProducts<kProduct, kMaxG>(a, it, st, s);
                 break;
         }
         w = s.nextItem;
@@ -593,8 +631,9 @@ int listMajorBlocksPerSm(Kernel kernel, size_t smemBytes) {
 // host round trip).
 template <typename Stream>
 void launchListMajor(const IvfListMajorArgs& a, int smCount, cudaStream_t stream) {
-    const auto kernel =
-            a.innerProduct ? listMajorKernel<true, Stream> : listMajorKernel<false, Stream>;
+    const auto kernel = a.innerProduct ? listMajorKernel<Product::kInnerProduct, Stream>
+            : a.l2Keys                 ? listMajorKernel<Product::kL2Keys, Stream>
+                                       : listMajorKernel<Product::kL2, Stream>;
     const int blocksPerSm = listMajorBlocksPerSm(kernel, Stream::kSmemBytes);
     const unsigned grid = unsigned(std::max(1, smCount) * std::max(1, blocksPerSm));
     kernel<<<grid, kThreads, Stream::kSmemBytes, stream>>>(a);

@@ -102,7 +102,8 @@ TEST(IndexFormat, IvfFlatRoundTrip) {
     // Each enumerator of the paths round-trips too.
     for (IvfMergePath m : {IvfMergePath::kAuto, IvfMergePath::kFast, IvfMergePath::kHeap}) {
         for (IvfScanPath p :
-             {IvfScanPath::kAuto, IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
+             {IvfScanPath::kAuto, IvfScanPath::kPerQuery, IvfScanPath::kListMajor,
+              IvfScanPath::kListMajorKeys}) {
             im.config.mergePath = m;
             im.config.scanPath = p;
             std::vector<uint8_t> c = encode(im);
@@ -252,9 +253,9 @@ TEST(IndexFormat, ForeignAndCorruptedDataThrow) {
     EXPECT_THROW(decode(corrupt(28, &zeroNlist, 8), b.size()), faiss::FaissException);
     EXPECT_THROW(decode(corrupt(36, &zeroNprobe, 8), b.size()), faiss::FaissException);
     EXPECT_THROW(decode(corrupt(44, &badFlag, 1), b.size()), faiss::FaissException);
-    const uint32_t badPath = 3;
-    EXPECT_THROW(decode(corrupt(53, &badPath, 4), b.size()), faiss::FaissException);
-    EXPECT_THROW(decode(corrupt(57, &badPath, 4), b.size()), faiss::FaissException);
+    const uint32_t badMergePath = 3, badScanPath = 4;
+    EXPECT_THROW(decode(corrupt(53, &badMergePath, 4), b.size()), faiss::FaissException);
+    EXPECT_THROW(decode(corrupt(57, &badScanPath, 4), b.size()), faiss::FaissException);
     // First list length (after the config and 4 x 5 centroids): absurd and negative
     // lengths.
     const size_t len0 = 69 + 4 * 5 * 4;

@@ -363,6 +363,48 @@ TEST(IvfPlan, ListMajorChosenWhenQueriesShareLists) {
     EXPECT_FALSE(planIvfSearch(in).listMajor);
 }
 
+// The key path: kAuto from d = 256 at L2 and k <= 32; forced at any d; never for inner
+// product, above k = 32 or when a block's queries do not fit the re-rank's shared memory.
+TEST(IvfPlan, ListMajorKeysWhereTheReRankServes) {
+    std::vector<int64_t> lengths(2048, 244);
+    auto plan = [&](int d, int k, IvfScanPath path, faiss::MetricType metric) {
+        IvfPlanInput in = input(lengths, 10000, 16, k);
+        in.d = d;
+        in.scanPath = path;
+        in.metric = metric;
+        IvfSearchPlan p = planIvfSearch(in);
+        expectValid(in, p);
+        return p;
+    };
+    const auto l2 = faiss::METRIC_L2;
+    IvfSearchPlan p = plan(768, 10, IvfScanPath::kAuto, l2);
+    EXPECT_TRUE(p.listMajor);
+    EXPECT_TRUE(p.listMajorKeys);
+    // The row's largest |x|^2: 4 bytes a query more than the exact product.
+    EXPECT_EQ(p.bytesPerQuery, plan(768, 10, IvfScanPath::kListMajor, l2).bytesPerQuery + 4);
+    EXPECT_TRUE(plan(256, 32, IvfScanPath::kAuto, l2).listMajorKeys);
+    EXPECT_FALSE(plan(255, 10, IvfScanPath::kAuto, l2).listMajorKeys);
+    EXPECT_FALSE(plan(768, 33, IvfScanPath::kAuto, l2).listMajorKeys);
+    EXPECT_FALSE(plan(768, 10, IvfScanPath::kAuto, faiss::METRIC_INNER_PRODUCT).listMajorKeys);
+    EXPECT_FALSE(plan(768, 10, IvfScanPath::kListMajor, l2).listMajorKeys);
+    EXPECT_FALSE(plan(768, 10, IvfScanPath::kPerQuery, l2).listMajor);
+    // Forced: at any d and batch, as list-major.
+    p = plan(8, 1, IvfScanPath::kListMajorKeys, l2);
+    EXPECT_TRUE(p.listMajor);
+    EXPECT_TRUE(p.listMajorKeys);
+    p = plan(768, 100, IvfScanPath::kListMajorKeys, l2);
+    EXPECT_TRUE(p.listMajor);
+    EXPECT_FALSE(p.listMajorKeys);
+    EXPECT_FALSE(
+            plan(768, 10, IvfScanPath::kListMajorKeys, faiss::METRIC_INNER_PRODUCT).listMajorKeys);
+    IvfPlanInput in = input(lengths, 1, 1, 10);
+    in.scanPath = IvfScanPath::kListMajorKeys;
+    EXPECT_TRUE(planIvfSearch(in).listMajorKeys);
+    in.d = 4096;
+    in.maxSmemPerBlock = 48 * 1024; // the re-rank's four queries of 16 KB do not fit
+    EXPECT_FALSE(planIvfSearch(in).listMajorKeys);
+}
+
 TEST(IvfPlan, ListMajorWindowsAsLongAsTheBatchAllows) {
     std::vector<int64_t> lengths(4096, 244);
     auto listMajor = [&](int64_t nq, int nprobe, int k) {

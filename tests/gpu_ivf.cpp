@@ -15,6 +15,7 @@
 #include <faiss_ext/GpuIndexIVFFlat.h>
 #include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/impl/IvfSearch.h>
+#include <kernels/IvfKeyRerank.h>
 
 #include "IvfTestUtil.h"
 #include "Synthetic.h"
@@ -46,9 +47,20 @@ std::string describe(const IvfCase& c) {
 }
 
 const char* pathName(IvfScanPath p) {
-    return p == IvfScanPath::kListMajor   ? "list-major"
-            : p == IvfScanPath::kPerQuery ? "per-query"
-                                          : "auto";
+    return p == IvfScanPath::kListMajorKeys ? "list-major keys"
+            : p == IvfScanPath::kListMajor  ? "list-major"
+            : p == IvfScanPath::kPerQuery   ? "per-query"
+                                            : "auto";
+}
+
+/// The scan paths a test forces: the key path where it runs (L2, k <= 32; else it is
+/// the list-major path again).
+std::vector<IvfScanPath> forcedPaths(faiss::MetricType m, int k) {
+    std::vector<IvfScanPath> paths{IvfScanPath::kPerQuery, IvfScanPath::kListMajor};
+    if (m == faiss::METRIC_L2 && k <= kernels::kKeyRerankMaxK) {
+        paths.push_back(IvfScanPath::kListMajorKeys);
+    }
+    return paths;
 }
 
 /// Searches the CPU index and the GPU copy of it, once on each forced scan path, with
@@ -76,7 +88,7 @@ void runCase(
     // of nq / 5 + 1 over 3 queries failed ~1.4% of the runs (seen once).
     EXPECT_LE(skipped, c.nq / 2) << "too many coarse ties";
 
-    for (IvfScanPath path : {IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
+    for (IvfScanPath path : forcedPaths(c.metric, c.k)) {
         SCOPED_TRACE(pathName(path));
         cfg.scanPath = path;
         GpuIndexIVFFlat gpu(res, cpu.get(), cfg);
@@ -293,7 +305,7 @@ TEST(GpuIndexIVFFlat, UnevenAndEmptyLists) {
             ASSERT_EQ(cpu->invlists->list_size(25), 0u);
         }
         for (int64_t chunk : {int64_t(0), int64_t(256)}) {
-            for (IvfScanPath path : {IvfScanPath::kPerQuery, IvfScanPath::kListMajor}) {
+            for (IvfScanPath path : forcedPaths(m, 10)) {
                 SCOPED_TRACE(pathName(path));
                 GpuIndexIVFFlatConfig cfg;
                 cfg.listChunkVectors = chunk;
@@ -303,6 +315,9 @@ TEST(GpuIndexIVFFlat, UnevenAndEmptyLists) {
                     for (int k : {10, 500}) {
                         if (underSanitizer() && (k == 10) != (nprobe == 4)) {
                             continue;
+                        }
+                        if (path == IvfScanPath::kListMajorKeys && k > kernels::kKeyRerankMaxK) {
+                            continue; // the list-major path again
                         }
                         SCOPED_TRACE(
                                 testing::Message() << "metric=" << int(m) << " chunk=" << chunk
@@ -337,7 +352,8 @@ struct ScanPathsShape {
 };
 
 /// Searches one shape with each scan path forced; the results must be equal bit for bit
-/// (the list-major output starts as sentinels, so a slot it never writes shows).
+/// (the list-major output starts as sentinels, so a slot it never writes shows), the key
+/// path's too where it runs.
 void expectScanPathsIdentical(GpuResources& res, const ScanPathsShape& s) {
     SCOPED_TRACE(
             testing::Message() << "d=" << s.d << " nb=" << s.nb << " nlist=" << s.nlist
@@ -348,26 +364,37 @@ void expectScanPathsIdentical(GpuResources& res, const ScanPathsShape& s) {
     auto cent = datasets::uniform(s.nlist, s.d, s.seed + 2);
     auto cpu = cpuIvf(s.d, s.nlist, s.metric, cent.data());
     cpu->add(s.nb, xb.data());
-    GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;
+    GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg, keysCfg;
     perQueryCfg.scanPath = IvfScanPath::kPerQuery;
     listMajorCfg.scanPath = IvfScanPath::kListMajor;
-    perQueryCfg.listChunkVectors = listMajorCfg.listChunkVectors = s.chunk;
+    keysCfg.scanPath = IvfScanPath::kListMajorKeys;
+    perQueryCfg.listChunkVectors = listMajorCfg.listChunkVectors = keysCfg.listChunkVectors =
+            s.chunk;
     GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
     GpuIndexIVFFlat listMajor(res, cpu.get(), listMajorCfg);
+    GpuIndexIVFFlat keys(res, cpu.get(), keysCfg);
     ASSERT_FALSE(GpuIndexIVFFlatAccess::plan(perQuery, s.nq, s.k, s.nprobe).listMajor);
     ASSERT_TRUE(GpuIndexIVFFlatAccess::plan(listMajor, s.nq, s.k, s.nprobe).listMajor);
-    perQuery.nprobe = listMajor.nprobe = size_t(s.nprobe);
-    std::vector<float> D1(s.nq * s.k), D2(s.nq * s.k, 12345.f);
-    std::vector<int64_t> I1(s.nq * s.k), I2(s.nq * s.k, 777);
+    ASSERT_FALSE(GpuIndexIVFFlatAccess::plan(listMajor, s.nq, s.k, s.nprobe).listMajorKeys);
+    const bool keyPath = s.metric == faiss::METRIC_L2 && s.k <= kernels::kKeyRerankMaxK;
+    ASSERT_EQ(GpuIndexIVFFlatAccess::plan(keys, s.nq, s.k, s.nprobe).listMajorKeys, keyPath);
+    perQuery.nprobe = listMajor.nprobe = keys.nprobe = size_t(s.nprobe);
+    std::vector<float> D1(s.nq * s.k), D2(s.nq * s.k, 12345.f), D3(s.nq * s.k, 12345.f);
+    std::vector<int64_t> I1(s.nq * s.k), I2(s.nq * s.k, 777), I3(s.nq * s.k, 777);
     perQuery.search(s.nq, xq.data(), s.k, D1.data(), I1.data());
     listMajor.search(s.nq, xq.data(), s.k, D2.data(), I2.data());
     EXPECT_EQ(compareExact(D1, I1, D2, I2, s.nq, s.k), 0);
+    if (keyPath) {
+        keys.search(s.nq, xq.data(), s.k, D3.data(), I3.data());
+        EXPECT_EQ(compareExact(D1, I1, D3, I3, s.nq, s.k), 0) << "list-major keys";
+    }
 }
 
 } // namespace
 
 // The two scan paths run the same FP32 operations in the same order and feed the same
-// merge: their results are identical, bit for bit, over k, nprobe and d up to 2048.
+// merge: their results are identical, bit for bit, over k, nprobe and d up to 2048. The
+// key path re-ranks with the per-query scan's operations: the same distances too.
 TEST(GpuIndexIVFFlat, ScanPathsGiveIdenticalResults) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
@@ -435,6 +462,62 @@ TEST(GpuIndexIVFFlat, ListMajorOverThousandsOfLists) {
         const auto m = rng() % 2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
         const uint64_t seed = rng();
         expectScanPathsIdentical(res, {d, nb, nlist, nq, k, nprobe, m, seed});
+    }
+}
+
+// Sets where the keys' band holds many vectors: a thousand copies of one vector beside
+// the query, and vectors far from the origin (|x|^2 - 2 q.x cancels to a small distance),
+// at d 128 and 768. The key path re-ranks them all and gives the per-query path's results.
+TEST(GpuIndexIVFFlat, KeyPathOnCrowdedBands) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed());
+    std::normal_distribution<float> noise(0.f, 1.f);
+    for (int d : {128, 768}) {
+        for (float offset : {0.f, 50.f}) {
+            SCOPED_TRACE(testing::Message() << "d=" << d << " offset=" << offset);
+            const int64_t nb = smallUnderSanitizer(6000, 1500), nq = smallUnderSanitizer(300, 20),
+                          nlist = 16;
+            auto xb = datasets::uniform(nb, d, rng());
+            auto xq = datasets::uniform(nq, d, rng());
+            for (float& v : xb) {
+                v = offset + 0.01f * v;
+            }
+            for (float& v : xq) {
+                v = offset + 0.01f * v;
+            }
+            // Vectors 0..999 are copies of vector 0, query 0 sits on it.
+            for (int64_t i = 1; i < 1000; ++i) {
+                std::copy(xb.begin(), xb.begin() + d, xb.begin() + i * d);
+            }
+            std::copy(xb.begin(), xb.begin() + d, xq.begin());
+            auto cent = datasets::uniform(nlist, d, rng());
+            for (float& v : cent) {
+                v = offset + 0.01f * v;
+            }
+            auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
+            cpu->add(nb, xb.data());
+            GpuIndexIVFFlatConfig perQueryCfg, keysCfg;
+            perQueryCfg.scanPath = IvfScanPath::kPerQuery;
+            keysCfg.scanPath = IvfScanPath::kListMajorKeys;
+            GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
+            GpuIndexIVFFlat keys(res, cpu.get(), keysCfg);
+            for (int k : {1, 10, 32}) {
+                for (int64_t nprobe : {int64_t(1), int64_t(4)}) {
+                    SCOPED_TRACE(testing::Message() << "k=" << k << " nprobe=" << nprobe);
+                    ASSERT_TRUE(GpuIndexIVFFlatAccess::plan(keys, nq, k, nprobe).listMajorKeys);
+                    perQuery.nprobe = keys.nprobe = size_t(nprobe);
+                    std::vector<float> D1(nq * k), D2(nq * k, 12345.f);
+                    std::vector<int64_t> I1(nq * k), I2(nq * k, 777);
+                    perQuery.search(nq, xq.data(), k, D1.data(), I1.data());
+                    keys.search(nq, xq.data(), k, D2.data(), I2.data());
+                    EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
+                    // Query 0's k nearest are copies of vector 0 (distance 0).
+                    EXPECT_EQ(D2[0], 0.f);
+                    EXPECT_LT(I2[0], 1000);
+                }
+            }
+        }
     }
 }
 

@@ -208,7 +208,7 @@ void putConfig(ByteSink& out, const GpuIndexIVFFlatConfig& c) {
 void getConfig(ByteSource& in, GpuIndexIVFFlatConfig& c) {
     getConfig(in, static_cast<GpuIndexConfig&>(c));
     c.mergePath = getEnum<IvfMergePath>(in, 3, "mergePath");
-    c.scanPath = getEnum<IvfScanPath>(in, 3, "scanPath");
+    c.scanPath = getEnum<IvfScanPath>(in, 4, "scanPath");
     c.listChunkVectors = get<int64_t>(in);
 }
 

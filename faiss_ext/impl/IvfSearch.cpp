@@ -7,6 +7,7 @@
 
 #include <kernels/Distances.h>
 #include <kernels/IvfCoarseFused.h>
+#include <kernels/IvfKeyRerank.h>
 #include <kernels/IvfListMajor.h>
 #include <kernels/IvfMerge.h>
 #include <kernels/IvfScan.h>
@@ -46,6 +47,10 @@ constexpr double kListMajorMinSharing = 0.75;
 /// window a query at k 10 left the longest rows to single warps (the SIFT and 768-d peers
 /// at batch 10000 nprobe 16 ran 17-24% slower). The cap bounds one warp's serial work
 /// when a single list holds much of the data.
+/// IvfScanPath::kAuto's list-major scan writes L2 keys (one FP32 instruction a component
+/// and query instead of two) from this dimension, where the product's instructions bound
+/// the scan; below it the exact product stays (benchs/NOTES.md, the key path).
+constexpr int kListMajorKeysMinDim = 256;
 constexpr int64_t kListMajorMinWindow = 2048;
 constexpr int64_t kListMajorMaxWindow = 65536;
 constexpr int64_t kListMajorWindowsPerSm = 12;
@@ -146,6 +151,13 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
             : listMajorWindow(std::min(in.nq, kMaxTileQueries), in.k, maxRowVectors, in.smCount);
     // The fused coarse search's candidates, wherever it may run (the tile's precision
     // and the device decide later, ivfCoarsePathFor).
+    // The list-major product writes L2 keys where the re-rank can serve the search (L2, k
+    // at most a warp's lanes, the block's queries in shared memory), when forced or from
+    // kListMajorKeysMinDim under kAuto.
+    const bool keys = in.metric == faiss::METRIC_L2 && in.k <= kernels::kKeyRerankMaxK &&
+            kernels::ivfKeyRerankSmemBytes(in.d) <= in.maxSmemPerBlock &&
+            (in.scanPath == IvfScanPath::kListMajorKeys ||
+             (in.scanPath == IvfScanPath::kAuto && in.d >= kListMajorKeysMinDim));
     const size_t coarseFused = in.coarsePath != IvfCoarsePath::kGemm &&
                     nextPow2(in.nprobe) <= kernels::kCoarseFusedMaxK
             ? ivfCoarseFusedBytesPerQuery(int64_t(lengths.size()), in.nprobe)
@@ -160,7 +172,8 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
         if (listMajor) {
             bytes += size_t(maxRowVectors) * sizeof(float) // distance buffer
                     + size_t(in.nprobe + 1) * sizeof(int)  // vector offsets
-                    + size_t(in.nprobe) * sizeof(int);     // grouped probes
+                    + size_t(in.nprobe) * sizeof(int)      // grouped probes
+                    + (keys ? sizeof(float) : 0);          // the row's largest |x|^2
         }
         return bytes;
     };
@@ -189,9 +202,11 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
             p.listMajor = false;
             break;
         case IvfScanPath::kListMajor:
+        case IvfScanPath::kListMajorKeys:
             p.listMajor = true;
             break;
     }
+    p.listMajorKeys = p.listMajor && keys;
     if (p.listMajor) {
         p.maxRowVectors = maxRowVectors;
         p.chunkLen = listMajorChunk;
@@ -282,9 +297,18 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
 
 namespace {
 
+/// A tile's list-major rows: each query's vector offsets, its distances (or keys) and
+/// for the keys the largest |x|^2 of its row. They live until the keys are re-ranked,
+/// after the merge.
+struct ListMajorRows {
+    DeviceBuffer<int> vecOffsets;
+    DeviceBuffer<float> distances;
+    DeviceBuffer<float> maxNorms;
+};
+
 /// The list-major scan of one tile: groups the probes by list, fills the distance
 /// buffer, then runs the per-chunk selection over it.
-void listMajorDistances(
+ListMajorRows listMajorDistances(
         const GpuResources& res,
         const IvfSearchInput& in,
         const float* queries,
@@ -295,14 +319,20 @@ void listMajorDistances(
         kernels::IvfScanArgs scan) {
     cudaStream_t stream = res.stream();
     const int nprobe = in.nprobe;
-    auto vecOffsets = res.alloc<int>(size_t(m) * (nprobe + 1));
+    ListMajorRows rows{
+            res.alloc<int>(size_t(m) * (nprobe + 1)),
+            res.alloc<float>(size_t(m) * plan.maxRowVectors),
+            res.alloc<float>(plan.listMajorKeys ? size_t(m) : 0)};
     // Vectors are counted; the slots are windows of the row.
     slots.window = plan.chunkLen;
     kernels::ivfChunkOffsets(
-            coarse, m, nprobe, in.lists->deviceLengths(), 1, vecOffsets.data(), slots, stream);
+            coarse, m, nprobe, in.lists->deviceLengths(), 1, rows.vecOffsets.data(), slots, stream);
+    if (plan.listMajorKeys) {
+        FAISS_EXT_CUDA_CHECK(
+                cudaMemsetAsync(rows.maxNorms.data(), 0, size_t(m) * sizeof(float), stream));
+    }
     const size_t scratchBytes = kernels::ivfGroupScratchBytes(in.lists->nlist(), m * nprobe);
     auto scratch = res.alloc<char>(scratchBytes);
-    auto distances = res.alloc<float>(size_t(m) * plan.maxRowVectors);
 
     kernels::IvfListMajorArgs lm;
     lm.queries = queries;
@@ -315,18 +345,52 @@ void listMajorDistances(
     lm.listLen = in.lists->deviceLengths();
     lm.groups = kernels::ivfGroupProbesByList(
             coarse, m, nprobe, lm.nlist, lm.listLen, scratch.data(), scratchBytes, stream);
-    lm.vectorOffsets = vecOffsets.data();
-    lm.distances = distances.data();
+    lm.vectorOffsets = rows.vecOffsets.data();
+    lm.distances = rows.distances.data();
     lm.ldDistances = plan.maxRowVectors;
     lm.innerProduct = in.metric == faiss::METRIC_INNER_PRODUCT;
     lm.allow = in.allow;
     lm.listBitBase = in.lists->deviceSlotBase();
+    lm.l2Keys = plan.listMajorKeys;
+    lm.rowMaxNorms = rows.maxNorms.data();
     kernels::ivfListMajorDistances(lm, res.multiProcessorCount(), stream);
 
-    scan.distances = distances.data();
+    scan.distances = rows.distances.data();
     scan.ldDistances = plan.maxRowVectors;
-    scan.vectorOffsets = vecOffsets.data();
+    scan.vectorOffsets = rows.vecOffsets.data();
     kernels::ivfScan(scan, stream);
+    return rows;
+}
+
+/// The keys' k smallest of each query (outD, outI as the merge left them) replaced by its
+/// k nearest by the per-query scan's FP32 distance.
+void rerankKeys(
+        const GpuResources& res,
+        const IvfSearchInput& in,
+        const float* queries,
+        int64_t m,
+        int k,
+        const IvfSearchPlan& plan,
+        const int64_t* coarse,
+        const ListMajorRows& rows,
+        float* outD,
+        int64_t* outI) {
+    kernels::IvfKeyRerankArgs r;
+    r.queries = queries;
+    r.nq = m;
+    r.d = in.coarse.d;
+    r.nprobe = in.nprobe;
+    r.coarse = coarse;
+    r.vectorOffsets = rows.vecOffsets.data();
+    r.keys = rows.distances.data();
+    r.ldKeys = plan.maxRowVectors;
+    r.rowMaxNorms = rows.maxNorms.data();
+    r.listData = in.lists->deviceData();
+    r.listIds = in.lists->deviceIds();
+    r.k = k;
+    r.outD = outD;
+    r.outI = outI;
+    kernels::ivfKeyRerank(r, res.stream());
 }
 
 } // namespace
@@ -409,8 +473,9 @@ void ivfSearch(
         scan.candD = oneSlot ? dOut : candD.data();
         scan.candI = oneSlot ? iOut : candI.data();
         scan.queryKernel = plan.queryKernel;
+        ListMajorRows rows;
         if (plan.listMajor) {
-            listMajorDistances(res, in, q, m, plan, coarseI.data(), slots, scan);
+            rows = listMajorDistances(res, in, q, m, plan, coarseI.data(), slots, scan);
         } else {
             kernels::ivfScan(scan, stream);
         }
@@ -437,6 +502,9 @@ void ivfSearch(
             merge.ldOut = k;
             kernels::selectRowsMin(merge, stream);
             kernels::ivfFinish(dOut, iOut, m * int64_t(k), ip, stream);
+        }
+        if (plan.listMajorKeys) {
+            rerankKeys(res, in, q, m, k, plan, coarseI.data(), rows, dOut, iOut);
         }
     }
 }

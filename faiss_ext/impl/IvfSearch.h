@@ -24,6 +24,7 @@ struct IvfPlanInput {
     int nprobe = 0; ///< already clamped to nlist
     int k = 0;
     int d = 0;
+    faiss::MetricType metric = faiss::METRIC_L2;
     /// The list lengths sorted in descending order (IvfLists::lengthsDescending()):
     /// planning then costs O(nprobe), not O(nlist), per search.
     const std::vector<int64_t>* listLengthsDescending = nullptr;
@@ -54,6 +55,9 @@ struct IvfSearchPlan {
     bool fastMerge = false;
     size_t fastMergeSmemBytes = 0; ///< what the fast path would need
     bool listMajor = false;
+    /// The list-major product writes L2 keys, re-ranked exactly after the merge
+    /// (kernels/IvfKeyRerank.h).
+    bool listMajorKeys = false;
     /// IvfPlanInput::queryKernel, checked (the per-query path only).
     kernels::IvfQueryScanKernel queryKernel = kernels::IvfQueryScanKernel::kAuto;
     /// IvfPlanInput::coarsePath, checked as far as the shape tells (ivfCoarsePathFor

@@ -25,8 +25,12 @@ IvfScanPath parseScanPath(const std::string& name) {
     if (name == "list_major") {
         return IvfScanPath::kListMajor;
     }
+    if (name == "list_major_keys") {
+        return IvfScanPath::kListMajorKeys;
+    }
     throw py::value_error(
-            "scan_path must be 'auto', 'per_query' or 'list_major', not '" + name + "'");
+            "scan_path must be 'auto', 'per_query', 'list_major' or 'list_major_keys', not '" +
+            name + "'");
 }
 
 } // namespace
@@ -63,8 +67,9 @@ void bindIvf(py::module_& m) {
                  py::arg("page_bytes") = GpuIndexIVFFlatConfig().pageBytes,
                  py::arg("scan_path") = "auto", py::keep_alive<1, 2>(),
                  "GpuIndexIVFFlat(res, d, nlist, metric=METRIC_L2, *, page_bytes=256 MiB, "
-                 "scan_path='auto'): scan_path 'per_query' or 'list_major' forces the list "
-                 "scan ('auto': list-major when the batch's queries share lists); both give "
+                 "scan_path='auto'): scan_path 'per_query', 'list_major' or "
+                 "'list_major_keys' (L2 keys re-ranked exactly, k <= 32) forces the list "
+                 "scan ('auto': list-major when the batch's queries share lists); all give "
                  "the same results.")
             .def_readwrite(
                     "nprobe", &GpuIndexIVFFlat::nprobe,

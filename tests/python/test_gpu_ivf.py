@@ -131,7 +131,7 @@ def test_scan_paths_are_exact_with_every_list_probed(res, rng):
     nb, nq = small_under_sanitizer(5000, 640), small_under_sanitizer(400, 40)
     centres = rng.random((nlist, d), dtype=np.float32)
     xb, xq = clustered(rng, nb, d, centres), clustered(rng, nq, d, centres)
-    for path in ("per_query", "list_major", "auto"):
+    for path in ("per_query", "list_major", "list_major_keys", "auto"):
         index = faiss_ext.GpuIndexIVFFlat(res, d, nlist, scan_path=path)
         index.train(xb)
         index.add(xb)
