@@ -512,9 +512,13 @@ TEST(GpuIndexIVFFlat, KeyPathOnCrowdedBands) {
                     perQuery.search(nq, xq.data(), k, D1.data(), I1.data());
                     keys.search(nq, xq.data(), k, D2.data(), I2.data());
                     EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
-                    // Query 0's k nearest are copies of vector 0 (distance 0).
-                    EXPECT_EQ(D2[0], 0.f);
-                    EXPECT_LT(I2[0], 1000);
+                    // Query 0's k nearest are copies of vector 0 (distance 0), when it
+                    // probes vector 0's list: far from the origin the centroids are too
+                    // close for the GPU's coarse search to pick the CPU's assignment.
+                    if (offset == 0.f) {
+                        EXPECT_EQ(D2[0], 0.f);
+                        EXPECT_LT(I2[0], 1000);
+                    }
                 }
             }
         }
