@@ -3,8 +3,9 @@
 // persistent grid of work items (a group of at most 16 of a list's queries x a tile of
 // 256 of its vectors): each thread streams one of the tile's vectors (its floats, or the
 // lists' byte copy where kept) through its own slots of a shared-memory ring by
-// cp.async, reading it once, and multiplies it with all of the group's queries,
-// broadcast from shared memory. Blocks take items from a counter as they free up.
+// cp.async, reading it once, and multiplies it with the group's queries, broadcast from
+// shared memory (from groups of 8, a thread takes two of its warp's vectors against half
+// the queries). Blocks take items from a counter as they free up.
 #include <map>
 #include <mutex>
 #include <utility>
@@ -365,12 +366,15 @@ struct FloatStream {
         commitAsync();
     }
 
-    /// Batch b, once its wait is done: its groups are read one by one from the ring.
-    __device__ int batch(int b) const {
-        return b;
+    /// Batch b of the block's tile vector v (this thread's, or another lane's of its warp
+    /// after a __syncwarp), once its wait is done: where its groups start in the ring,
+    /// then its groups read one by one.
+    using Batch = int;
+    __device__ Batch batch(int b, int v) const {
+        return (b % kBatches) * kRingBatch * kThreads + v;
     }
-    __device__ float4 group(int b, int u) const {
-        return ring[((b % kBatches) * kRingBatch + u) * kThreads + threadIdx.x];
+    __device__ float4 group(Batch at, int u) const {
+        return ring[at + u * kThreads];
     }
 };
 
@@ -398,9 +402,11 @@ struct ByteStream {
         commitAsync();
     }
 
-    /// Batch b's 16 bytes, read once from the ring; group u is its word u as 4 floats.
-    __device__ uint4 batch(int b) const {
-        return ring[(b % kBatches) * kThreads + threadIdx.x];
+    /// Batch b's 16 bytes of tile vector v, read once from the ring; group u is its word
+    /// u as 4 floats.
+    using Batch = uint4;
+    __device__ Batch batch(int b, int v) const {
+        return ring[(b % kBatches) * kThreads + v];
     }
     __device__ float4 group(const uint4& w, int u) const {
         const uint32_t word = u == 0 ? w.x : u == 1 ? w.y : u == 2 ? w.z : w.w;
@@ -421,10 +427,22 @@ __device__ inline bool warpHasVectors(const ListMajorItem& it) {
     return (threadIdx.x / 32) * 32 < it.vCount;
 }
 
+/// Tile vectors a thread multiplies in a group of G queries. From G = 8 the warp's two
+/// halves (16 lanes each) take half the queries each over two vectors (lanes p and p + 16
+/// of the warp), so that every query float4 loaded from shared memory feeds two vectors'
+/// instructions: with a vector a thread, 17 loads went with 128 FP32 instructions at G 16
+/// and the wait for them was the kernel's largest stall (benchs/NOTES.md).
+__host__ __device__ constexpr int vectorsPerThread(int g) {
+    return g >= 8 ? 2 : 1;
+}
+
 // The products of one work item with G queries a group. The stream's first
 // kRingBatches - 1 batches were asked for when the item was looked up; each step asks
 // for the batch kRingBatches - 1 ahead (into the slots the previous step read), waits
-// for its own and multiplies its float4 groups with the G staged queries. Components in
+// for its own and multiplies the float4 groups of the thread's V vectors with its H of
+// the staged queries. Each thread streams its own tile vector (threadIdx.x); with V = 2
+// it also reads another lane's, so the warp syncs before a request (the slots it refills
+// are read) and after the wait (every lane's copies have landed). Components in
 // increasing order, even ones into acc0 and odd ones into acc1: the per-query scan's
 // operations (IvfListLoader.cuh), so both paths give the same bits.
 template <bool kInnerProduct, int G, typename Stream>
@@ -433,13 +451,26 @@ __device__ inline void itemProducts(
         const ListMajorItem& it,
         const Stream& st,
         ItemQueries& s) {
-    const int tileVector = threadIdx.x;
-    const bool streams = warpHasVectors(it);
-    float acc0[G], acc1[G];
+    constexpr int V = vectorsPerThread(G);
+    constexpr int H = G / V;
+    constexpr int kSpan = 32 / V; // lanes between a thread's vectors
+    static_assert(G % V == 0, "each half of the warp takes as many queries");
+    const int lane = threadIdx.x % 32;
+    const int firstQuery = (lane / kSpan) * H;
+    int vec[V]; // the thread's tile vectors
 #pragma unroll
-    for (int i = 0; i < G; ++i) {
-        acc0[i] = 0.f;
-        acc1[i] = 0.f;
+    for (int j = 0; j < V; ++j) {
+        vec[j] = threadIdx.x - lane + lane % kSpan + j * kSpan;
+    }
+    const bool streams = warpHasVectors(it);
+    float acc0[V][H], acc1[V][H];
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+#pragma unroll
+        for (int i = 0; i < H; ++i) {
+            acc0[j][i] = 0.f;
+            acc1[j][i] = 0.f;
+        }
     }
     for (int c0 = 0; c0 < st.groups; c0 += kStagedGroups) {
         const int cn = min(kStagedGroups, st.groups - c0);
@@ -453,47 +484,68 @@ __device__ inline void itemProducts(
         }
         for (int c = 0; c < cn; c += kRingBatch) {
             const int b = (c0 + c) / kRingBatch;
+            if (V > 1) {
+                __syncwarp();
+            }
             st.request(b + Stream::kBatches - 1);
             waitAsyncGroups<Stream::kBatches - 1>();
-            const auto batch = st.batch(b);
+            if (V > 1) {
+                __syncwarp();
+            }
+            typename Stream::Batch batch[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                batch[j] = st.batch(b, vec[j]);
+            }
 #pragma unroll
             for (int u = 0; u < kRingBatch; ++u) {
                 if (c + u >= cn) {
                     break;
                 }
-                const float4 x = st.group(batch, u);
+                float4 x[V];
 #pragma unroll
-                for (int i = 0; i < G; ++i) {
-                    const float4 q = s.q[i][c + u];
-                    if (kInnerProduct) {
-                        acc0[i] = fmaf(q.x, x.x, acc0[i]);
-                        acc1[i] = fmaf(q.y, x.y, acc1[i]);
-                        acc0[i] = fmaf(q.z, x.z, acc0[i]);
-                        acc1[i] = fmaf(q.w, x.w, acc1[i]);
-                    } else {
-                        const float e0 = q.x - x.x, e1 = q.y - x.y;
-                        const float e2 = q.z - x.z, e3 = q.w - x.w;
-                        acc0[i] = fmaf(e0, e0, acc0[i]);
-                        acc1[i] = fmaf(e1, e1, acc1[i]);
-                        acc0[i] = fmaf(e2, e2, acc0[i]);
-                        acc1[i] = fmaf(e3, e3, acc1[i]);
+                for (int j = 0; j < V; ++j) {
+                    x[j] = st.group(batch[j], u);
+                }
+#pragma unroll
+                for (int i = 0; i < H; ++i) {
+                    const float4 q = s.q[firstQuery + i][c + u];
+#pragma unroll
+                    for (int j = 0; j < V; ++j) {
+                        if (kInnerProduct) {
+                            acc0[j][i] = fmaf(q.x, x[j].x, acc0[j][i]);
+                            acc1[j][i] = fmaf(q.y, x[j].y, acc1[j][i]);
+                            acc0[j][i] = fmaf(q.z, x[j].z, acc0[j][i]);
+                            acc1[j][i] = fmaf(q.w, x[j].w, acc1[j][i]);
+                        } else {
+                            const float e0 = q.x - x[j].x, e1 = q.y - x[j].y;
+                            const float e2 = q.z - x[j].z, e3 = q.w - x[j].w;
+                            acc0[j][i] = fmaf(e0, e0, acc0[j][i]);
+                            acc1[j][i] = fmaf(e1, e1, acc1[j][i]);
+                            acc0[j][i] = fmaf(e2, e2, acc0[j][i]);
+                            acc1[j][i] = fmaf(e3, e3, acc1[j][i]);
+                        }
                     }
                 }
             }
         }
     }
-    if (tileVector >= it.vCount) {
-        return;
-    }
-    const bool allowed =
-            !a.allow || idFilterAllows(a.allow, a.listBitBase[it.list] + it.v0 + tileVector);
 #pragma unroll
-    for (int i = 0; i < G; ++i) {
-        if (i < it.gCount) {
-            const float dist = acc0[i] + acc1[i];
-            a.distances[s.out[i] + tileVector] = !allowed ? CUDART_INF_F
-                    : kInnerProduct                       ? -dist
-                                                          : dist;
+    for (int j = 0; j < V; ++j) {
+        const int v = vec[j];
+        if (v >= it.vCount) {
+            continue;
+        }
+        const bool allowed =
+                !a.allow || idFilterAllows(a.allow, a.listBitBase[it.list] + it.v0 + v);
+#pragma unroll
+        for (int i = 0; i < H; ++i) {
+            if (firstQuery + i < it.gCount) {
+                const float dist = acc0[j][i] + acc1[j][i];
+                a.distances[s.out[firstQuery + i] + v] = !allowed ? CUDART_INF_F
+                        : kInnerProduct                           ? -dist
+                                                                  : dist;
+            }
         }
     }
 }
