@@ -88,37 +88,25 @@ GroupScratch carve(void* scratch, int64_t nlist) {
 
 using BlockScanInts = cub::BlockScan<int, kScanThreads>;
 
-// Exclusive prefix sum of valueOf(0 .. n - 1) by one block (all its threads call it):
-// each thread sums a contiguous run, a CUB block scan offsets the runs, each thread
-// calls write(i, sum before i) for its run. valueOf is read twice. A second scan with
-// the same storage must follow a barrier.
-template <typename ValueOf, typename Write>
-__device__ void blockExclusiveScan(
-        BlockScanInts::TempStorage& temp,
-        int64_t n,
-        const ValueOf& valueOf,
-        const Write& write) {
+// Exclusive prefix sum of in[0 .. n - 1] into out by one block: each thread sums a
+// contiguous run, a CUB block scan offsets the runs, each thread writes its run.
+__global__ void __launch_bounds__(kScanThreads)
+        exclusiveScanKernel(const int* in, int64_t n, int* out) {
+    __shared__ BlockScanInts::TempStorage temp;
     const int64_t per = (n + kScanThreads - 1) / kScanThreads;
     const int64_t begin = min(n, threadIdx.x * per);
     const int64_t end = min(n, begin + per);
     int sum = 0;
     for (int64_t i = begin; i < end; ++i) {
-        sum += valueOf(i);
+        sum += in[i];
     }
     int offset = 0;
     BlockScanInts(temp).ExclusiveSum(sum, offset);
     for (int64_t i = begin; i < end; ++i) {
-        const int v = valueOf(i);
-        write(i, offset);
+        const int v = in[i];
+        out[i] = offset;
         offset += v;
     }
-}
-
-__global__ void __launch_bounds__(kScanThreads)
-        exclusiveScanKernel(const int* in, int64_t n, int* out) {
-    __shared__ BlockScanInts::TempStorage temp;
-    blockExclusiveScan(
-            temp, n, [&](int64_t i) { return in[i]; }, [&](int64_t i, int sum) { out[i] = sum; });
 }
 
 /// Work items (query groups x vector tiles) of a list probed by `count` queries.
