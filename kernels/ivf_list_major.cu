@@ -329,26 +329,30 @@ __device__ inline void stageQueries(
 struct FloatStream {
     static constexpr int kBatches = kRingBatches;
     static constexpr size_t kSmemBytes = kRingSmemBytes;
+    static constexpr bool kPairs = true;
     float4* ring;
+    unsigned slot0;  ///< shared address of this thread's slot 0
     const float4* p; ///< the vector's float4 group 0; group c at p[32 c]
     int groups;      ///< float4 groups of the vector
 
     /// Lanes past the list's end read the last block's padding (lists hold whole blocks
     /// of 32) and write nothing.
     __device__ FloatStream(const IvfListMajorArgs& a, int list, int64_t v, float4* smem)
-            : ring(smem), groups(ivfPaddedDim(a.d) / 4) {
+            : ring(smem),
+              slot0(static_cast<unsigned>(__cvta_generic_to_shared(smem + threadIdx.x))),
+              groups(ivfPaddedDim(a.d) / 4) {
         p = reinterpret_cast<const float4*>(a.listData[list]) + (v >> 5) * (int64_t(32) * groups) +
                 (v & 31);
     }
 
     /// Asks for batch b into its slots (nothing past the vector) and closes its group.
     __device__ void request(int b) const {
-        float4* slot = ring + (b % kBatches) * kRingBatch * kThreads + threadIdx.x;
+        const unsigned slot = slot0 + (b % kBatches) * kRingBatch * kThreads * sizeof(float4);
 #pragma unroll
         for (int u = 0; u < kRingBatch; ++u) {
             const int c = b * kRingBatch + u;
             if (c < groups) {
-                copyAsync16(slot + u * kThreads, p + int64_t(c) * 32);
+                copyAsync16Shared(slot + u * kThreads * sizeof(float4), p + int64_t(c) * 32);
             }
         }
         commitAsync();
@@ -371,20 +375,26 @@ struct FloatStream {
 struct ByteStream {
     static constexpr int kBatches = kByteRingBatches;
     static constexpr size_t kSmemBytes = kByteRingSmemBytes;
+    /// A vector a thread: with two, each half-warp would convert both vectors' bytes,
+    /// which costs about the shared loads saved (sm_90 SASS: +15 instructions a step).
+    static constexpr bool kPairs = false;
     uint4* ring;
+    unsigned slot0; ///< shared address of this thread's slot 0
     const uint4* p; ///< the vector's 16-byte group 0; group b at p[32 b]
     int groups;     ///< float4 groups of the vector (as FloatStream's)
 
     __device__ ByteStream(const IvfListMajorArgs& a, int list, int64_t v, float4* smem)
-            : ring(reinterpret_cast<uint4*>(smem)), groups(ivfPaddedDim(a.d) / 4) {
+            : ring(reinterpret_cast<uint4*>(smem)),
+              slot0(static_cast<unsigned>(__cvta_generic_to_shared(smem + threadIdx.x))),
+              groups(ivfPaddedDim(a.d) / 4) {
         p = reinterpret_cast<const uint4*>(a.listBytes[list]) +
                 (v >> 5) * (int64_t(32) * ivfByteGroups(a.d)) + (v & 31);
     }
 
     __device__ void request(int b) const {
         if (b * kRingBatch < groups) {
-            copyAsync16(
-                    reinterpret_cast<float4*>(ring + (b % kBatches) * kThreads + threadIdx.x),
+            copyAsync16Shared(
+                    slot0 + (b % kBatches) * kThreads * sizeof(uint4),
                     reinterpret_cast<const float4*>(p + int64_t(b) * 32));
         }
         commitAsync();
@@ -419,9 +429,11 @@ __device__ inline bool warpHasVectors(const ListMajorItem& it) {
 /// halves (16 lanes each) take half the queries each over two vectors (lanes p and p + 16
 /// of the warp), so that every query float4 loaded from shared memory feeds two vectors'
 /// instructions: with a vector a thread, 17 loads went with 128 FP32 instructions at G 16
-/// and the wait for them was the kernel's largest stall (benchs/NOTES.md).
-__host__ __device__ constexpr int vectorsPerThread(int g) {
-    return g >= 8 ? 2 : 1;
+/// and the wait for them was the kernel's largest stall (benchs/NOTES.md). Only where the
+/// stream allows it (Stream::kPairs).
+template <typename Stream>
+__device__ constexpr int vectorsPerThread(int g) {
+    return Stream::kPairs && g >= 8 ? 2 : 1;
 }
 
 // The products of one work item with G queries a group. The stream's first
@@ -439,7 +451,7 @@ __device__ inline void itemProducts(
         const ListMajorItem& it,
         const Stream& st,
         ItemQueries& s) {
-    constexpr int V = vectorsPerThread(G);
+    constexpr int V = vectorsPerThread<Stream>(G);
     constexpr int H = G / V;
     constexpr int kSpan = 32 / V; // lanes between a thread's vectors
     static_assert(G % V == 0, "each half of the warp takes as many queries");
