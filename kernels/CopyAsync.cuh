@@ -16,11 +16,17 @@ __device__ __forceinline__ void copyAsync4(float* dst, const float* src, bool va
                  : "memory");
 }
 
-/// Copies 16 bytes to shared memory without waiting (both addresses 16-byte aligned),
-/// bypassing L1.
+/// Copies 16 bytes to shared memory address dst (as __cvta_generic_to_shared gives it)
+/// without waiting (both addresses 16-byte aligned), bypassing L1. A caller that copies
+/// to the same slots again and again keeps their shared address: made from a generic
+/// pointer at each copy, it costs a few instructions where registers are short.
+__device__ __forceinline__ void copyAsync16Shared(unsigned dst, const float4* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+
+/// copyAsync16Shared to a generic pointer into shared memory.
 __device__ __forceinline__ void copyAsync16(float4* dst, const float4* src) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
+    copyAsync16Shared(static_cast<unsigned>(__cvta_generic_to_shared(dst)), src);
 }
 
 /// Closes the group of the copies issued since the last commit (possibly none).

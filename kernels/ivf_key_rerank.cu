@@ -1,5 +1,7 @@
 // The list-major key path's exact re-rank (IvfKeyRerank.h): a warp a query, its query in
-// shared memory in the scan's padded float4 groups, its best k one a lane.
+// shared memory in the scan's padded float4 groups, the listed positions queued there
+// until the warp has one a lane (each distance is a chain of d / 4 loads: one lane a
+// vector, all lanes at once), its best k one a lane.
 #include <math_constants.h>
 
 #include <faiss_ext/utils/CudaCheck.h>
@@ -17,14 +19,47 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;
 constexpr unsigned kFull = 0xffffffffu;
+/// Listed positions a warp queues: one round of 32 keys on top of a part-filled batch.
+constexpr int kQueue = 64;
 
 /// Whether (d1, i1) ranks before (d2, i2): smaller distance, then smaller id.
 __device__ inline bool before(float d1, int64_t i1, float d2, int64_t i2) {
     return d1 < d2 || (d1 == d2 && i1 < i2);
 }
 
+/// The best k so far, lane j holding the j-th by (distance, id); +inf / -1 unfilled.
+struct WarpBest {
+    float d;
+    int64_t i;
+
+    __device__ WarpBest() : d(INFINITY), i(-1) {}
+
+    /// Offers the (d, i) of lanes 0 .. n - 1, one at a time.
+    __device__ void offer(float dist, int64_t id, int n, int k) {
+        const int lane = threadIdx.x % 32;
+        for (int src = 0; src < n; ++src) {
+            const float cd = __shfl_sync(kFull, dist, src);
+            const int64_t ci = __shfl_sync(kFull, id, src);
+            const int at = __popc(__ballot_sync(kFull, before(d, i, cd, ci)));
+            if (at >= k) {
+                continue;
+            }
+            const float upD = __shfl_up_sync(kFull, d, 1);
+            const int64_t upI = __shfl_up_sync(kFull, i, 1);
+            if (lane == at) {
+                d = cd;
+                i = ci;
+            } else if (lane > at) {
+                d = upD;
+                i = upI;
+            }
+        }
+    }
+};
+
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) keyRerankKernel(IvfKeyRerankArgs a) {
     extern __shared__ float4 staged[]; // kWarpsPerBlock x groups
+    __shared__ int queues[kWarpsPerBlock][kQueue];
     const int lane = threadIdx.x % 32;
     const int warp = threadIdx.x / 32;
     const int64_t q = int64_t(blockIdx.x) * kWarpsPerBlock + warp;
@@ -53,21 +88,15 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) keyRerankKernel(IvfKeyRer
     const int64_t* lists = a.coarse + q * a.nprobe;
     const float* keys = a.keys + q * a.ldKeys;
     const int rowLength = offsets[a.nprobe];
-    // The best so far, lane j the j-th: +inf / -1 until filled.
-    float bestD = CUDART_INF_F;
-    int64_t bestI = -1;
-    for (int base = 0; base < rowLength; base += 32) {
-        const int pos = base + lane;
-        const float key = pos < rowLength ? keys[pos] : CUDART_INF_F;
-        // Filtered vectors hold +inf: never listed, even when every finite key is.
-        const bool listed = key <= limit && key < CUDART_INF_F;
-        unsigned pending = __ballot_sync(kFull, listed);
-        if (pending == 0) {
-            continue;
-        }
+    int* queue = queues[warp];
+    // The distance and id of queued position queue[lane] (lanes below n), offered to the
+    // best k.
+    WarpBest best;
+    auto rerankQueued = [&](int n) {
         float dist = CUDART_INF_F;
         int64_t id = -1;
-        if (listed) {
+        if (lane < n) {
+            const int pos = queue[lane];
             // The probe holding pos: the last p with offsets[p] <= pos (empty probes
             // share their successor's offset).
             int lo = 0, hi = a.nprobe - 1;
@@ -86,33 +115,38 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) keyRerankKernel(IvfKeyRer
             dist = load(v);
             id = a.listIds[list][v];
         }
-        // Each listed lane's (dist, id) into the sorted best, one at a time.
-        while (pending != 0) {
-            const int src = __ffs(pending) - 1;
-            pending &= pending - 1;
-            const float d = __shfl_sync(kFull, dist, src);
-            const int64_t i = __shfl_sync(kFull, id, src);
-            const int at = __popc(__ballot_sync(kFull, before(bestD, bestI, d, i)));
-            if (at >= a.k) {
-                continue;
+        best.offer(dist, id, n, a.k);
+    };
+    int queued = 0;
+    for (int base = 0; base < rowLength; base += 32) {
+        const int pos = base + lane;
+        const float key = pos < rowLength ? keys[pos] : CUDART_INF_F;
+        // Filtered vectors hold +inf: never listed, even when every finite key is.
+        const bool listed = key <= limit && key < CUDART_INF_F;
+        const unsigned mask = __ballot_sync(kFull, listed);
+        if (listed) {
+            queue[queued + __popc(mask & ((1u << lane) - 1u))] = pos;
+        }
+        queued += __popc(mask);
+        __syncwarp();
+        if (queued >= 32) {
+            rerankQueued(32);
+            const int rest = queued - 32;
+            const int moved = lane < rest ? queue[32 + lane] : 0;
+            __syncwarp();
+            if (lane < rest) {
+                queue[lane] = moved;
             }
-            const float upD = __shfl_up_sync(kFull, bestD, 1);
-            const int64_t upI = __shfl_up_sync(kFull, bestI, 1);
-            if (lane == at) {
-                bestD = d;
-                bestI = i;
-            } else if (lane > at) {
-                bestD = upD;
-                bestI = upI;
-            }
+            queued = rest;
+            __syncwarp();
         }
     }
+    rerankQueued(queued);
     if (lane < a.k) {
-        outD[lane] = bestD;
-        outI[lane] = bestI;
+        outD[lane] = best.d;
+        outI[lane] = best.i;
     }
 }
-
 } // namespace
 
 size_t ivfKeyRerankSmemBytes(int d) {

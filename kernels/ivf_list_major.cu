@@ -3,8 +3,9 @@
 // persistent grid of work items (a group of at most 16 of a list's queries x a tile of
 // 256 of its vectors): each thread streams one of the tile's vectors (its floats, or the
 // lists' byte copy where kept) through its own slots of a shared-memory ring by
-// cp.async, reading it once, and multiplies it with all of the group's queries,
-// broadcast from shared memory. Blocks take items from a counter as they free up.
+// cp.async, reading it once, and multiplies it with the group's queries, broadcast from
+// shared memory (from groups of 8, a thread takes two of its warp's vectors against half
+// the queries). Blocks take items from a counter as they free up.
 #include <map>
 #include <mutex>
 #include <utility>
@@ -87,37 +88,25 @@ GroupScratch carve(void* scratch, int64_t nlist) {
 
 using BlockScanInts = cub::BlockScan<int, kScanThreads>;
 
-// Exclusive prefix sum of valueOf(0 .. n - 1) by one block (all its threads call it):
-// each thread sums a contiguous run, a CUB block scan offsets the runs, each thread
-// calls write(i, sum before i) for its run. valueOf is read twice. A second scan with
-// the same storage must follow a barrier.
-template <typename ValueOf, typename Write>
-__device__ void blockExclusiveScan(
-        BlockScanInts::TempStorage& temp,
-        int64_t n,
-        const ValueOf& valueOf,
-        const Write& write) {
+// Exclusive prefix sum of in[0 .. n - 1] into out by one block: each thread sums a
+// contiguous run, a CUB block scan offsets the runs, each thread writes its run.
+__global__ void __launch_bounds__(kScanThreads)
+        exclusiveScanKernel(const int* in, int64_t n, int* out) {
+    __shared__ BlockScanInts::TempStorage temp;
     const int64_t per = (n + kScanThreads - 1) / kScanThreads;
     const int64_t begin = min(n, threadIdx.x * per);
     const int64_t end = min(n, begin + per);
     int sum = 0;
     for (int64_t i = begin; i < end; ++i) {
-        sum += valueOf(i);
+        sum += in[i];
     }
     int offset = 0;
     BlockScanInts(temp).ExclusiveSum(sum, offset);
     for (int64_t i = begin; i < end; ++i) {
-        const int v = valueOf(i);
-        write(i, offset);
+        const int v = in[i];
+        out[i] = offset;
         offset += v;
     }
-}
-
-__global__ void __launch_bounds__(kScanThreads)
-        exclusiveScanKernel(const int* in, int64_t n, int* out) {
-    __shared__ BlockScanInts::TempStorage temp;
-    blockExclusiveScan(
-            temp, n, [&](int64_t i) { return in[i]; }, [&](int64_t i, int sum) { out[i] = sum; });
 }
 
 /// Work items (query groups x vector tiles) of a list probed by `count` queries.
@@ -341,37 +330,44 @@ __device__ inline void stageQueries(
 struct FloatStream {
     static constexpr int kBatches = kRingBatches;
     static constexpr size_t kSmemBytes = kRingSmemBytes;
+    static constexpr bool kPairs = true;
     float4* ring;
+    unsigned slot0;  ///< shared address of this thread's slot 0
     const float4* p; ///< the vector's float4 group 0; group c at p[32 c]
     int groups;      ///< float4 groups of the vector
 
     /// Lanes past the list's end read the last block's padding (lists hold whole blocks
     /// of 32) and write nothing.
     __device__ FloatStream(const IvfListMajorArgs& a, int list, int64_t v, float4* smem)
-            : ring(smem), groups(ivfPaddedDim(a.d) / 4) {
+            : ring(smem),
+              slot0(static_cast<unsigned>(__cvta_generic_to_shared(smem + threadIdx.x))),
+              groups(ivfPaddedDim(a.d) / 4) {
         p = reinterpret_cast<const float4*>(a.listData[list]) + (v >> 5) * (int64_t(32) * groups) +
                 (v & 31);
     }
 
     /// Asks for batch b into its slots (nothing past the vector) and closes its group.
     __device__ void request(int b) const {
-        float4* slot = ring + (b % kBatches) * kRingBatch * kThreads + threadIdx.x;
+        const unsigned slot = slot0 + (b % kBatches) * kRingBatch * kThreads * sizeof(float4);
 #pragma unroll
         for (int u = 0; u < kRingBatch; ++u) {
             const int c = b * kRingBatch + u;
             if (c < groups) {
-                copyAsync16(slot + u * kThreads, p + int64_t(c) * 32);
+                copyAsync16Shared(slot + u * kThreads * sizeof(float4), p + int64_t(c) * 32);
             }
         }
         commitAsync();
     }
 
-    /// Batch b, once its wait is done: its groups are read one by one from the ring.
-    __device__ int batch(int b) const {
-        return b;
+    /// Batch b of the block's tile vector v (this thread's, or another lane's of its warp
+    /// after a __syncwarp), once its wait is done: where its groups start in the ring,
+    /// then its groups read one by one.
+    using Batch = int;
+    __device__ Batch batch(int b, int v) const {
+        return (b % kBatches) * kRingBatch * kThreads + v;
     }
-    __device__ float4 group(int b, int u) const {
-        return ring[((b % kBatches) * kRingBatch + u) * kThreads + threadIdx.x];
+    __device__ float4 group(Batch at, int u) const {
+        return ring[at + u * kThreads];
     }
 };
 
@@ -380,28 +376,36 @@ struct FloatStream {
 struct ByteStream {
     static constexpr int kBatches = kByteRingBatches;
     static constexpr size_t kSmemBytes = kByteRingSmemBytes;
+    /// A vector a thread: with two, each half-warp would convert both vectors' bytes,
+    /// which costs about the shared loads saved (sm_90 SASS: +15 instructions a step).
+    static constexpr bool kPairs = false;
     uint4* ring;
+    unsigned slot0; ///< shared address of this thread's slot 0
     const uint4* p; ///< the vector's 16-byte group 0; group b at p[32 b]
     int groups;     ///< float4 groups of the vector (as FloatStream's)
 
     __device__ ByteStream(const IvfListMajorArgs& a, int list, int64_t v, float4* smem)
-            : ring(reinterpret_cast<uint4*>(smem)), groups(ivfPaddedDim(a.d) / 4) {
+            : ring(reinterpret_cast<uint4*>(smem)),
+              slot0(static_cast<unsigned>(__cvta_generic_to_shared(smem + threadIdx.x))),
+              groups(ivfPaddedDim(a.d) / 4) {
         p = reinterpret_cast<const uint4*>(a.listBytes[list]) +
                 (v >> 5) * (int64_t(32) * ivfByteGroups(a.d)) + (v & 31);
     }
 
     __device__ void request(int b) const {
         if (b * kRingBatch < groups) {
-            copyAsync16(
-                    reinterpret_cast<float4*>(ring + (b % kBatches) * kThreads + threadIdx.x),
+            copyAsync16Shared(
+                    slot0 + (b % kBatches) * kThreads * sizeof(uint4),
                     reinterpret_cast<const float4*>(p + int64_t(b) * 32));
         }
         commitAsync();
     }
 
-    /// Batch b's 16 bytes, read once from the ring; group u is its word u as 4 floats.
-    __device__ uint4 batch(int b) const {
-        return ring[(b % kBatches) * kThreads + threadIdx.x];
+    /// Batch b's 16 bytes of tile vector v, read once from the ring; group u is its word
+    /// u as 4 floats.
+    using Batch = uint4;
+    __device__ Batch batch(int b, int v) const {
+        return ring[(b % kBatches) * kThreads + v];
     }
     __device__ float4 group(const uint4& w, int u) const {
         const uint32_t word = u == 0 ? w.x : u == 1 ? w.y : u == 2 ? w.z : w.w;
@@ -426,6 +430,17 @@ __device__ inline bool warpHasVectors(const ListMajorItem& it) {
     return (threadIdx.x / 32) * 32 < it.vCount;
 }
 
+/// Tile vectors a thread multiplies in a group of G queries. From G = 8 the warp's two
+/// halves (16 lanes each) take half the queries each over two vectors (lanes p and p + 16
+/// of the warp), so that every query float4 loaded from shared memory feeds two vectors'
+/// instructions: with a vector a thread, 17 loads went with 128 FP32 instructions at G 16
+/// and the wait for them was the kernel's largest stall (benchs/NOTES.md). Only where the
+/// stream allows it (Stream::kPairs).
+template <typename Stream>
+__device__ constexpr int vectorsPerThread(int g) {
+    return Stream::kPairs && g >= 8 ? 2 : 1;
+}
+
 // Raises the group's queries' rowMaxNorms to the largest |x|^2 of the warp's vectors
 // (norm: 0 past the tile), a warp maximum and one atomic a query: non-negative floats
 // order as their bits do.
@@ -448,7 +463,10 @@ __device__ inline void raiseRowMaxNorms(
 // The products of one work item with G queries a group. The stream's first
 // kRingBatches - 1 batches were asked for when the item was looked up; each step asks
 // for the batch kRingBatches - 1 ahead (into the slots the previous step read), waits
-// for its own and multiplies its float4 groups with the G staged queries. Components in
+// for its own and multiplies the float4 groups of the thread's V vectors with its H of
+// the staged queries. Each thread streams its own tile vector (threadIdx.x); with V = 2
+// it also reads another lane's, so the warp syncs before a request (the slots it refills
+// are read) and after the wait (every lane's copies have landed). Components in
 // increasing order, even ones into acc0 and odd ones into acc1: the per-query scan's
 // operations (IvfListLoader.cuh), so both paths give the same bits. The keys take one
 // FMA a component with the staged -2 q, and the vector's |x|^2 once for the group.
@@ -458,16 +476,34 @@ __device__ inline void itemProducts(
         const ListMajorItem& it,
         const Stream& st,
         ItemQueries& s) {
-    const int tileVector = threadIdx.x;
-    const bool streams = warpHasVectors(it);
     constexpr bool kKeys = kProduct == Product::kL2Keys;
-    float acc0[G], acc1[G];
+    constexpr int V = vectorsPerThread<Stream>(G);
+    constexpr int H = G / V;
+    constexpr int kSpan = 32 / V; // lanes between a thread's vectors
+    static_assert(G % V == 0, "each half of the warp takes as many queries");
+    const int lane = threadIdx.x % 32;
+    const int firstQuery = (lane / kSpan) * H;
+    int vec[V]; // the thread's tile vectors
 #pragma unroll
-    for (int i = 0; i < G; ++i) {
-        acc0[i] = 0.f;
-        acc1[i] = 0.f;
+    for (int j = 0; j < V; ++j) {
+        vec[j] = threadIdx.x - lane + lane % kSpan + j * kSpan;
     }
-    float norm0 = 0.f, norm1 = 0.f;
+    const bool streams = warpHasVectors(it);
+    float acc0[V][H], acc1[V][H];
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+#pragma unroll
+        for (int i = 0; i < H; ++i) {
+            acc0[j][i] = 0.f;
+            acc1[j][i] = 0.f;
+        }
+    }
+    float norm0[V], norm1[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+        norm0[j] = 0.f;
+        norm1[j] = 0.f;
+    }
     for (int c0 = 0; c0 < st.groups; c0 += kStagedGroups) {
         const int cn = min(kStagedGroups, st.groups - c0);
         if (c0 > 0) {
@@ -480,58 +516,85 @@ __device__ inline void itemProducts(
         }
         for (int c = 0; c < cn; c += kRingBatch) {
             const int b = (c0 + c) / kRingBatch;
+            if (V > 1) {
+                __syncwarp();
+            }
             st.request(b + Stream::kBatches - 1);
             waitAsyncGroups<Stream::kBatches - 1>();
-            const auto batch = st.batch(b);
+            if (V > 1) {
+                __syncwarp();
+            }
+            typename Stream::Batch batch[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                batch[j] = st.batch(b, vec[j]);
+            }
 #pragma unroll
             for (int u = 0; u < kRingBatch; ++u) {
                 if (c + u >= cn) {
                     break;
                 }
-                const float4 x = st.group(batch, u);
-                if (kKeys) {
-                    norm0 = fmaf(x.x, x.x, norm0);
-                    norm1 = fmaf(x.y, x.y, norm1);
-                    norm0 = fmaf(x.z, x.z, norm0);
-                    norm1 = fmaf(x.w, x.w, norm1);
+                float4 x[V];
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    x[j] = st.group(batch[j], u);
+                    if (kKeys) {
+                        norm0[j] = fmaf(x[j].x, x[j].x, norm0[j]);
+                        norm1[j] = fmaf(x[j].y, x[j].y, norm1[j]);
+                        norm0[j] = fmaf(x[j].z, x[j].z, norm0[j]);
+                        norm1[j] = fmaf(x[j].w, x[j].w, norm1[j]);
+                    }
                 }
 #pragma unroll
-                for (int i = 0; i < G; ++i) {
-                    const float4 q = s.q[i][c + u];
-                    if (kProduct != Product::kL2) {
-                        acc0[i] = fmaf(q.x, x.x, acc0[i]);
-                        acc1[i] = fmaf(q.y, x.y, acc1[i]);
-                        acc0[i] = fmaf(q.z, x.z, acc0[i]);
-                        acc1[i] = fmaf(q.w, x.w, acc1[i]);
-                    } else {
-                        const float e0 = q.x - x.x, e1 = q.y - x.y;
-                        const float e2 = q.z - x.z, e3 = q.w - x.w;
-                        acc0[i] = fmaf(e0, e0, acc0[i]);
-                        acc1[i] = fmaf(e1, e1, acc1[i]);
-                        acc0[i] = fmaf(e2, e2, acc0[i]);
-                        acc1[i] = fmaf(e3, e3, acc1[i]);
+                for (int i = 0; i < H; ++i) {
+                    const float4 q = s.q[firstQuery + i][c + u];
+#pragma unroll
+                    for (int j = 0; j < V; ++j) {
+                        if (kProduct != Product::kL2) {
+                            acc0[j][i] = fmaf(q.x, x[j].x, acc0[j][i]);
+                            acc1[j][i] = fmaf(q.y, x[j].y, acc1[j][i]);
+                            acc0[j][i] = fmaf(q.z, x[j].z, acc0[j][i]);
+                            acc1[j][i] = fmaf(q.w, x[j].w, acc1[j][i]);
+                        } else {
+                            const float e0 = q.x - x[j].x, e1 = q.y - x[j].y;
+                            const float e2 = q.z - x[j].z, e3 = q.w - x[j].w;
+                            acc0[j][i] = fmaf(e0, e0, acc0[j][i]);
+                            acc1[j][i] = fmaf(e1, e1, acc1[j][i]);
+                            acc0[j][i] = fmaf(e2, e2, acc0[j][i]);
+                            acc1[j][i] = fmaf(e3, e3, acc1[j][i]);
+                        }
                     }
                 }
             }
         }
     }
-    const float norm = tileVector < it.vCount ? norm0 + norm1 : 0.f;
-    if (kKeys) {
-        raiseRowMaxNorms(a, it, s, norm);
-    }
-    if (tileVector >= it.vCount) {
-        return;
-    }
-    const bool allowed =
-            !a.allow || idFilterAllows(a.allow, a.listBitBase[it.list] + it.v0 + tileVector);
+    float norm[V];
+    float rowNorm = 0.f; // the largest |x|^2 of the thread's tile vectors
 #pragma unroll
-    for (int i = 0; i < G; ++i) {
-        if (i < it.gCount) {
-            const float sum = acc0[i] + acc1[i];
-            a.distances[s.out[i] + tileVector] = !allowed ? CUDART_INF_F
-                    : kProduct == Product::kInnerProduct  ? -sum
-                    : kKeys                               ? sum + norm
-                                                          : sum;
+    for (int j = 0; j < V; ++j) {
+        norm[j] = norm0[j] + norm1[j];
+        rowNorm = vec[j] < it.vCount ? fmaxf(rowNorm, norm[j]) : rowNorm;
+    }
+    if (kKeys) {
+        raiseRowMaxNorms(a, it, s, rowNorm);
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+        const int v = vec[j];
+        if (v >= it.vCount) {
+            continue;
+        }
+        const bool allowed =
+                !a.allow || idFilterAllows(a.allow, a.listBitBase[it.list] + it.v0 + v);
+#pragma unroll
+        for (int i = 0; i < H; ++i) {
+            if (firstQuery + i < it.gCount) {
+                const float sum = acc0[j][i] + acc1[j][i];
+                a.distances[s.out[firstQuery + i] + v] = !allowed ? CUDART_INF_F
+                        : kProduct == Product::kInnerProduct      ? -sum
+                        : kKeys                                   ? sum + norm[j]
+                                                                  : sum;
+            }
         }
     }
 }
