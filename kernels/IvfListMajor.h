@@ -1,6 +1,7 @@
 // Host entry points of the list-major IVF scan: the (query, probe) pairs of a batch
 // grouped by list on the device, then one product per (list tile, query group) that
-// reads each probed list once for up to 16 of the queries that probe it.
+// reads each probed list once for up to 16 of the queries that probe it (distances, or
+// L2 keys for IvfKeyRerank.h).
 #pragma once
 
 #include <cstddef>
