@@ -6,11 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#ifdef __CUDACC__
-#define FAISS_EXT_HD __host__ __device__
-#else
-#define FAISS_EXT_HD
-#endif
+#include "HostDevice.h"
 
 namespace faiss_ext {
 namespace kernels {

@@ -8,13 +8,7 @@
 
 #include "ThresholdFilter.h"
 
-#ifndef FAISS_EXT_HD
-#ifdef __CUDACC__
-#define FAISS_EXT_HD __host__ __device__
-#else
-#define FAISS_EXT_HD
-#endif
-#endif
+#include "HostDevice.h"
 
 namespace faiss_ext {
 namespace kernels {

@@ -10,6 +10,7 @@
 #include "IvfKeyRerank.h"
 #include "IvfListLoader.cuh"
 #include "IvfStore.h"
+#include "LastAtMost.cuh"
 #include "SmemLimit.cuh"
 
 namespace faiss_ext {
@@ -97,19 +98,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) keyRerankKernel(IvfKeyRer
         int64_t id = -1;
         if (lane < n) {
             const int pos = queue[lane];
-            // The probe holding pos: the last p with offsets[p] <= pos (empty probes
-            // share their successor's offset).
-            int lo = 0, hi = a.nprobe - 1;
-            while (lo < hi) {
-                const int mid = (lo + hi + 1) / 2;
-                if (offsets[mid] <= pos) {
-                    lo = mid;
-                } else {
-                    hi = mid - 1;
-                }
-            }
-            const int64_t list = lists[lo];
-            const int64_t v = pos - offsets[lo];
+            // The probe holding pos (empty probes share their successor's offset).
+            const int p = lastAtMost(offsets, a.nprobe, pos);
+            const int64_t list = lists[p];
+            const int64_t v = pos - offsets[p];
             ListLoader<false> load{
                     reinterpret_cast<const float4*>(a.listData[list]), query, 0, groups};
             dist = load(v);
