@@ -33,6 +33,10 @@ constexpr int64_t kMaxTileQueries = 65535;
 /// takes 0.75 (0.31 at d = 768). It was 1.5 before the loads were trimmed, when
 /// compare_peers' 768-d set lost with list-major at 0.25-0.5.
 constexpr double kListMajorMinSharing = 0.75;
+/// IvfScanPath::kAuto's list-major scan writes L2 keys (one FP32 instruction a component
+/// and query instead of two) from this dimension, where the product's instructions bound
+/// the scan; below it the exact product stays (benchs/NOTES.md: measured at d 768 only).
+constexpr int kListMajorKeysMinDim = 256;
 /// List-major candidate slots are windows of a query's distance row, a warp (or for
 /// k > 256 a block) selecting over each. Every window costs a selection of k, k
 /// candidates written and merged (one window a query needs no merge); only the windows
@@ -47,10 +51,6 @@ constexpr double kListMajorMinSharing = 0.75;
 /// window a query at k 10 left the longest rows to single warps (the SIFT and 768-d peers
 /// at batch 10000 nprobe 16 ran 17-24% slower). The cap bounds one warp's serial work
 /// when a single list holds much of the data.
-/// IvfScanPath::kAuto's list-major scan writes L2 keys (one FP32 instruction a component
-/// and query instead of two) from this dimension, where the product's instructions bound
-/// the scan; below it the exact product stays (benchs/NOTES.md, the key path).
-constexpr int kListMajorKeysMinDim = 256;
 constexpr int64_t kListMajorMinWindow = 2048;
 constexpr int64_t kListMajorMaxWindow = 65536;
 constexpr int64_t kListMajorWindowsPerSm = 12;
@@ -149,8 +149,6 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
     const int64_t listMajorChunk = in.chunkOverride > 0
             ? in.chunkOverride
             : listMajorWindow(std::min(in.nq, kMaxTileQueries), in.k, maxRowVectors, in.smCount);
-    // The fused coarse search's candidates, wherever it may run (the tile's precision
-    // and the device decide later, ivfCoarsePathFor).
     // The list-major product writes L2 keys where the re-rank can serve the search (L2, k
     // at most a warp's lanes, the block's queries in shared memory), when forced or from
     // kListMajorKeysMinDim under kAuto.
@@ -158,6 +156,8 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
             kernels::ivfKeyRerankSmemBytes(in.d) <= in.maxSmemPerBlock &&
             (in.scanPath == IvfScanPath::kListMajorKeys ||
              (in.scanPath == IvfScanPath::kAuto && in.d >= kListMajorKeysMinDim));
+    // The fused coarse search's candidates, wherever it may run (the tile's precision
+    // and the device decide later, ivfCoarsePathFor).
     const size_t coarseFused = in.coarsePath != IvfCoarsePath::kGemm &&
                     nextPow2(in.nprobe) <= kernels::kCoarseFusedMaxK
             ? ivfCoarseFusedBytesPerQuery(int64_t(lengths.size()), in.nprobe)
