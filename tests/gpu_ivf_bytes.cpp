@@ -2,6 +2,7 @@
 // SIFT's): its lists keep a byte copy that the list-major scan reads. The results must be
 // those of the floats, bit for bit (the per-query scan reads the floats), and FAISS
 // CPU's; the copy is kept exactly while every stored value is a byte.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -13,6 +14,8 @@
 #include <faiss_ext/GpuIndexIVFFlat.h>
 #include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/index_io.h>
+
+#include <kernels/IvfKeyRerank.h>
 
 #include "IvfTestUtil.h"
 #include "Synthetic.h"
@@ -97,6 +100,14 @@ TEST(GpuIvfByteLists, ListMajorFromBytesEqualsFloatsAndCpu) {
         faiss::SearchParametersIVF params;
         params.nprobe = size_t(1 + rng() % (nlist + 1));
         expectBytesMatchFloats(*cpu, listMajor, perQuery, xq, k, params);
+        // The key path streams the same bytes (L2, at most kKeyRerankMaxK results).
+        if (metric == faiss::METRIC_L2) {
+            GpuIndexIVFFlat keys(res, cpu.get(), forced(IvfScanPath::kListMajorKeys));
+            const int keysK = std::min(k, kernels::kKeyRerankMaxK);
+            ASSERT_TRUE(
+                    GpuIndexIVFFlatAccess::plan(keys, nq, keysK, int(params.nprobe)).listMajorKeys);
+            expectBytesMatchFloats(*cpu, keys, perQuery, xq, keysK, params);
+        }
     }
 }
 
