@@ -139,6 +139,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) keyRerankKernel(IvfKeyRer
         outI[lane] = best.i;
     }
 }
+
 } // namespace
 
 size_t ivfKeyRerankSmemBytes(int d) {

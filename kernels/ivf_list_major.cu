@@ -569,13 +569,16 @@ __device__ inline void itemProducts(
         }
     }
     float norm[V];
-    float rowNorm = 0.f; // the largest |x|^2 of the thread's tile vectors
 #pragma unroll
     for (int j = 0; j < V; ++j) {
         norm[j] = norm0[j] + norm1[j];
-        rowNorm = vec[j] < it.vCount ? fmaxf(rowNorm, norm[j]) : rowNorm;
     }
     if (kKeys) {
+        float rowNorm = 0.f; // the largest |x|^2 of the thread's tile vectors
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            rowNorm = vec[j] < it.vCount ? fmaxf(rowNorm, norm[j]) : rowNorm;
+        }
         raiseRowMaxNorms(a, it, s, rowNorm);
     }
 #pragma unroll
