@@ -1,9 +1,10 @@
-// GpuIndexIVFFlat's two list-scan paths forced side by side on one trained index:
-// device ms of the per-query and the list-major scan over batch x nprobe, beside the
-// sharing that IvfScanPath::kAuto reads (mean queries per non-empty list) and the
-// sharing the list tiles see (mean, over the probes, of how many queries probe the same
-// list), and kAuto's choice. It is the data for the cut-off (kListMajorMinSharing in
-// impl/IvfSearch.cpp): on uneven lists (real SIFT) the two sharings differ. A second
+// GpuIndexIVFFlat's list-scan paths forced side by side on one trained index: device ms
+// of the per-query scan, the list-major scan and the list-major scan on L2 keys (with the
+// exact re-rank) over batch x nprobe, beside the sharing that IvfScanPath::kAuto reads
+// (mean queries per non-empty list) and the sharing the list tiles see (mean, over the
+// probes, of how many queries probe the same list), and kAuto's choice. It is the data
+// for the cut-offs (kListMajorMinSharing, kListMajorKeysMin* in impl/IvfSearch.cpp): on
+// uneven lists (real SIFT) the two sharings differ. A second
 // table forces the two merge paths (IvfMergePath) at small batches, k 10 and 100: the
 // data for kAuto's merge choice. --query-kernels instead forces the per-query scan's two
 // kernels (block, warp; kernels/IvfScan.h) over batch x nprobe at k 10: the data for
@@ -14,11 +15,12 @@
 // cudaProfilerStop, for scripts/ncu-kernels.sh, then that shape's device ms and host call
 // ms (host arrays in and out), and the call's two copies timed alone; --scan PATH forces
 // its scan path (per-query, list-major, list-major-keys).
-// Usage: bench_ivf_paths [--sift DIR | --blobs N D] [--merge-only | --query-kernels |
-//   --coarse | --profile BATCH NPROBE [--scan PATH]] [nlist]
+// Usage: bench_ivf_paths [--sift DIR | --blobs N D [--clusters C] [--spread S]]
+//   [--merge-only | --query-kernels | --coarse | --profile BATCH NPROBE [--scan PATH]] [nlist]
 //   --sift DIR: base.bvecs (or .fvecs) and query.bvecs (or .fvecs) of DIR
-//   (benchs/datasets/README.md); --blobs N D: N x D blobs (2000, spread 0.15); default:
-//   bench_ivf's 1M x 128 blobs. nlist: 4096.
+//   (benchs/datasets/README.md); --blobs N D: N x D blobs (C 2000 blobs, spread S 0.15;
+//   compare_peers' clustered768 is 500000 768 with 1000 and 0.1); default: bench_ivf's
+//   1M x 128 blobs. nlist: 4096.
 #include <sys/stat.h>
 #include <algorithm>
 #include <cstdio>
@@ -73,7 +75,7 @@ datasets::Matrix<float> readVectors(const std::string& dir, const std::string& s
     return f;
 }
 
-Data load(const char* siftDir, int64_t blobsN, int blobsD) {
+Data load(const char* siftDir, int64_t blobsN, int blobsD, int clusters, float spread) {
     Data data;
     if (siftDir != nullptr) {
         datasets::Matrix<float> base = readVectors(siftDir, "base");
@@ -86,9 +88,10 @@ Data load(const char* siftDir, int64_t blobsN, int blobsD) {
         data.xq = std::move(query.data);
         return data;
     }
-    datasets::ClusteredSpec spec{blobsN, blobsD, 2000, 0.15f, 7};
-    data.name = std::to_string(blobsN) + " x " + std::to_string(blobsD) +
-            " blobs (2000 blobs, spread 0.15; bench_ivf's at 1M x 128)";
+    datasets::ClusteredSpec spec{blobsN, blobsD, clusters, spread, 7};
+    char what[96];
+    std::snprintf(what, sizeof(what), " blobs (%d blobs, spread %g)", clusters, double(spread));
+    data.name = std::to_string(blobsN) + " x " + std::to_string(blobsD) + what;
     data.nb = spec.n;
     data.d = spec.d;
     data.xb = datasets::clustered(spec, 0);
@@ -187,18 +190,21 @@ void mergeTable(
                             res, index, qDev, nq, data.d, batch, k, nprobe, 50, dD.data(),
                             dI.data());
                 };
+                // The forced paths' plan (per-query scan): whether the fast merge fits.
+                const IvfSearchPlan forcedPlan =
+                        GpuIndexIVFFlatAccess::plan(heap, batch, k, int(nprobe));
                 const IvfSearchPlan plan =
                         GpuIndexIVFFlatAccess::plan(automatic, batch, k, int(nprobe));
                 const double h = timed(heap);
                 char fastText[32] = "-", ratioText[32] = "-";
-                if (plan.fastMergeSmemBytes <= res.maxSharedMemoryPerBlock()) {
+                if (forcedPlan.fastMergeSmemBytes <= res.maxSharedMemoryPerBlock()) {
                     const double f = timed(fast);
                     std::snprintf(fastText, sizeof(fastText), "%.3f", f);
                     std::snprintf(ratioText, sizeof(ratioText), "%.2f", f / h);
                 }
                 std::printf(
                         "| %d | %lld | %lld | %lld | %s | %.3f | %s | %s |\n", k, (long long)batch,
-                        (long long)nprobe, (long long)plan.candidatesPerQuery, fastText, h,
+                        (long long)nprobe, (long long)forcedPlan.candidatesPerQuery, fastText, h,
                         ratioText, plan.fastMerge ? "fast" : "heap");
                 std::fflush(stdout);
             }
@@ -412,12 +418,18 @@ int main(int argc, char** argv) {
     int64_t nlist = 4096;
     int64_t blobsN = 1000000;
     int blobsD = 128;
+    int clusters = 2000;
+    float spread = 0.15f;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--sift") == 0 && i + 1 < argc) {
             siftDir = argv[++i];
         } else if (std::strcmp(argv[i], "--blobs") == 0 && i + 2 < argc) {
             blobsN = std::atoll(argv[++i]);
             blobsD = std::atoi(argv[++i]);
+        } else if (std::strcmp(argv[i], "--clusters") == 0 && i + 1 < argc) {
+            clusters = std::atoi(argv[++i]);
+        } else if (std::strcmp(argv[i], "--spread") == 0 && i + 1 < argc) {
+            spread = float(std::atof(argv[++i]));
         } else if (std::strcmp(argv[i], "--merge-only") == 0) {
             mergeOnly = true;
         } else if (std::strcmp(argv[i], "--query-kernels") == 0) {
@@ -447,7 +459,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_ivf_paths: no CUDA device found; this benchmark needs a GPU\n");
         return 2;
     }
-    const Data data = load(siftDir, blobsN, blobsD);
+    const Data data = load(siftDir, blobsN, blobsD, clusters, spread);
     GpuResources res;
     bench::printDevice(res, bench::measureCeilings(res));
     std::printf(
@@ -482,11 +494,13 @@ int main(int argc, char** argv) {
         profileShape(res, cpu, data, qDev.data(), profileBatch, profileNprobe, profileScan);
         return 0;
     }
-    GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg;
+    GpuIndexIVFFlatConfig perQueryCfg, listMajorCfg, keysCfg;
     perQueryCfg.scanPath = IvfScanPath::kPerQuery;
     listMajorCfg.scanPath = IvfScanPath::kListMajor;
+    keysCfg.scanPath = IvfScanPath::kListMajorKeys;
     GpuIndexIVFFlat perQuery(res, &cpu, perQueryCfg);
     GpuIndexIVFFlat listMajor(res, &cpu, listMajorCfg);
+    GpuIndexIVFFlat listMajorKeys(res, &cpu, keysCfg);
     GpuIndexIVFFlat automatic(res, &cpu);
     std::vector<int64_t> lengths(static_cast<size_t>(nlist));
     for (int64_t l = 0; l < nlist; ++l) {
@@ -505,11 +519,13 @@ int main(int argc, char** argv) {
     auto dI = res.alloc<int64_t>(size_t(nq) * k);
     std::printf(
             "device ms: CUDA events around searchDevice, median of the repetitions after a "
-            "warm-up; per-query / list-major < 1: per-query is faster\n\n");
+            "warm-up; per-query / list-major < 1: per-query is faster; keys: the list-major "
+            "path on L2 keys with the exact re-rank\n\n");
     std::printf(
             "| batch | nprobe | sharing (kAuto's) | sharing (list tiles') | per-query ms | "
-            "list-major ms | per-query / list-major | kAuto picks |\n");
-    std::printf("|---|---|---|---|---|---|---|---|\n");
+            "list-major ms | keys ms | per-query / list-major | list-major / keys | kAuto "
+            "picks |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
     for (int64_t batch : batches) {
         if (batch > nq) {
             continue;
@@ -525,12 +541,15 @@ int main(int argc, char** argv) {
             };
             const double pq = timed(perQuery);
             const double lm = timed(listMajor);
-            const bool picksListMajor =
-                    GpuIndexIVFFlatAccess::plan(automatic, batch, k, nprobe).listMajor;
+            const double keys = timed(listMajorKeys);
+            const IvfSearchPlan picked = GpuIndexIVFFlatAccess::plan(automatic, batch, k, nprobe);
             std::printf(
-                    "| %lld | %lld | %.1f | %.1f | %.3f | %.3f | %.2f | %s |\n", (long long)batch,
-                    (long long)nprobe, autoSharing, tileSharing, pq, lm, pq / lm,
-                    picksListMajor ? "list-major" : "per-query");
+                    "| %lld | %lld | %.1f | %.1f | %.3f | %.3f | %.3f | %.2f | %.2f | %s |\n",
+                    (long long)batch, (long long)nprobe, autoSharing, tileSharing, pq, lm, keys,
+                    pq / lm, lm / keys,
+                    picked.listMajorKeys       ? "keys"
+                            : picked.listMajor ? "list-major"
+                                               : "per-query");
             std::fflush(stdout);
         }
     }

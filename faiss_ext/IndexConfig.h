@@ -77,7 +77,8 @@ enum class IvfMergePath {
 enum class IvfScanPath {
     /// list-major when a tile of queries shares lists (on average at least
     /// 0.75 sqrt(128 / max(d, 128)) queries per non-empty list), else per-query; the
-    /// list-major scan with keys for L2 at k <= 32 from d = 256; chosen per search by the
+    /// list-major scan with keys for L2 at k <= 32 from d = 256, batch 1024 and 2048
+    /// probed vectors a query (nprobe x the mean list length); chosen per search by the
     /// planner
     kAuto,
     /// one block per (query, chunk of a probed list): each query reads its lists

@@ -34,7 +34,8 @@ struct IvfKeyRerankArgs {
     int64_t* outI = nullptr;
 };
 
-/// Dynamic shared memory of the re-rank at dimension d (its block's queries).
+/// Dynamic shared memory of the re-rank at dimension d (its block's queries and their
+/// queues of listed positions).
 size_t ivfKeyRerankSmemBytes(int d);
 
 /// Re-ranks every query's band: a warp a query reads its row of keys once and computes

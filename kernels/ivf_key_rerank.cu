@@ -1,7 +1,9 @@
 // The list-major key path's exact re-rank (IvfKeyRerank.h): a warp a query, its query in
-// shared memory in the scan's padded float4 groups, the listed positions queued there
-// until the warp has one a lane (each distance is a chain of d / 4 loads: one lane a
-// vector, all lanes at once), its best k one a lane.
+// shared memory in the scan's padded float4 groups. The warp reads its row of keys
+// kRounds x 32 at a time (every lane's loads in flight at once: one 32-key round a load
+// left a short batch's few warps waiting on ~1000 dependent loads a row), queues the
+// listed positions in shared memory, and re-ranks them 32 at a time (each distance is a
+// chain of d / 4 loads: one lane a vector, all lanes at once), its best k one a lane.
 #include <math_constants.h>
 
 #include <faiss_ext/utils/CudaCheck.h>
@@ -20,8 +22,10 @@ namespace {
 
 constexpr int kWarpsPerBlock = 4;
 constexpr unsigned kFull = 0xffffffffu;
-/// Listed positions a warp queues: one round of 32 keys on top of a part-filled batch.
-constexpr int kQueue = 64;
+/// Rounds of 32 keys a warp reads before it lists them.
+constexpr int kRounds = 16;
+/// Listed positions a warp queues: kRounds rounds of 32 on top of a part-filled batch.
+constexpr int kQueue = 32 * kRounds + 32;
 
 /// Whether (d1, i1) ranks before (d2, i2): smaller distance, then smaller id.
 __device__ inline bool before(float d1, int64_t i1, float d2, int64_t i2) {
@@ -59,8 +63,7 @@ struct WarpBest {
 };
 
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) keyRerankKernel(IvfKeyRerankArgs a) {
-    extern __shared__ float4 staged[]; // kWarpsPerBlock x groups
-    __shared__ int queues[kWarpsPerBlock][kQueue];
+    extern __shared__ float4 staged[]; // kWarpsPerBlock x groups, then the warps' queues
     const int lane = threadIdx.x % 32;
     const int warp = threadIdx.x / 32;
     const int64_t q = int64_t(blockIdx.x) * kWarpsPerBlock + warp;
@@ -68,6 +71,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) keyRerankKernel(IvfKeyRer
         return;
     }
     const int groups = ivfPaddedDim(a.d) / 4;
+    int* queue = reinterpret_cast<int*>(staged + kWarpsPerBlock * groups) + warp * kQueue;
     float4* query = staged + warp * groups;
     const float* row = a.queries + q * a.d;
     float qn = 0.f;
@@ -89,15 +93,14 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) keyRerankKernel(IvfKeyRer
     const int64_t* lists = a.coarse + q * a.nprobe;
     const float* keys = a.keys + q * a.ldKeys;
     const int rowLength = offsets[a.nprobe];
-    int* queue = queues[warp];
-    // The distance and id of queued position queue[lane] (lanes below n), offered to the
-    // best k.
+    // The distance and id of queued position queue[from + lane] (lanes below n), offered
+    // to the best k.
     WarpBest best;
-    auto rerankQueued = [&](int n) {
+    auto rerankQueued = [&](int from, int n) {
         float dist = CUDART_INF_F;
         int64_t id = -1;
         if (lane < n) {
-            const int pos = queue[lane];
+            const int pos = queue[from + lane];
             // The probe holding pos (empty probes share their successor's offset).
             const int p = lastAtMost(offsets, a.nprobe, pos);
             const int64_t list = lists[p];
@@ -110,30 +113,39 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) keyRerankKernel(IvfKeyRer
         best.offer(dist, id, n, a.k);
     };
     int queued = 0;
-    for (int base = 0; base < rowLength; base += 32) {
-        const int pos = base + lane;
-        const float key = pos < rowLength ? keys[pos] : CUDART_INF_F;
-        // Filtered vectors hold +inf: never listed, even when every finite key is.
-        const bool listed = key <= limit && key < CUDART_INF_F;
-        const unsigned mask = __ballot_sync(kFull, listed);
-        if (listed) {
-            queue[queued + __popc(mask & ((1u << lane) - 1u))] = pos;
+    for (int base = 0; base < rowLength; base += 32 * kRounds) {
+        float key[kRounds];
+#pragma unroll
+        for (int r = 0; r < kRounds; ++r) {
+            const int pos = base + 32 * r + lane;
+            key[r] = pos < rowLength ? keys[pos] : CUDART_INF_F;
         }
-        queued += __popc(mask);
-        __syncwarp();
-        if (queued >= 32) {
-            rerankQueued(32);
-            const int rest = queued - 32;
-            const int moved = lane < rest ? queue[32 + lane] : 0;
-            __syncwarp();
-            if (lane < rest) {
-                queue[lane] = moved;
+#pragma unroll
+        for (int r = 0; r < kRounds; ++r) {
+            // Filtered vectors hold +inf: never listed, even when every finite key is.
+            const bool listed = key[r] <= limit && key[r] < CUDART_INF_F;
+            const unsigned mask = __ballot_sync(kFull, listed);
+            if (listed) {
+                queue[queued + __popc(mask & ((1u << lane) - 1u))] = base + 32 * r + lane;
             }
-            queued = rest;
-            __syncwarp();
+            queued += __popc(mask);
         }
+        __syncwarp();
+        int done = 0;
+        for (; queued - done >= 32; done += 32) {
+            rerankQueued(done, 32);
+        }
+        // The rest (fewer than 32) to the front.
+        const int rest = queued - done;
+        const int moved = lane < rest ? queue[done + lane] : 0;
+        __syncwarp();
+        if (lane < rest) {
+            queue[lane] = moved;
+        }
+        queued = rest;
+        __syncwarp();
     }
-    rerankQueued(queued);
+    rerankQueued(0, queued);
     if (lane < a.k) {
         outD[lane] = best.d;
         outI[lane] = best.i;
@@ -143,7 +155,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) keyRerankKernel(IvfKeyRer
 } // namespace
 
 size_t ivfKeyRerankSmemBytes(int d) {
-    return size_t(kWarpsPerBlock) * ivfPaddedDim(d) * sizeof(float);
+    return size_t(kWarpsPerBlock) * (ivfPaddedDim(d) * sizeof(float) + kQueue * sizeof(int));
 }
 
 void ivfKeyRerank(const IvfKeyRerankArgs& a, cudaStream_t stream) {

@@ -388,6 +388,19 @@ TEST(IvfPlan, ListMajorKeysWhereTheReRankServes) {
     EXPECT_FALSE(plan(768, 10, IvfScanPath::kAuto, faiss::METRIC_INNER_PRODUCT).listMajorKeys);
     EXPECT_FALSE(plan(768, 10, IvfScanPath::kListMajor, l2).listMajorKeys);
     EXPECT_FALSE(plan(768, 10, IvfScanPath::kPerQuery, l2).listMajor);
+    // kAuto from 1024 queries and 2048 expected keys a query (nprobe x 244 here).
+    auto autoPlan = [&](int64_t nq, int nprobe) {
+        IvfPlanInput in = input(lengths, nq, nprobe, 10);
+        in.d = 768;
+        IvfSearchPlan p = planIvfSearch(in);
+        expectValid(in, p);
+        return p;
+    };
+    EXPECT_TRUE(autoPlan(1024, 9).listMajorKeys);
+    EXPECT_FALSE(autoPlan(10000, 8).listMajorKeys);
+    EXPECT_TRUE(autoPlan(10000, 8).listMajor);
+    EXPECT_FALSE(autoPlan(1023, 16).listMajorKeys);
+    EXPECT_TRUE(autoPlan(1023, 16).listMajor);
     // Forced: at any d and batch, as list-major.
     p = plan(8, 1, IvfScanPath::kListMajorKeys, l2);
     EXPECT_TRUE(p.listMajor);

@@ -34,9 +34,18 @@ constexpr int64_t kMaxTileQueries = 65535;
 /// compare_peers' 768-d set lost with list-major at 0.25-0.5.
 constexpr double kListMajorMinSharing = 0.75;
 /// IvfScanPath::kAuto's list-major scan writes L2 keys (one FP32 instruction a component
-/// and query instead of two) from this dimension, where the product's instructions bound
-/// the scan; below it the exact product stays (benchs/NOTES.md: measured at d 768 only).
+/// and query instead of two) from this dimension, batch and expected row of keys a query
+/// (nprobe x the mean list length), where the product's savings repay the re-rank: it
+/// reads each query's ~k + a few listed vectors scattered across the lists' interleaved
+/// blocks, and at small batches its warp a query waits on the row's loads. Measured
+/// (H200, k 10, the paths forced, bench_ivf_paths, benchs/NOTES.md): at d 128 keys lose
+/// 13-21% (1M x 128 blobs); at d 768 (500K x 768 blobs and the clustered768 shape, nlist
+/// 2048, rows of ~244 nprobe keys) exact / keys time is 0.63-0.70 at batch 10000 nprobe
+/// 1, 1.00-1.08 at nprobe 4, 1.14-1.20 from nprobe 16; at batch 1024 0.79-0.88, 0.93-1.01,
+/// 1.07-1.19; at batches 16 and 128 0.75-1.02 at every nprobe.
 constexpr int kListMajorKeysMinDim = 256;
+constexpr int64_t kListMajorKeysMinQueries = 1024;
+constexpr double kListMajorKeysMinRowKeys = 2048;
 /// List-major candidate slots are windows of a query's distance row, a warp (or for
 /// k > 256 a block) selecting over each. Every window costs a selection of k, k
 /// candidates written and merged (one window a query needs no merge); only the windows
@@ -150,12 +159,14 @@ IvfSearchPlan planIvfSearch(const IvfPlanInput& in) {
             ? in.chunkOverride
             : listMajorWindow(std::min(in.nq, kMaxTileQueries), in.k, maxRowVectors, in.smCount);
     // The list-major product writes L2 keys where the re-rank can serve the search (L2, k
-    // at most a warp's lanes, the block's queries in shared memory), when forced or from
-    // kListMajorKeysMinDim under kAuto.
+    // at most a warp's lanes, the block's queries in shared memory), when forced, or under
+    // kAuto where they pay (kListMajorKeysMin*).
+    const bool keysPay = in.d >= kListMajorKeysMinDim && in.nq >= kListMajorKeysMinQueries &&
+            in.nprobe * avgLen >= kListMajorKeysMinRowKeys;
     const bool keys = in.metric == faiss::METRIC_L2 && in.k <= kernels::kKeyRerankMaxK &&
             kernels::ivfKeyRerankSmemBytes(in.d) <= in.maxSmemPerBlock &&
             (in.scanPath == IvfScanPath::kListMajorKeys ||
-             (in.scanPath == IvfScanPath::kAuto && in.d >= kListMajorKeysMinDim));
+             (in.scanPath == IvfScanPath::kAuto && keysPay));
     // The fused coarse search's candidates, wherever it may run (the tile's precision
     // and the device decide later, ivfCoarsePathFor).
     const size_t coarseFused = in.coarsePath != IvfCoarsePath::kGemm &&
