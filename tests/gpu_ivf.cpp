@@ -497,11 +497,8 @@ TEST(GpuIndexIVFFlat, KeyPathOnCrowdedBands) {
             }
             auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
             cpu->add(nb, xb.data());
-            GpuIndexIVFFlatConfig perQueryCfg, keysCfg;
-            perQueryCfg.scanPath = IvfScanPath::kPerQuery;
-            keysCfg.scanPath = IvfScanPath::kListMajorKeys;
-            GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
-            GpuIndexIVFFlat keys(res, cpu.get(), keysCfg);
+            GpuIndexIVFFlat perQuery(res, cpu.get(), forcedScan(IvfScanPath::kPerQuery));
+            GpuIndexIVFFlat keys(res, cpu.get(), forcedScan(IvfScanPath::kListMajorKeys));
             for (int k : {1, 10, 32}) {
                 for (int64_t nprobe : {int64_t(1), int64_t(4)}) {
                     SCOPED_TRACE(testing::Message() << "k=" << k << " nprobe=" << nprobe);
@@ -540,11 +537,8 @@ TEST(GpuIndexIVFFlat, KeyPathOnEveryGroupSize) {
         auto cent = datasets::uniform(nlist, d, rng());
         auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
         cpu->add(nb, xb.data());
-        GpuIndexIVFFlatConfig perQueryCfg, keysCfg;
-        perQueryCfg.scanPath = IvfScanPath::kPerQuery;
-        keysCfg.scanPath = IvfScanPath::kListMajorKeys;
-        GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
-        GpuIndexIVFFlat keys(res, cpu.get(), keysCfg);
+        GpuIndexIVFFlat perQuery(res, cpu.get(), forcedScan(IvfScanPath::kPerQuery));
+        GpuIndexIVFFlat keys(res, cpu.get(), forcedScan(IvfScanPath::kListMajorKeys));
         perQuery.nprobe = keys.nprobe = size_t(nlist); // every query probes every list
         for (int64_t nq : {3, 8, 16, 37}) {
             const int k = 10;
