@@ -24,22 +24,29 @@ FAISS_EXT_HD inline double ivfKeyErrorRel(int d) {
 /// A query's band limit: a vector whose key is above it is beaten by k others on the exact
 /// distance. kthKey is the k-th smallest key the query's row holds (+inf when it holds
 /// fewer than k finite keys: every finite key is listed), qn its |q|^2, maxNorm an upper
-/// bound of |x|^2 over the row. With rel = ivfKeyErrorRel(d):
-/// - each key is within W = rel (maxNorm + 2 |q| sqrt(maxNorm)) of |x|^2 - 2 q.x, so the
+/// bound of |x|^2 over the row, dotRel the relative bound of the keys' dot products (of
+/// 2 |q| |x|): ivfKeyErrorRel(d) for the FP32 product, larger for the tensor cores'. With
+/// rel = ivfKeyErrorRel(d) and r = max(rel, dotRel):
+/// - each key is within W = rel maxNorm + r 2 |q| sqrt(maxNorm) of |x|^2 - 2 q.x, so the
 ///   k smallest keys belong to vectors at exact distance at most
 ///   T = max(kthKey + qn, 0) + W + rel qn (|q|^2's own rounding), and FP32 distances at
 ///   most T (1 + rel);
 /// - a vector with key above max(kthKey, -qn) + 2 W + 2 rel (qn + T) has an exact
 ///   distance above T (1 + 2 rel), and an FP32 distance above T (1 + rel).
 /// Computed in double and rounded up to the next float (equal keys are listed).
-FAISS_EXT_HD inline float ivfKeyBandLimit(float kthKey, float qn, float maxNorm, int d) {
+FAISS_EXT_HD inline float ivfKeyBandLimit(
+        float kthKey,
+        float qn,
+        float maxNorm,
+        int d,
+        double dotRel) {
     if (!(kthKey < INFINITY)) {
         return INFINITY;
     }
     const double rel = ivfKeyErrorRel(d);
     const double q = fmax(double(qn), 0.0);
     const double b = fmax(double(maxNorm), 0.0);
-    const double w = rel * (b + 2.0 * sqrt(q * b));
+    const double w = rel * b + fmax(rel, dotRel) * 2.0 * sqrt(q * b);
     const double t = fmax(double(kthKey) + q, 0.0) + w + rel * q;
     const double limit = fmax(double(kthKey), -q) + 2.0 * w + 2.0 * rel * (q + t);
     const float up = float(limit);

@@ -24,6 +24,9 @@ struct IvfKeyRerankArgs {
     const float* keys = nullptr;        ///< the list-major product's keys (l2Keys)
     int64_t ldKeys = 0;
     const float* rowMaxNorms = nullptr; ///< nq: at least the largest |x|^2 of each row
+    /// Relative bound of the keys' dot products, of 2 |q| |x| (ivfKeyBandLimit): the FP32
+    /// product's ivfKeyErrorRel(d), or the tensor cores' 3xTF32 bound (IvfListMajorArgs).
+    float dotRel = 0.f;
     const float* const* listData = nullptr;
     const int64_t* const* listIds = nullptr;
     int k = 0; ///< 1 .. kKeyRerankMaxK

@@ -79,6 +79,11 @@ struct IvfListMajorArgs {
     /// to at least the largest |x|^2 the product summed for it.
     bool l2Keys = false;
     float* rowMaxNorms = nullptr;
+    /// With l2Keys, on float lists (listBytes null) and compute capability 8.0 and up: the
+    /// keys of groups of 8 or more queries on the tensor cores (3xTF32), within
+    /// keyErrorBound(d, GemmProduct::kTF32x3).dotRel of 2 |q| |x| (ThresholdFilter.h)
+    /// instead of the FP32 product's ivfKeyErrorRel(d) (IvfKeyBand.h).
+    bool tensorKeys = false;
 };
 void ivfListMajorDistances(const IvfListMajorArgs& args, int smCount, cudaStream_t stream);
 

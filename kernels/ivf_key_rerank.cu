@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) keyRerankKernel(IvfKeyRer
 
     float* outD = a.outD + q * a.k;
     int64_t* outI = a.outI + q * a.k;
-    const float limit = ivfKeyBandLimit(outD[a.k - 1], qn, a.rowMaxNorms[q], a.d);
+    const float limit = ivfKeyBandLimit(outD[a.k - 1], qn, a.rowMaxNorms[q], a.d, a.dotRel);
     const int* offsets = a.vectorOffsets + q * (a.nprobe + 1);
     const int64_t* lists = a.coarse + q * a.nprobe;
     const float* keys = a.keys + q * a.ldKeys;
@@ -160,8 +160,11 @@ size_t ivfKeyRerankSmemBytes(int d) {
 
 void ivfKeyRerank(const IvfKeyRerankArgs& a, cudaStream_t stream) {
     FAISS_THROW_IF_NOT_FMT(
-            a.k >= 1 && a.k <= kKeyRerankMaxK && a.d >= 1 && a.nprobe >= 1,
-            "ivfKeyRerank: k=%d (1 .. %d), d=%d, nprobe=%d", a.k, kKeyRerankMaxK, a.d, a.nprobe);
+            a.k >= 1 && a.k <= kKeyRerankMaxK && a.d >= 1 && a.nprobe >= 1 &&
+                    a.dotRel >= ivfKeyErrorRel(a.d),
+            "ivfKeyRerank: k=%d (1 .. %d), d=%d, nprobe=%d, dotRel=%g (at least the FP32 "
+            "product's %g)",
+            a.k, kKeyRerankMaxK, a.d, a.nprobe, double(a.dotRel), ivfKeyErrorRel(a.d));
     if (a.nq == 0) {
         return;
     }

@@ -5,7 +5,9 @@
 // lists' byte copy where kept) through its own slots of a shared-memory ring by
 // cp.async, reading it once, and multiplies it with the group's queries, broadcast from
 // shared memory (from groups of 8, a thread takes two of its warp's vectors against half
-// the queries). Blocks take items from a counter as they free up.
+// the queries). The L2 keys of float lists take the tensor cores from groups of 8:
+// 3xTF32 mma.sync, the group's queries against the warp's 32 vectors. Blocks take items
+// from a counter as they free up.
 #include <map>
 #include <mutex>
 #include <utility>
@@ -19,6 +21,7 @@
 #include "IdFilter.cuh"
 #include "IvfListMajor.h"
 #include "IvfStore.h"
+#include "MmaTf32.cuh"
 #include "SmemLimit.cuh"
 
 namespace faiss_ext {
@@ -39,9 +42,16 @@ constexpr int kStagedGroups = 32;
 constexpr int kRingBatch = 4;
 constexpr int kRingBatches = 4;
 static_assert(kStagedGroups % kRingBatch == 0, "no batch straddles two staged chunks");
-/// The ring's dynamic shared memory, 64 KB a block: with the static ItemQueries (8.4 KB)
-/// three blocks an SM.
-constexpr size_t kRingSmemBytes = size_t(kRingBatch) * kRingBatches * kThreads * sizeof(float4);
+/// Float4 slots of one ring position, one a thread: two past kThreads, so that the
+/// tensor-core keys' 16-byte loads (8 vectors x 4 positions a warp) fall on distinct banks.
+constexpr int kSlot = kThreads + 2;
+/// The ring's dynamic shared memory, 64.5 KB a block: with the static ItemQueries (8.4
+/// KB) three blocks an SM.
+constexpr size_t kRingSmemBytes = size_t(kRingBatch) * kRingBatches * kSlot * sizeof(float4);
+/// The tensor-core keys take groups of at least this many queries (their mma has 16 rows
+/// whatever the group); smaller groups keep the CUDA-core product, whose instructions
+/// scale with the group.
+constexpr int kTensorKeysMinGroup = 8;
 /// From the byte copy a batch (the same 16 components) is one 16-byte slot: 8 in the
 /// ring, 7 in flight (112 bytes a thread), 32 KB a block.
 constexpr int kByteRingBatches = 8;
@@ -324,13 +334,14 @@ __device__ inline void stageQueries(
 }
 
 /// One thread's tile vector streamed from its floats through its slots of the block's
-/// ring: slot j at ring[j * kThreads + threadIdx.x], so a warp's 16-byte accesses are
+/// ring: slot j at ring[j * kSlot + threadIdx.x], so a warp's 16-byte accesses are
 /// consecutive. A thread reads only the slots it fills: no barrier, only its own
 /// cp.async groups. Batch b is float4 groups kRingBatch b .. kRingBatch b + 3.
 struct FloatStream {
     static constexpr int kBatches = kRingBatches;
     static constexpr size_t kSmemBytes = kRingSmemBytes;
     static constexpr bool kPairs = true;
+    static constexpr bool kTensorKeys = true;
     float4* ring;
     unsigned slot0;  ///< shared address of this thread's slot 0
     const float4* p; ///< the vector's float4 group 0; group c at p[32 c]
@@ -348,12 +359,12 @@ struct FloatStream {
 
     /// Asks for batch b into its slots (nothing past the vector) and closes its group.
     __device__ void request(int b) const {
-        const unsigned slot = slot0 + (b % kBatches) * kRingBatch * kThreads * sizeof(float4);
+        const unsigned slot = slot0 + (b % kBatches) * kRingBatch * kSlot * sizeof(float4);
 #pragma unroll
         for (int u = 0; u < kRingBatch; ++u) {
             const int c = b * kRingBatch + u;
             if (c < groups) {
-                copyAsync16Shared(slot + u * kThreads * sizeof(float4), p + int64_t(c) * 32);
+                copyAsync16Shared(slot + u * kSlot * sizeof(float4), p + int64_t(c) * 32);
             }
         }
         commitAsync();
@@ -364,10 +375,10 @@ struct FloatStream {
     /// then its groups read one by one.
     using Batch = int;
     __device__ Batch batch(int b, int v) const {
-        return (b % kBatches) * kRingBatch * kThreads + v;
+        return (b % kBatches) * kRingBatch * kSlot + v;
     }
     __device__ float4 group(Batch at, int u) const {
-        return ring[at + u * kThreads];
+        return ring[at + u * kSlot];
     }
 };
 
@@ -379,6 +390,7 @@ struct ByteStream {
     /// A vector a thread: with two, each half-warp would convert both vectors' bytes,
     /// which costs about the shared loads saved (sm_90 SASS: +15 instructions a step).
     static constexpr bool kPairs = false;
+    static constexpr bool kTensorKeys = false;
     uint4* ring;
     unsigned slot0; ///< shared address of this thread's slot 0
     const uint4* p; ///< the vector's 16-byte group 0; group b at p[32 b]
@@ -602,6 +614,124 @@ __device__ inline void itemProducts(
     }
 }
 
+// The L2 keys of one work item on the tensor cores: 3xTF32 mma.sync (MmaTf32.cuh) with A
+// the group's 16 staged queries (-2 q; rows past the group are zero) and B the warp's 32
+// tile vectors as four n8 tiles. K is permuted so that one 16-byte ring load feeds two
+// k-steps: in a batch of kRingBatch float4 groups, lane (g, t) reads vector 8n + g's group
+// t, and k-step j (0, 1) takes its component 2j as k = t and 2j + 1 as k = t + 4; the
+// queries' fragments follow the same map. The sum over k is the same whatever its order,
+// and its rounding is the 3xTF32 GEMM's (3 d / 8 accumulation steps), which the re-rank's
+// band takes (IvfKeyRerankArgs::dotRel). |x|^2 in FP32 beside it: each lane sums its
+// groups of vectors 8n + g, joined across the four lanes t by shuffles.
+template <typename Stream>
+__device__ inline void itemKeysTensor(
+        const IvfListMajorArgs& a,
+        const ListMajorItem& it,
+        const Stream& st,
+        ItemQueries& s) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    constexpr unsigned kFull = 0xffffffffu;
+    static_assert(kRingBatch == 4, "a batch's groups are the lanes t of a k-step pair");
+    const int lane = threadIdx.x % 32;
+    const int g = lane / 4;
+    const int t = lane % 4;
+    const int warpBase = threadIdx.x - lane; // the warp's first tile vector
+    const bool streams = warpHasVectors(it);
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    float acc[4][4];
+    float norm[4]; // this lane's part of |x|^2 of vector warpBase + 8n + g
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+        norm[n] = 0.f;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            acc[n][e] = 0.f;
+        }
+    }
+    for (int c0 = 0; c0 < st.groups; c0 += kStagedGroups) {
+        const int cn = min(kStagedGroups, st.groups - c0);
+        if (c0 > 0) {
+            __syncthreads(); // the previous chunk's queries are consumed
+        }
+        stageQueries(a, s, kMaxG, c0, cn, -2.f);
+        __syncthreads();
+        if (!streams) {
+            continue;
+        }
+        for (int c = 0; c < cn; c += kRingBatch) {
+            const int b = (c0 + c) / kRingBatch;
+            __syncwarp(); // the slots refilled below were read by every lane
+            st.request(b + Stream::kBatches - 1);
+            waitAsyncGroups<Stream::kBatches - 1>();
+            __syncwarp(); // every lane's copies have landed
+            // Groups past the vector's end were not streamed (the ring holds stale data
+            // there) and past the staged chunk were not staged: zero on both sides.
+            const bool inBatch = c + t < cn;
+            const float4 q0 = inBatch ? s.q[g][c + t] : zero;
+            const float4 q1 = inBatch ? s.q[g + 8][c + t] : zero;
+            // k-step j: components 2j (k = t) and 2j + 1 (k = t + 4) of the lane's group.
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                unsigned ahi[4], alo[4];
+                splitTf32(j == 0 ? q0.x : q0.z, ahi[0], alo[0]);
+                splitTf32(j == 0 ? q1.x : q1.z, ahi[1], alo[1]);
+                splitTf32(j == 0 ? q0.y : q0.w, ahi[2], alo[2]);
+                splitTf32(j == 0 ? q1.y : q1.w, ahi[3], alo[3]);
+#pragma unroll
+                for (int n = 0; n < 4; ++n) {
+                    const float4 x =
+                            inBatch ? st.group(st.batch(b, warpBase + 8 * n + g), t) : zero;
+                    if (j == 0) {
+                        norm[n] = fmaf(x.x, x.x, norm[n]);
+                        norm[n] = fmaf(x.y, x.y, norm[n]);
+                        norm[n] = fmaf(x.z, x.z, norm[n]);
+                        norm[n] = fmaf(x.w, x.w, norm[n]);
+                    }
+                    unsigned bhi[2], blo[2];
+                    splitTf32(j == 0 ? x.x : x.z, bhi[0], blo[0]);
+                    splitTf32(j == 0 ? x.y : x.w, bhi[1], blo[1]);
+                    // The small terms first, as the fused coarse search and CUTLASS's 3xTF32.
+                    mmaTf32(acc[n], alo, bhi[0], bhi[1]);
+                    mmaTf32(acc[n], ahi, blo[0], blo[1]);
+                    mmaTf32(acc[n], ahi, bhi[0], bhi[1]);
+                }
+            }
+        }
+    }
+    // |x|^2 of vector warpBase + 8n + g in the four lanes of g; the row maximum over the
+    // warp's vectors in the tile.
+    float rowNorm = 0.f;
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+        norm[n] += __shfl_xor_sync(kFull, norm[n], 1);
+        norm[n] += __shfl_xor_sync(kFull, norm[n], 2);
+        rowNorm = warpBase + 8 * n + g < it.vCount ? fmaxf(rowNorm, norm[n]) : rowNorm;
+    }
+    raiseRowMaxNorms(a, it, s, rowNorm);
+    // This lane's accumulators: queries g and g + 8 (e / 2), vectors 8n + 2t + e % 2.
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+        float vectorNorm[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            vectorNorm[e] = __shfl_sync(kFull, norm[n], (2 * t + e) * 4);
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int v = warpBase + 8 * n + 2 * t + e % 2;
+            const int i = g + 8 * (e / 2);
+            if (v < it.vCount && i < it.gCount) {
+                const bool allowed =
+                        !a.allow || idFilterAllows(a.allow, a.listBitBase[it.list] + it.v0 + v);
+                a.distances[s.out[i] + v] = allowed ? acc[n][e] + vectorNorm[e % 2] : CUDART_INF_F;
+            }
+        }
+    }
+#else
+    __trap(); // the host runs the tensor-core keys only on compute capability 8.0 and up
+#endif
+}
+
 // At most 85 registers a thread, so that 3 blocks (24 warps) share an SM; the ring takes
 // the dynamic shared memory (Stream::kSmemBytes).
 template <Product kProduct, typename Stream>
@@ -625,7 +755,8 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
                 st.request(b);
             }
         }
-        if (threadIdx.x < it.g) {
+        // Every row of kMaxG: the tensor-core keys stage them all (zeros past the group).
+        if (threadIdx.x < kMaxG) {
             const int i = threadIdx.x;
             int row = -1;
             if (i < it.gCount) {
@@ -643,7 +774,14 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
         // The last group of a list probed by more than 16 queries may hold fewer. A group
         // of 1 or 2 (most lists of a batch with about one query a list) multiplies only
         // its own rows: the product's instructions, not its reads, bound it there.
-        switch (it.gCount <= 2 ? it.gCount : listMajorGroup(it.gCount)) {
+        const int group = it.gCount <= 2 ? it.gCount : listMajorGroup(it.gCount);
+        if (kProduct == Product::kL2Keys && Stream::kTensorKeys && a.tensorKeys &&
+            group >= kTensorKeysMinGroup) {
+            itemKeysTensor(a, it, st, s);
+            w = s.nextItem;
+            continue;
+        }
+        switch (group) {
             case 1:
                 itemProducts<kProduct, 1>(a, it, st, s);
                 break;
@@ -770,6 +908,9 @@ IvfProbeGroups ivfGroupProbesByList(
 }
 
 void ivfListMajorDistances(const IvfListMajorArgs& a, int smCount, cudaStream_t stream) {
+    FAISS_THROW_IF_NOT_MSG(
+            !a.tensorKeys || (a.l2Keys && !a.innerProduct && a.listBytes == nullptr),
+            "ivfListMajorDistances: the tensor-core keys are L2 keys of float lists");
     if (a.nq == 0) {
         return;
     }

@@ -13,10 +13,19 @@
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexIVFFlat.h>
 
+#include <faiss_ext/IndexConfig.h>
+
 #include "TestUtil.h"
 
 namespace faiss_ext {
 namespace test {
+
+/// A GpuIndexIVFFlat configuration that forces the list scan `path`.
+inline GpuIndexIVFFlatConfig forcedScan(IvfScanPath path) {
+    GpuIndexIVFFlatConfig cfg;
+    cfg.scanPath = path;
+    return cfg;
+}
 
 /// A CPU IndexIVFFlat (owning its IndexFlat quantizer) whose centroids are the first
 /// nlist rows of `centroids`: no k-means, so building it takes no time.

@@ -497,11 +497,8 @@ TEST(GpuIndexIVFFlat, KeyPathOnCrowdedBands) {
             }
             auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
             cpu->add(nb, xb.data());
-            GpuIndexIVFFlatConfig perQueryCfg, keysCfg;
-            perQueryCfg.scanPath = IvfScanPath::kPerQuery;
-            keysCfg.scanPath = IvfScanPath::kListMajorKeys;
-            GpuIndexIVFFlat perQuery(res, cpu.get(), perQueryCfg);
-            GpuIndexIVFFlat keys(res, cpu.get(), keysCfg);
+            GpuIndexIVFFlat perQuery(res, cpu.get(), forcedScan(IvfScanPath::kPerQuery));
+            GpuIndexIVFFlat keys(res, cpu.get(), forcedScan(IvfScanPath::kListMajorKeys));
             for (int k : {1, 10, 32}) {
                 for (int64_t nprobe : {int64_t(1), int64_t(4)}) {
                     SCOPED_TRACE(testing::Message() << "k=" << k << " nprobe=" << nprobe);
@@ -521,6 +518,37 @@ TEST(GpuIndexIVFFlat, KeyPathOnCrowdedBands) {
                     }
                 }
             }
+        }
+    }
+}
+
+// The key path's two products on one index: lists probed by 3 queries (groups of 4: the
+// CUDA-core keys) and by 8, 16 and 37 (groups of 8 and 16, and a last group of 5: the
+// tensor cores' 3xTF32 keys on devices of compute capability 8.0 and up). Every batch
+// gives the per-query path's results, at d 1 to 768.
+TEST(GpuIndexIVFFlat, KeyPathOnEveryGroupSize) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed());
+    for (int d : {1, 8, 100, 768}) {
+        const int64_t nb = 3000, nlist = 2;
+        auto xb = datasets::uniform(nb, d, rng());
+        auto xq = datasets::uniform(37, d, rng());
+        auto cent = datasets::uniform(nlist, d, rng());
+        auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
+        cpu->add(nb, xb.data());
+        GpuIndexIVFFlat perQuery(res, cpu.get(), forcedScan(IvfScanPath::kPerQuery));
+        GpuIndexIVFFlat keys(res, cpu.get(), forcedScan(IvfScanPath::kListMajorKeys));
+        perQuery.nprobe = keys.nprobe = size_t(nlist); // every query probes every list
+        for (int64_t nq : {3, 8, 16, 37}) {
+            const int k = 10;
+            SCOPED_TRACE(testing::Message() << "d=" << d << " nq=" << nq);
+            ASSERT_TRUE(GpuIndexIVFFlatAccess::plan(keys, nq, k, int(nlist)).listMajorKeys);
+            std::vector<float> D1(nq * k), D2(nq * k, 12345.f);
+            std::vector<int64_t> I1(nq * k), I2(nq * k, 777);
+            perQuery.search(nq, xq.data(), k, D1.data(), I1.data());
+            keys.search(nq, xq.data(), k, D2.data(), I2.data());
+            EXPECT_EQ(compareExact(D1, I1, D2, I2, nq, k), 0);
         }
     }
 }

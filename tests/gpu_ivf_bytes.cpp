@@ -44,12 +44,6 @@ std::vector<float> queriesFor(int64_t n, int d, uint64_t seed) {
     return x;
 }
 
-GpuIndexIVFFlatConfig forced(IvfScanPath path) {
-    GpuIndexIVFFlatConfig cfg;
-    cfg.scanPath = path;
-    return cfg;
-}
-
 /// Searches `listMajor` (which must read its byte copy) and `perQuery` (the same lists,
 /// read as floats): identical results; and both against `cpu`'s within 1e-4.
 void expectBytesMatchFloats(
@@ -95,14 +89,14 @@ TEST(GpuIvfByteLists, ListMajorFromBytesEqualsFloatsAndCpu) {
         const auto xq = queriesFor(nq, d, seed + 1);
         auto cpu = cpuIvf(d, nlist, metric, xb.data());
         cpu->add(nb, xb.data());
-        GpuIndexIVFFlat listMajor(res, cpu.get(), forced(IvfScanPath::kListMajor));
-        GpuIndexIVFFlat perQuery(res, cpu.get(), forced(IvfScanPath::kPerQuery));
+        GpuIndexIVFFlat listMajor(res, cpu.get(), forcedScan(IvfScanPath::kListMajor));
+        GpuIndexIVFFlat perQuery(res, cpu.get(), forcedScan(IvfScanPath::kPerQuery));
         faiss::SearchParametersIVF params;
         params.nprobe = size_t(1 + rng() % (nlist + 1));
         expectBytesMatchFloats(*cpu, listMajor, perQuery, xq, k, params);
         // The key path streams the same bytes (L2, at most kKeyRerankMaxK results).
         if (metric == faiss::METRIC_L2) {
-            GpuIndexIVFFlat keys(res, cpu.get(), forced(IvfScanPath::kListMajorKeys));
+            GpuIndexIVFFlat keys(res, cpu.get(), forcedScan(IvfScanPath::kListMajorKeys));
             const int keysK = std::min(k, kernels::kKeyRerankMaxK);
             ASSERT_TRUE(
                     GpuIndexIVFFlatAccess::plan(keys, nq, keysK, int(params.nprobe)).listMajorKeys);
@@ -130,8 +124,8 @@ TEST(GpuIvfByteLists, CopyFollowsEveryChangeOfTheLists) {
     auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, xb.data());
     const int64_t first = nb / 10;
     cpu->add_with_ids(first, xb.data(), ids.data());
-    GpuIndexIVFFlat listMajor(res, cpu.get(), forced(IvfScanPath::kListMajor));
-    GpuIndexIVFFlat perQuery(res, cpu.get(), forced(IvfScanPath::kPerQuery));
+    GpuIndexIVFFlat listMajor(res, cpu.get(), forcedScan(IvfScanPath::kListMajor));
+    GpuIndexIVFFlat perQuery(res, cpu.get(), forcedScan(IvfScanPath::kPerQuery));
     faiss::SearchParametersIVF params;
     params.nprobe = 5;
     auto check = [&](const char* step) {
@@ -219,7 +213,7 @@ TEST(GpuIvfByteLists, CopyKeptOnlyWhileEveryValueIsAByte) {
     const auto xq = queriesFor(20, d, seed + 1);
     auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, xb.data());
     cpu->add(nb, xb.data());
-    GpuIndexIVFFlat bytes(res, cpu.get(), forced(IvfScanPath::kListMajor));
+    GpuIndexIVFFlat bytes(res, cpu.get(), forcedScan(IvfScanPath::kListMajor));
     ASSERT_TRUE(GpuIndexIVFFlatAccess::keepsByteCopy(bytes));
 
     // The same lists, every value and centroid + 0.5 (exact: the same differences): no
@@ -230,7 +224,7 @@ TEST(GpuIvfByteLists, CopyKeptOnlyWhileEveryValueIsAByte) {
     }
     auto cpuShifted = cpuIvf(d, nlist, faiss::METRIC_L2, shifted.data());
     cpuShifted->add(nb, shifted.data());
-    GpuIndexIVFFlat floats(res, cpuShifted.get(), forced(IvfScanPath::kListMajor));
+    GpuIndexIVFFlat floats(res, cpuShifted.get(), forcedScan(IvfScanPath::kListMajor));
     EXPECT_FALSE(GpuIndexIVFFlatAccess::keepsByteCopy(floats));
     const size_t copyBytes = bytes.deviceMemoryBytes() - floats.deviceMemoryBytes();
     EXPECT_GE(copyBytes, size_t(nb) * 32); // 32 bytes a vector at d 24
@@ -238,7 +232,7 @@ TEST(GpuIvfByteLists, CopyKeptOnlyWhileEveryValueIsAByte) {
 
     for (float odd : {0.5f, 256.f, -1.f, -0.f, 1000.f}) {
         SCOPED_TRACE(odd);
-        GpuIndexIVFFlat index(res, cpu.get(), forced(IvfScanPath::kListMajor));
+        GpuIndexIVFFlat index(res, cpu.get(), forcedScan(IvfScanPath::kListMajor));
         std::vector<float> one(xb.begin(), xb.begin() + d);
         one[size_t(d / 2)] = odd;
         index.add(1, one.data());

@@ -7,11 +7,13 @@
 
 #include <kernels/Distances.h>
 #include <kernels/IvfCoarseFused.h>
+#include <kernels/IvfKeyBand.h>
 #include <kernels/IvfKeyRerank.h>
 #include <kernels/IvfListMajor.h>
 #include <kernels/IvfMerge.h>
 #include <kernels/IvfScan.h>
 #include <kernels/Select.h>
+#include <kernels/ThresholdFilter.h>
 
 namespace faiss_ext {
 
@@ -315,6 +317,8 @@ struct ListMajorRows {
     DeviceBuffer<int> vecOffsets;
     DeviceBuffer<float> distances;
     DeviceBuffer<float> maxNorms;
+    /// The keys' relative bound of their dot products (IvfKeyRerankArgs::dotRel).
+    float keyDotRel = 0.f;
 };
 
 /// The list-major scan of one tile: groups the probes by list, fills the distance
@@ -364,6 +368,11 @@ ListMajorRows listMajorDistances(
     lm.listBitBase = in.lists->deviceSlotBase();
     lm.l2Keys = plan.listMajorKeys;
     lm.rowMaxNorms = rows.maxNorms.data();
+    lm.tensorKeys =
+            plan.listMajorKeys && lm.listBytes == nullptr && res.computeCapabilityMajor() >= 8;
+    rows.keyDotRel = lm.tensorKeys
+            ? kernels::keyErrorBound(lm.d, kernels::GemmProduct::kTF32x3).dotRel
+            : float(kernels::ivfKeyErrorRel(lm.d));
     kernels::ivfListMajorDistances(lm, res.multiProcessorCount(), stream);
 
     scan.distances = rows.distances.data();
@@ -396,6 +405,7 @@ void rerankKeys(
     r.keys = rows.distances.data();
     r.ldKeys = plan.maxRowVectors;
     r.rowMaxNorms = rows.maxNorms.data();
+    r.dotRel = rows.keyDotRel;
     r.listData = in.lists->deviceData();
     r.listIds = in.lists->deviceIds();
     r.k = k;
