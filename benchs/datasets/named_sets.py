@@ -70,7 +70,7 @@ FILE_SETS = {
 }
 
 # Synthetic sets: generator arguments. clustered768 is the shape of the issue tables
-# (500K x 768) with compare_faiss.py's blob model (1000 blobs, spread 0.1, seed 1).
+# (500K x 768) with the blob model of the first peer tables (1000 blobs, spread 0.1, seed 1).
 SYNTHETIC_SETS = {
     "clustered768": dict(nb=500_000, nq=10_000, d=768, clusters=1000, spread=0.1, seed=1,
                          nlist=2048),
