@@ -1,7 +1,7 @@
 // Host entry points of the list-major IVF scan: the (query, probe) pairs of a batch
 // grouped by list on the device, then one product per (list tile, query group) that
-// reads each probed list once for up to 16 of the queries that probe it (distances, or
-// L2 keys for IvfKeyRerank.h).
+// reads each probed list once for up to 16 of the queries that probe it, 32 with the
+// tensor-core keys (distances, or L2 keys for IvfKeyRerank.h).
 #pragma once
 
 #include <cstddef>
@@ -16,12 +16,19 @@ namespace kernels {
 /// pairs: counts, starts, cursors, per-list work, an item counter and the grouped pairs.
 size_t ivfGroupScratchBytes(int64_t nlist, int64_t pairs);
 
+/// Most queries in a work item's group: the CUDA-core product's, and the tensor-core
+/// keys' (IvfListMajorArgs::tensorKeys), whose mma steps take two tiles of 16 queries
+/// against each vector read, so that a list probed by many queries is read half as often.
+constexpr int kIvfGroupMax = 16;
+constexpr int kIvfTensorKeysGroupMax = 32;
+
 /// The batch's probes grouped by list, in scratch memory carved by ivfGroupProbesByList.
 struct IvfProbeGroups {
     const int* listStart = nullptr; ///< nlist + 1: first grouped pair of each list
     const int* pairs = nullptr;     ///< q * nprobe + p, grouped by list
     const int* workStart = nullptr; ///< nlist + 1: first work item of each list
     int* nextItem = nullptr;        ///< the product's item counter, 0 after grouping
+    int maxGroup = kIvfGroupMax;    ///< most queries in a work item's group
 };
 
 /// How ivfGroupProbesByList runs: kAuto picks one block for small batches over at most
@@ -36,13 +43,15 @@ enum class IvfGroupPath {
 
 /// Groups the nq x nprobe probes of `coarse` (-1: none) by list; work items of a list
 /// probed by c queries: ceil(c / g) groups x ceil(length / 256) tiles, with g the
-/// smallest multiple of 4 up to 16 that holds c (16 above).
+/// smallest multiple of 4 up to maxGroup (kIvfGroupMax, or kIvfTensorKeysGroupMax for a
+/// product with tensorKeys) that holds c (maxGroup above).
 IvfProbeGroups ivfGroupProbesByList(
         const int64_t* coarse,
         int64_t nq,
         int nprobe,
         int64_t nlist,
         const int64_t* listLen,
+        int maxGroup,
         void* scratch,
         size_t scratchBytes,
         cudaStream_t stream,
@@ -80,7 +89,8 @@ struct IvfListMajorArgs {
     bool l2Keys = false;
     float* rowMaxNorms = nullptr;
     /// With l2Keys, on float lists (listBytes null) and compute capability 8.0 and up: the
-    /// keys of groups of 8 or more queries on the tensor cores (3xTF32), within
+    /// keys of groups of 8 or more queries on the tensor cores (3xTF32; the only product
+    /// of groups above kIvfGroupMax, which groups.maxGroup allows only with it), within
     /// keyErrorBound(d, GemmProduct::kTF32x3).dotRel of 2 |q| |x| (ThresholdFilter.h)
     /// instead of the FP32 product's ivfKeyErrorRel(d) (IvfKeyBand.h).
     bool tensorKeys = false;

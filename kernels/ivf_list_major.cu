@@ -1,13 +1,13 @@
 // List-major IVF distances (or L2 keys): the batch's probes grouped by list (a counting sort: one
 // block for small batches, else over the grid with one-block CUB scans), then a
-// persistent grid of work items (a group of at most 16 of a list's queries x a tile of
-// 256 of its vectors): each thread streams one of the tile's vectors (its floats, or the
-// lists' byte copy where kept) through its own slots of a shared-memory ring by
+// persistent grid of work items (a group of at most 16 of a list's queries, 32 on the
+// tensor cores, x a tile of 256 of its vectors): each thread streams one of the tile's vectors (its
+// floats, or the lists' byte copy where kept) through its own slots of a shared-memory ring by
 // cp.async, reading it once, and multiplies it with the group's queries, broadcast from
 // shared memory (from groups of 8, a thread takes two of its warp's vectors against half
 // the queries). The L2 keys of float lists take the tensor cores from groups of 8:
-// 3xTF32 mma.sync, the group's queries against the warp's 32 vectors. Blocks take items
-// from a counter as they free up.
+// 3xTF32 mma.sync, the group's queries (one or two tiles of 16) against the warp's 32
+// vectors. Blocks take items from a counter as they free up.
 #include <map>
 #include <mutex>
 #include <utility>
@@ -33,7 +33,9 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 /// Vectors of a work item's tile: 32 a warp, a vector a lane.
 constexpr int kTile = 32 * kWarps;
-constexpr int kMaxG = 16; ///< most queries in a work item's group
+constexpr int kMaxG = kIvfGroupMax; ///< most queries in a CUDA-core product's group
+/// Most queries in any work item's group: the tensor-core keys' two tiles of 16.
+constexpr int kMaxItemQueries = kIvfTensorKeysGroupMax;
 /// Float4 groups (4 components each) of the queries staged in shared memory at a time.
 constexpr int kStagedGroups = 32;
 /// Float4 groups of a thread's vector one cp.async group brings (a batch), and batches in
@@ -58,9 +60,9 @@ constexpr int kByteRingBatches = 8;
 constexpr size_t kByteRingSmemBytes = size_t(kByteRingBatches) * kThreads * sizeof(uint4);
 
 /// Queries in each group of a list probed by `count` queries: the smallest multiple of 4
-/// up to 16 that holds them all (16 above: several groups).
-__device__ inline int listMajorGroup(int count) {
-    return count <= kMaxG ? max(4, (count + 3) / 4 * 4) : kMaxG;
+/// up to maxGroup that holds them all (maxGroup above: several groups).
+__device__ inline int listMajorGroup(int count, int maxGroup) {
+    return count <= maxGroup ? max(4, (count + 3) / 4 * 4) : maxGroup;
 }
 
 constexpr int kScanThreads = 1024;
@@ -120,8 +122,8 @@ __global__ void __launch_bounds__(kScanThreads)
 }
 
 /// Work items (query groups x vector tiles) of a list probed by `count` queries.
-__device__ inline int listWork(int count, int64_t length) {
-    const int g = listMajorGroup(count);
+__device__ inline int listWork(int count, int64_t length, int maxGroup) {
+    const int g = listMajorGroup(count, maxGroup);
     const int64_t groups = (count + g - 1) / g;
     const int64_t tiles = (length + kTile - 1) / kTile;
     return int(groups * tiles);
@@ -141,12 +143,13 @@ __global__ void listWorkKernel(
         const int* listStart,
         const int64_t* listLen,
         int64_t nlist,
+        int maxGroup,
         int* work,
         int* cursor,
         int* nextItem) {
     const int64_t l = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (l < nlist) {
-        work[l] = listWork(counts[l], listLen[l]);
+        work[l] = listWork(counts[l], listLen[l], maxGroup);
         cursor[l] = listStart[l];
     } else if (l == nlist) {
         work[l] = 0;
@@ -193,6 +196,7 @@ __global__ void __launch_bounds__(kScanThreads) groupOneBlockKernel(
         int64_t pairs,
         int64_t nlist,
         const int64_t* listLen,
+        int maxGroup,
         int* listStart,
         int* workStart,
         int* nextItem,
@@ -227,7 +231,7 @@ __global__ void __launch_bounds__(kScanThreads) groupOneBlockKernel(
 #pragma unroll
     for (int j = 0; j < kOneBlockListsPerThread; ++j) {
         count[j] = first + j < nlist ? counts[first + j] : 0;
-        work[j] = first + j < nlist ? listWork(count[j], length[j]) : 0;
+        work[j] = first + j < nlist ? listWork(count[j], length[j], maxGroup) : 0;
         sum.x += count[j];
         sum.y += work[j];
     }
@@ -292,7 +296,7 @@ __device__ inline ListMajorItem listMajorItem(const IvfListMajorArgs& a, int w) 
     it.list = blockLastAtMost(workStart, int(a.nlist), w);
     const int listFirst = listStart[it.list];
     const int nQueries = listStart[it.list + 1] - listFirst;
-    it.g = listMajorGroup(nQueries);
+    it.g = listMajorGroup(nQueries, a.groups.maxGroup);
     const int groups = (nQueries + it.g - 1) / it.g;
     const int local = w - workStart[it.list];
     const int g0 = (local % groups) * it.g;
@@ -305,22 +309,26 @@ __device__ inline ListMajorItem listMajorItem(const IvfListMajorArgs& a, int w) 
 
 /// What the threads of a block share about their work item.
 struct ItemQueries {
-    float4 q[kMaxG][kStagedGroups]; ///< staged components of the group's queries
-    int row[kMaxG];                 ///< each query's row in a.queries (-1: past the group)
-    int64_t out[kMaxG];             ///< where each query's distances to the tile start
-    int nextItem;                   ///< the block's next work item
+    /// Staged components of the group's queries: kMaxG rows of kStagedGroups float4
+    /// groups, or the tensor-core keys' 32 rows of half as many (the same 8 KB).
+    float4 q[kMaxG][kStagedGroups];
+    int row[kMaxItemQueries];     ///< each query's row in a.queries (-1: past the group)
+    int64_t out[kMaxItemQueries]; ///< where each query's distances to the tile start
+    int nextItem;                 ///< the block's next work item
 };
 
-/// Float4 groups [c0, c0 + cn) of the group's queries, times `scale` (1, or -2 for the
-/// keys: exact), into shared memory (zeros past d and past the group); a component a
-/// thread, consecutive threads on consecutive components of one query.
+/// Float4 groups [c0, c0 + cn) of the group's g queries, times `scale` (1, or -2 for the
+/// keys: exact), into shared memory as rows of rowGroups float4 (zeros past d and past
+/// the group); a component a thread, consecutive threads on consecutive components of
+/// one query.
 __device__ inline void stageQueries(
         const IvfListMajorArgs& a,
         ItemQueries& s,
         int g,
         int c0,
         int cn,
-        float scale) {
+        float scale,
+        int rowGroups = kStagedGroups) {
     float* staged = reinterpret_cast<float*>(s.q);
     const int width = 4 * cn;
     for (int idx = threadIdx.x; idx < g * width; idx += kThreads) {
@@ -328,7 +336,7 @@ __device__ inline void stageQueries(
         const int e = idx - i * width;
         const int comp = 4 * c0 + e;
         const int row = s.row[i];
-        staged[i * 4 * kStagedGroups + e] =
+        staged[i * 4 * rowGroups + e] =
                 row >= 0 && comp < a.d ? scale * a.queries[int64_t(row) * a.d + comp] : 0.f;
     }
 }
@@ -615,15 +623,17 @@ __device__ inline void itemProducts(
 }
 
 // The L2 keys of one work item on the tensor cores: 3xTF32 mma.sync (MmaTf32.cuh) with A
-// the group's 16 staged queries (-2 q; rows past the group are zero) and B the warp's 32
-// tile vectors as four n8 tiles. K is permuted so that one 16-byte ring load feeds two
-// k-steps: in a batch of kRingBatch float4 groups, lane (g, t) reads vector 8n + g's group
-// t, and k-step j (0, 1) takes its component 2j as k = t and 2j + 1 as k = t + 4; the
-// queries' fragments follow the same map. The sum over k is the same whatever its order,
-// and its rounding is the 3xTF32 GEMM's (3 d / 8 accumulation steps), which the re-rank's
-// band takes (IvfKeyRerankArgs::dotRel). |x|^2 in FP32 beside it: each lane sums its
-// groups of vectors 8n + g, joined across the four lanes t by shuffles.
-template <typename Stream>
+// the group's staged queries (-2 q) as kMTiles tiles of 16 rows (rows past the group are
+// zero) and B the warp's 32 tile vectors as four n8 tiles: each B fragment, read and split
+// once, feeds every query tile, so two tiles read a list half as often for 32 queries. K
+// is permuted so that one 16-byte ring load feeds two k-steps: in a batch of kRingBatch
+// float4 groups, lane (g, t) reads vector 8n + g's group t, and k-step j (0, 1) takes its
+// component 2j as k = t and 2j + 1 as k = t + 4; the queries' fragments follow the same
+// map. The sum over k is the same whatever its order, and its rounding is the 3xTF32
+// GEMM's (3 d / 8 accumulation steps), which the re-rank's band takes
+// (IvfKeyRerankArgs::dotRel). |x|^2 in FP32 beside it: each lane sums its groups of
+// vectors 8n + g, joined across the four lanes t by shuffles.
+template <int kMTiles, typename Stream>
 __device__ inline void itemKeysTensor(
         const IvfListMajorArgs& a,
         const ListMajorItem& it,
@@ -632,28 +642,36 @@ __device__ inline void itemKeysTensor(
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
     constexpr unsigned kFull = 0xffffffffu;
     static_assert(kRingBatch == 4, "a batch's groups are the lanes t of a k-step pair");
+    // The staged rows hold 16 kMTiles queries in the same 8 KB.
+    constexpr int kRowGroups = kStagedGroups / kMTiles;
+    static_assert(kRowGroups % kRingBatch == 0, "no batch straddles two staged chunks");
+    const float4* staged = &s.q[0][0];
     const int lane = threadIdx.x % 32;
     const int g = lane / 4;
     const int t = lane % 4;
     const int warpBase = threadIdx.x - lane; // the warp's first tile vector
     const bool streams = warpHasVectors(it);
     const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-    float acc[4][4];
+    const float2 zero2 = make_float2(0.f, 0.f);
+    float acc[kMTiles][4][4];
     float norm[4]; // this lane's part of |x|^2 of vector warpBase + 8n + g
 #pragma unroll
     for (int n = 0; n < 4; ++n) {
         norm[n] = 0.f;
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            acc[n][e] = 0.f;
+        for (int m = 0; m < kMTiles; ++m) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                acc[m][n][e] = 0.f;
+            }
         }
     }
-    for (int c0 = 0; c0 < st.groups; c0 += kStagedGroups) {
-        const int cn = min(kStagedGroups, st.groups - c0);
+    for (int c0 = 0; c0 < st.groups; c0 += kRowGroups) {
+        const int cn = min(kRowGroups, st.groups - c0);
         if (c0 > 0) {
             __syncthreads(); // the previous chunk's queries are consumed
         }
-        stageQueries(a, s, kMaxG, c0, cn, -2.f);
+        stageQueries(a, s, 16 * kMTiles, c0, cn, -2.f, kRowGroups);
         __syncthreads();
         if (!streams) {
             continue;
@@ -667,16 +685,23 @@ __device__ inline void itemKeysTensor(
             // Groups past the vector's end were not streamed (the ring holds stale data
             // there) and past the staged chunk were not staged: zero on both sides.
             const bool inBatch = c + t < cn;
-            const float4 q0 = inBatch ? s.q[g][c + t] : zero;
-            const float4 q1 = inBatch ? s.q[g + 8][c + t] : zero;
             // k-step j: components 2j (k = t) and 2j + 1 (k = t + 4) of the lane's group.
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-                unsigned ahi[4], alo[4];
-                splitTf32(j == 0 ? q0.x : q0.z, ahi[0], alo[0]);
-                splitTf32(j == 0 ? q1.x : q1.z, ahi[1], alo[1]);
-                splitTf32(j == 0 ? q0.y : q0.w, ahi[2], alo[2]);
-                splitTf32(j == 0 ? q1.y : q1.w, ahi[3], alo[3]);
+                // A: rows g and g + 8 of each query tile, the two components of step j.
+                unsigned ahi[kMTiles][4], alo[kMTiles][4];
+#pragma unroll
+                for (int m = 0; m < kMTiles; ++m) {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int row = 16 * m + 8 * h + g;
+                        const float2 q = inBatch ? reinterpret_cast<const float2*>(
+                                                           &staged[row * kRowGroups + c + t])[j]
+                                                 : zero2;
+                        splitTf32(q.x, ahi[m][h], alo[m][h]);
+                        splitTf32(q.y, ahi[m][2 + h], alo[m][2 + h]);
+                    }
+                }
 #pragma unroll
                 for (int n = 0; n < 4; ++n) {
                     const float4 x =
@@ -690,10 +715,14 @@ __device__ inline void itemKeysTensor(
                     unsigned bhi[2], blo[2];
                     splitTf32(j == 0 ? x.x : x.z, bhi[0], blo[0]);
                     splitTf32(j == 0 ? x.y : x.w, bhi[1], blo[1]);
-                    // The small terms first, as the fused coarse search and CUTLASS's 3xTF32.
-                    mmaTf32(acc[n], alo, bhi[0], bhi[1]);
-                    mmaTf32(acc[n], ahi, blo[0], blo[1]);
-                    mmaTf32(acc[n], ahi, bhi[0], bhi[1]);
+#pragma unroll
+                    for (int m = 0; m < kMTiles; ++m) {
+                        // The small terms first, as the fused coarse search and CUTLASS's
+                        // 3xTF32.
+                        mmaTf32(acc[m][n], alo[m], bhi[0], bhi[1]);
+                        mmaTf32(acc[m][n], ahi[m], blo[0], blo[1]);
+                        mmaTf32(acc[m][n], ahi[m], bhi[0], bhi[1]);
+                    }
                 }
             }
         }
@@ -708,7 +737,8 @@ __device__ inline void itemKeysTensor(
         rowNorm = warpBase + 8 * n + g < it.vCount ? fmaxf(rowNorm, norm[n]) : rowNorm;
     }
     raiseRowMaxNorms(a, it, s, rowNorm);
-    // This lane's accumulators: queries g and g + 8 (e / 2), vectors 8n + 2t + e % 2.
+    // This lane's accumulators: queries 16 m + g and 16 m + g + 8 (e / 2), vectors
+    // 8n + 2t + e % 2.
 #pragma unroll
     for (int n = 0; n < 4; ++n) {
         float vectorNorm[2];
@@ -717,13 +747,17 @@ __device__ inline void itemKeysTensor(
             vectorNorm[e] = __shfl_sync(kFull, norm[n], (2 * t + e) * 4);
         }
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int v = warpBase + 8 * n + 2 * t + e % 2;
-            const int i = g + 8 * (e / 2);
-            if (v < it.vCount && i < it.gCount) {
-                const bool allowed =
-                        !a.allow || idFilterAllows(a.allow, a.listBitBase[it.list] + it.v0 + v);
-                a.distances[s.out[i] + v] = allowed ? acc[n][e] + vectorNorm[e % 2] : CUDART_INF_F;
+        for (int m = 0; m < kMTiles; ++m) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int v = warpBase + 8 * n + 2 * t + e % 2;
+                const int i = 16 * m + g + 8 * (e / 2);
+                if (v < it.vCount && i < it.gCount) {
+                    const bool allowed =
+                            !a.allow || idFilterAllows(a.allow, a.listBitBase[it.list] + it.v0 + v);
+                    a.distances[s.out[i] + v] =
+                            allowed ? acc[m][n][e] + vectorNorm[e % 2] : CUDART_INF_F;
+                }
             }
         }
     }
@@ -755,8 +789,8 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
                 st.request(b);
             }
         }
-        // Every row of kMaxG: the tensor-core keys stage them all (zeros past the group).
-        if (threadIdx.x < kMaxG) {
+        // Every row: the tensor-core keys stage all of a tile's (zeros past the group).
+        if (threadIdx.x < kMaxItemQueries) {
             const int i = threadIdx.x;
             int row = -1;
             if (i < it.gCount) {
@@ -771,13 +805,18 @@ __global__ void __launch_bounds__(kThreads, 3) listMajorKernel(IvfListMajorArgs 
             s.nextItem = int(gridDim.x) + atomicAdd(a.groups.nextItem, 1);
         }
         __syncthreads();
-        // The last group of a list probed by more than 16 queries may hold fewer. A group
-        // of 1 or 2 (most lists of a batch with about one query a list) multiplies only
-        // its own rows: the product's instructions, not its reads, bound it there.
-        const int group = it.gCount <= 2 ? it.gCount : listMajorGroup(it.gCount);
+        // The last group of a list probed by more than maxGroup queries may hold fewer. A
+        // group of 1 or 2 (most lists of a batch with about one query a list) multiplies
+        // only its own rows: the product's instructions, not its reads, bound it there.
+        // Groups above kMaxG come only with the tensor-core keys (ivfListMajorDistances).
+        const int group = it.gCount <= 2 ? it.gCount : listMajorGroup(it.gCount, a.groups.maxGroup);
         if (kProduct == Product::kL2Keys && Stream::kTensorKeys && a.tensorKeys &&
             group >= kTensorKeysMinGroup) {
-            itemKeysTensor(a, it, st, s);
+            if (it.gCount > kMaxG) {
+                itemKeysTensor<2>(a, it, st, s);
+            } else {
+                itemKeysTensor<1>(a, it, st, s);
+            }
             w = s.nextItem;
             continue;
         }
@@ -856,6 +895,7 @@ IvfProbeGroups ivfGroupProbesByList(
         int nprobe,
         int64_t nlist,
         const int64_t* listLen,
+        int maxGroup,
         void* scratch,
         size_t scratchBytes,
         cudaStream_t stream,
@@ -866,12 +906,17 @@ IvfProbeGroups ivfGroupProbesByList(
                     scratchBytes >= ivfGroupScratchBytes(nlist, pairs),
             "ivfGroupProbesByList: %lld probes over %lld lists with %zu scratch bytes",
             (long long)pairs, (long long)nlist, scratchBytes);
+    FAISS_THROW_IF_NOT_FMT(
+            maxGroup == kIvfGroupMax || maxGroup == kIvfTensorKeysGroupMax,
+            "ivfGroupProbesByList: groups of at most %d or %d queries (%d)", kIvfGroupMax,
+            kIvfTensorKeysGroupMax, maxGroup);
     GroupScratch s = carve(scratch, nlist);
     IvfProbeGroups g;
     g.listStart = s.listStart;
     g.pairs = s.pairs;
     g.workStart = s.workStart;
     g.nextItem = s.nextItem;
+    g.maxGroup = maxGroup;
     const size_t oneBlockSmem = size_t(2) * (nlist + 1) * sizeof(int);
     const bool oneBlockFits = oneBlockSmem <= kOneBlockGroupSmemBytes;
     if (path == IvfGroupPath::kAuto) {
@@ -883,7 +928,8 @@ IvfProbeGroups ivfGroupProbesByList(
                 oneBlockFits, "the one-block grouping takes at most %zu lists (%lld)",
                 kOneBlockGroupSmemBytes / (2 * sizeof(int)) - 1, (long long)nlist);
         groupOneBlockKernel<<<1, kScanThreads, oneBlockSmem, stream>>>(
-                coarse, pairs, nlist, listLen, s.listStart, s.workStart, s.nextItem, s.pairs);
+                coarse, pairs, nlist, listLen, maxGroup, s.listStart, s.workStart, s.nextItem,
+                s.pairs);
         FAISS_EXT_CUDA_CHECK_LAUNCH();
         return g;
     }
@@ -895,7 +941,7 @@ IvfProbeGroups ivfGroupProbesByList(
     exclusiveScanKernel<<<1, kScanThreads, 0, stream>>>(s.counts, nlist + 1, s.listStart);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
     listWorkKernel<<<blocksFor(nlist + 1), kThreads, 0, stream>>>(
-            s.counts, s.listStart, listLen, nlist, s.work, s.cursor, s.nextItem);
+            s.counts, s.listStart, listLen, nlist, maxGroup, s.work, s.cursor, s.nextItem);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
     exclusiveScanKernel<<<1, kScanThreads, 0, stream>>>(s.work, nlist + 1, s.workStart);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
@@ -911,6 +957,10 @@ void ivfListMajorDistances(const IvfListMajorArgs& a, int smCount, cudaStream_t 
     FAISS_THROW_IF_NOT_MSG(
             !a.tensorKeys || (a.l2Keys && !a.innerProduct && a.listBytes == nullptr),
             "ivfListMajorDistances: the tensor-core keys are L2 keys of float lists");
+    FAISS_THROW_IF_NOT_FMT(
+            a.groups.maxGroup == kIvfGroupMax || a.tensorKeys,
+            "ivfListMajorDistances: groups of %d queries need the tensor-core keys",
+            a.groups.maxGroup);
     if (a.nq == 0) {
         return;
     }

@@ -523,9 +523,9 @@ TEST(GpuIndexIVFFlat, KeyPathOnCrowdedBands) {
 }
 
 // The key path's two products on one index: lists probed by 3 queries (groups of 4: the
-// CUDA-core keys) and by 8, 16 and 37 (groups of 8 and 16, and a last group of 5: the
-// tensor cores' 3xTF32 keys on devices of compute capability 8.0 and up). Every batch
-// gives the per-query path's results, at d 1 to 768.
+// CUDA-core keys) and by 8 to 70 (the tensor cores' 3xTF32 keys on devices of compute
+// capability 8.0 and up, groups of up to 32 as one or two tiles of 16 queries). Every
+// batch gives the per-query path's results, at d 1 to 768.
 TEST(GpuIndexIVFFlat, KeyPathOnEveryGroupSize) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
@@ -533,14 +533,16 @@ TEST(GpuIndexIVFFlat, KeyPathOnEveryGroupSize) {
     for (int d : {1, 8, 100, 768}) {
         const int64_t nb = 3000, nlist = 2;
         auto xb = datasets::uniform(nb, d, rng());
-        auto xq = datasets::uniform(37, d, rng());
+        auto xq = datasets::uniform(70, d, rng());
         auto cent = datasets::uniform(nlist, d, rng());
         auto cpu = cpuIvf(d, nlist, faiss::METRIC_L2, cent.data());
         cpu->add(nb, xb.data());
         GpuIndexIVFFlat perQuery(res, cpu.get(), forcedScan(IvfScanPath::kPerQuery));
         GpuIndexIVFFlat keys(res, cpu.get(), forcedScan(IvfScanPath::kListMajorKeys));
         perQuery.nprobe = keys.nprobe = size_t(nlist); // every query probes every list
-        for (int64_t nq : {3, 8, 16, 37}) {
+        // One tile of 16 queries on the tensor cores (8, 16), two (20, 32), several groups
+        // with a one-tile remainder (37 = 32 + 5, 70 = 32 + 32 + 6).
+        for (int64_t nq : {3, 8, 16, 20, 32, 37, 70}) {
             const int k = 10;
             SCOPED_TRACE(testing::Message() << "d=" << d << " nq=" << nq);
             ASSERT_TRUE(GpuIndexIVFFlatAccess::plan(keys, nq, k, int(nlist)).listMajorKeys);

@@ -20,9 +20,9 @@ using namespace faiss_ext::test;
 namespace {
 
 /// Work items of a list probed by `count` queries (kernels/IvfListMajor.h): groups of
-/// the smallest multiple of 4 up to 16 that holds them, times tiles of 256 vectors.
-int64_t hostListWork(int64_t count, int64_t length) {
-    const int64_t g = count <= 16 ? std::max<int64_t>(4, (count + 3) / 4 * 4) : 16;
+/// the smallest multiple of 4 up to maxGroup that holds them, times tiles of 256 vectors.
+int64_t hostListWork(int64_t count, int64_t length, int maxGroup) {
+    const int64_t g = count <= maxGroup ? std::max<int64_t>(4, (count + 3) / 4 * 4) : maxGroup;
     return (count + g - 1) / g * ((length + 255) / 256);
 }
 
@@ -35,10 +35,11 @@ struct GroupShape {
 void expectGroupsMatchHost(
         const GroupShape& shape,
         kernels::IvfGroupPath path,
+        int maxGroup,
         std::mt19937_64& rng) {
     SCOPED_TRACE(
             testing::Message() << "nq " << shape.nq << " nprobe " << shape.nprobe << " nlist "
-                               << shape.nlist << " path " << int(path));
+                               << shape.nlist << " path " << int(path) << " maxGroup " << maxGroup);
     GpuResources res;
     cudaStream_t stream = res.stream();
     const int64_t pairs = shape.nq * shape.nprobe;
@@ -67,12 +68,13 @@ void expectGroupsMatchHost(
     // Garbage first: every value read back must have been written.
     ASSERT_EQ(cudaMemsetAsync(scratch.data(), 0x5a, scratchBytes, stream), cudaSuccess);
     const kernels::IvfProbeGroups g = kernels::ivfGroupProbesByList(
-            coarseDev.data(), shape.nq, shape.nprobe, shape.nlist, lengthsDev.data(),
+            coarseDev.data(), shape.nq, shape.nprobe, shape.nlist, lengthsDev.data(), maxGroup,
             scratch.data(), scratchBytes, stream, path);
     const auto listStart = copyToHostVector(g.listStart, size_t(shape.nlist + 1), stream);
     const auto workStart = copyToHostVector(g.workStart, size_t(shape.nlist + 1), stream);
-    // The product takes its items from this counter.
+    // The product takes its items from this counter, and its groups' size from here.
     EXPECT_EQ(copyToHostVector(g.nextItem, 1, stream)[0], 0);
+    EXPECT_EQ(g.maxGroup, maxGroup);
 
     std::vector<std::vector<int>> expected(static_cast<size_t>(shape.nlist));
     for (int64_t i = 0; i < pairs; ++i) {
@@ -87,7 +89,7 @@ void expectGroupsMatchHost(
         if (l < shape.nlist) {
             const int64_t count = int64_t(expected[size_t(l)].size());
             start += count;
-            work += hostListWork(count, lengths[size_t(l)]);
+            work += hostListWork(count, lengths[size_t(l)], maxGroup);
         }
     }
     auto grouped = copyToHostVector(g.pairs, size_t(start), stream);
@@ -112,7 +114,9 @@ TEST(GpuIvfGrouping, BothPathsMatchTheHostGrouping) {
         for (const auto path :
              {kernels::IvfGroupPath::kAuto, kernels::IvfGroupPath::kOneBlock,
               kernels::IvfGroupPath::kKernels}) {
-            expectGroupsMatchHost(shape, path, rng);
+            for (const int maxGroup : {kernels::kIvfGroupMax, kernels::kIvfTensorKeysGroupMax}) {
+                expectGroupsMatchHost(shape, path, maxGroup, rng);
+            }
         }
     }
 }
@@ -127,9 +131,27 @@ TEST(GpuIvfGrouping, OneBlockRefusesListsBeyondSharedMemory) {
     auto scratch = res.alloc<char>(scratchBytes);
     EXPECT_THROW(
             kernels::ivfGroupProbesByList(
-                    coarse.data(), 1, 1, nlist, lengths.data(), scratch.data(), scratchBytes,
-                    res.stream(), kernels::IvfGroupPath::kOneBlock),
+                    coarse.data(), 1, 1, nlist, lengths.data(), kernels::kIvfGroupMax,
+                    scratch.data(), scratchBytes, res.stream(), kernels::IvfGroupPath::kOneBlock),
             faiss::FaissException);
+}
+
+TEST(GpuIvfGrouping, RefusesGroupSizesNoProductTakes) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    const int64_t nlist = 8;
+    auto coarse = res.alloc<int64_t>(1);
+    auto lengths = res.alloc<int64_t>(size_t(nlist));
+    const size_t scratchBytes = kernels::ivfGroupScratchBytes(nlist, 1);
+    auto scratch = res.alloc<char>(scratchBytes);
+    for (const int maxGroup : {0, 8, 24, 64}) {
+        EXPECT_THROW(
+                kernels::ivfGroupProbesByList(
+                        coarse.data(), 1, 1, nlist, lengths.data(), maxGroup, scratch.data(),
+                        scratchBytes, res.stream()),
+                faiss::FaissException)
+                << maxGroup;
+    }
 }
 
 } // namespace

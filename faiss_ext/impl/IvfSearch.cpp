@@ -358,8 +358,12 @@ ListMajorRows listMajorDistances(
     lm.listData = in.lists->deviceData();
     lm.listBytes = in.lists->deviceByteCopy();
     lm.listLen = in.lists->deviceLengths();
+    lm.tensorKeys =
+            plan.listMajorKeys && lm.listBytes == nullptr && res.computeCapabilityMajor() >= 8;
     lm.groups = kernels::ivfGroupProbesByList(
-            coarse, m, nprobe, lm.nlist, lm.listLen, scratch.data(), scratchBytes, stream);
+            coarse, m, nprobe, lm.nlist, lm.listLen,
+            lm.tensorKeys ? kernels::kIvfTensorKeysGroupMax : kernels::kIvfGroupMax, scratch.data(),
+            scratchBytes, stream);
     lm.vectorOffsets = rows.vecOffsets.data();
     lm.distances = rows.distances.data();
     lm.ldDistances = plan.maxRowVectors;
@@ -368,8 +372,6 @@ ListMajorRows listMajorDistances(
     lm.listBitBase = in.lists->deviceSlotBase();
     lm.l2Keys = plan.listMajorKeys;
     lm.rowMaxNorms = rows.maxNorms.data();
-    lm.tensorKeys =
-            plan.listMajorKeys && lm.listBytes == nullptr && res.computeCapabilityMajor() >= 8;
     rows.keyDotRel = lm.tensorKeys
             ? kernels::keyErrorBound(lm.d, kernels::GemmProduct::kTF32x3).dotRel
             : float(kernels::ivfKeyErrorRel(lm.d));
