@@ -121,7 +121,9 @@ TEST(GpuIvfGrouping, BothPathsMatchTheHostGrouping) {
     }
 }
 
-TEST(GpuIvfGrouping, OneBlockRefusesListsBeyondSharedMemory) {
+// Refused: the one-block path past the lists its shared memory holds, and group sizes
+// that no product takes (kIvfGroupMax, or kIvfTensorKeysGroupMax for the tensor-core keys).
+TEST(GpuIvfGrouping, RefusesWhatNoPathTakes) {
     FAISS_EXT_REQUIRE_GPU();
     GpuResources res;
     const int64_t nlist = 5120;
@@ -129,27 +131,15 @@ TEST(GpuIvfGrouping, OneBlockRefusesListsBeyondSharedMemory) {
     auto lengths = res.alloc<int64_t>(size_t(nlist));
     const size_t scratchBytes = kernels::ivfGroupScratchBytes(nlist, 1);
     auto scratch = res.alloc<char>(scratchBytes);
+    const auto group = [&](int maxGroup, kernels::IvfGroupPath path) {
+        kernels::ivfGroupProbesByList(
+                coarse.data(), 1, 1, nlist, lengths.data(), maxGroup, scratch.data(), scratchBytes,
+                res.stream(), path);
+    };
     EXPECT_THROW(
-            kernels::ivfGroupProbesByList(
-                    coarse.data(), 1, 1, nlist, lengths.data(), kernels::kIvfGroupMax,
-                    scratch.data(), scratchBytes, res.stream(), kernels::IvfGroupPath::kOneBlock),
-            faiss::FaissException);
-}
-
-TEST(GpuIvfGrouping, RefusesGroupSizesNoProductTakes) {
-    FAISS_EXT_REQUIRE_GPU();
-    GpuResources res;
-    const int64_t nlist = 8;
-    auto coarse = res.alloc<int64_t>(1);
-    auto lengths = res.alloc<int64_t>(size_t(nlist));
-    const size_t scratchBytes = kernels::ivfGroupScratchBytes(nlist, 1);
-    auto scratch = res.alloc<char>(scratchBytes);
+            group(kernels::kIvfGroupMax, kernels::IvfGroupPath::kOneBlock), faiss::FaissException);
     for (const int maxGroup : {0, 8, 24, 64}) {
-        EXPECT_THROW(
-                kernels::ivfGroupProbesByList(
-                        coarse.data(), 1, 1, nlist, lengths.data(), maxGroup, scratch.data(),
-                        scratchBytes, res.stream()),
-                faiss::FaissException)
+        EXPECT_THROW(group(maxGroup, kernels::IvfGroupPath::kKernels), faiss::FaissException)
                 << maxGroup;
     }
 }
