@@ -44,7 +44,10 @@ constexpr double kListMajorMinSharing = 0.75;
 /// 13-21% (1M x 128 blobs); at d 768 (500K x 768 blobs and the clustered768 shape, nlist
 /// 2048, rows of ~244 nprobe keys) exact / keys time is 0.63-0.70 at batch 10000 nprobe
 /// 1, 1.00-1.08 at nprobe 4, 1.14-1.20 from nprobe 16; at batch 1024 0.79-0.88, 0.93-1.01,
-/// 1.07-1.19; at batches 16 and 128 0.75-1.02 at every nprobe.
+/// 1.07-1.19; at batches 16 and 128 0.75-1.02 at every nprobe. With the keys' product on
+/// the tensor cores in groups of up to 32 (clustered768 shape): 0.54 at batch 10000 nprobe
+/// 1, 1.17 at nprobe 4 (976 keys a query: the rule's one loss), 1.36-1.65 from nprobe 16 at
+/// batches 1024-10000, 0.94 at batch 1024 nprobe 4, 0.62-0.96 at batches 16 and 128.
 constexpr int kListMajorKeysMinDim = 256;
 constexpr int64_t kListMajorKeysMinQueries = 1024;
 constexpr double kListMajorKeysMinRowKeys = 2048;
