@@ -52,9 +52,10 @@ TEST(GpuIvfFilters, EverySelectorMatchesCpu) {
     const uint64_t seed = testSeed();
     SCOPED_TRACE(seed);
     GpuResources res;
-    // Under compute-sanitizer 8 queries, and k on the warp selection once (not twice)
-    // beside the block selection's.
-    const IvfData v = ivfData(seed, smallUnderSanitizer(30, 8));
+    // 100 queries probing 4 of 24 lists: ~17 a list, so the tensor-core keys run groups of
+    // one and two tiles of 16 under every filter. Under compute-sanitizer 8 queries, and k
+    // on the warp selection once (not twice) beside the block selection's.
+    const IvfData v = ivfData(seed, smallUnderSanitizer(100, 8));
     const std::vector<int> ks =
             underSanitizer() ? std::vector<int>{1, 300} : std::vector<int>{1, 10, 300};
     for (faiss::MetricType metric : {faiss::METRIC_L2, faiss::METRIC_INNER_PRODUCT}) {
