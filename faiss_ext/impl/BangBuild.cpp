@@ -333,7 +333,7 @@ BangBuildTimes buildBangGraph(
     int64_t medoid = 0;
     std::vector<int32_t> order;
     {
-        const BangDeviceCandidates first =
+        BangDeviceCandidates first =
                 firstCandidates(res, storage, xHost, p, pageBytes, stage(1), order);
         stage(1).reportAfter(res.stream(), "candidates: lists filled", 0.9);
         medoid = medoidOf(res, storage, pageBytes);
@@ -343,7 +343,8 @@ BangBuildTimes buildBangGraph(
                                                              : "graph: IVF candidates, stage",
                 1, stages);
         graph = pruneCandidateGraphOnDevice(
-                res, storage, first, p.graphDegree, p.alpha, stage(2), nullptr, 0, &order);
+                res, storage, std::move(first), p.graphDegree, p.alpha, stage(2), nullptr, 0,
+                &order);
         clock.lap(t.pruneSeconds);
         progress.step("graph: first prune, stage", 2, stages);
     }
@@ -428,8 +429,8 @@ BangBuildTimes extendBangGraph(
     progress.reportAfter(
             res.stream(), "extension: new vectors searched in the graph", 0.5 / stages);
     DeviceBuffer<int32_t> graph = pruneCandidateGraphOnDevice(
-            res, storage, lists, p.graphDegree, p.alpha, progress.part(0.5 / stages, 1 / stages),
-            g.graph, oldN);
+            res, storage, std::move(lists), p.graphDegree, p.alpha,
+            progress.part(0.5 / stages, 1 / stages), g.graph, oldN);
     clock.lap(t.pruneSeconds);
     // Vamana passes over the new nodes only: each searched again in the extended graph,
     // its row re-pruned with the parents it expanded there (new nodes among them).
@@ -445,7 +446,7 @@ BangBuildTimes extendBangGraph(
                 res.stream());
         clock.lap(t.searchSeconds);
         graph = pruneCandidateGraphOnDevice(
-                res, storage, passLists, R, p.alpha,
+                res, storage, std::move(passLists), R, p.alpha,
                 progress.part((1 + pass) / stages, (2 + pass) / stages), all.graph, oldN);
         clock.lap(t.pruneSeconds);
     }

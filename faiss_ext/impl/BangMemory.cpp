@@ -60,10 +60,10 @@ BangMemoryEstimate estimateBangMemory(
     const size_t firstLists = 4 * (N * (K1 + hubK) + size_t(H) * hubHubK) + offsets;
     const size_t hubs = base + nn + N * hubK * 8 + size_t(H) * size_t(w + 1) * 4 +
             size_t(H) * hubHubK * 8 + page(std::max(hubK, hubHubK)) + firstLists + temp;
-    // A prune: its candidate lists, the graph it writes, in-degrees, reverse edges (at
-    // most n R) and their offsets, and pages of temporaries.
+    // A prune: its candidate lists and the graph it writes, then (the candidates freed)
+    // in-degrees, reverse edges (at most n R) and their offsets; pages of temporaries.
     auto prune = [&](size_t candidates, size_t kept) {
-        return base + kept + candidates + graph + N * 4 + offsets + N * R * 4 + temp;
+        return base + kept + graph + temp + std::max(candidates, N * 4 + offsets + N * R * 4);
     };
     // A refinement pass, beside the graph it starts from and the one it writes: its
     // nodes searched and their lists made and pruned a range at a time (bangPassNodes),

@@ -309,7 +309,7 @@ void pruneWithReverseEdges(
 DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         const GpuResources& res,
         const FlatStorage& vectors,
-        const BangDeviceCandidates& candidates,
+        BangDeviceCandidates candidates,
         int R,
         float alpha,
         const Progress& progress,
@@ -330,6 +330,9 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
                 cudaMemcpyDeviceToDevice, res.stream()));
     }
     pruneCandidatesInto(res, vectors, candidates, R, alpha, firstNode, order, graph.data());
+    // The reverse edges do not read the candidates: their memory (the largest array of a
+    // first build's prune, n x ~73 ids) goes back to the pool, stream-ordered.
+    candidates.ids = DeviceBuffer<int32_t>();
     progress.reportAfter(res.stream(), "prune: candidates pruned", 0.4);
     pruneWithReverseEdges(res, vectors, R, alpha, firstNode, order, graph.data(), progress);
     return graph;
@@ -348,7 +351,7 @@ std::vector<int32_t> pruneCandidateGraphGpu(
     GpuResourcesAccess::pinnedStaging(res).toDevice(
             c.ids.data(), candidates.ids.data(), c.ids.bytes(), res.stream());
     const DeviceBuffer<int32_t> graph = pruneCandidateGraphOnDevice(
-            res, vectors, c, R, alpha, Progress(false, ""), nullptr, 0, order);
+            res, vectors, std::move(c), R, alpha, Progress(false, ""), nullptr, 0, order);
     std::vector<int32_t> out(graph.size());
     GpuResourcesAccess::pinnedStaging(res).toHost(
             out.data(), graph.data(), graph.bytes(), res.stream());

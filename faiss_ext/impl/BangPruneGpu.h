@@ -67,9 +67,10 @@ struct BangDeviceCandidates {
 /// host's up to the rounding of distances, which the GPU sums in another (fixed) order:
 /// where two distances, or a distance and alpha times another, are that close, the
 /// choice may differ. Candidate ids outside [0, n) are ignored (the host's must be
-/// valid); the first prune reads them in place. Device memory besides the candidates:
-/// for the whole call the graph, the in-degrees and the reverse-edge lists (n x R ids
-/// at most); the per-node work in pages of at most res.tempMemoryBytes()
+/// valid); the first prune reads them in place and frees them, before the reverse edges
+/// are listed. Device memory besides the candidates: the graph for the whole call, then
+/// the in-degrees and the reverse-edge lists (n x R ids at most); the per-node work in
+/// pages of at most res.tempMemoryBytes()
 /// (planBangPrunePages; a node whose candidates and reverse edges alone do not fit is
 /// refused with a faiss::FaissException). On the resources' stream, without waiting
 /// for it except for the in-degrees. Reports the first prune, the reverse edges and
@@ -88,7 +89,7 @@ struct BangDeviceCandidates {
 DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         const GpuResources& res,
         const FlatStorage& vectors,
-        const BangDeviceCandidates& candidates,
+        BangDeviceCandidates candidates,
         int R,
         float alpha,
         const Progress& progress,
