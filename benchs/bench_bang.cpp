@@ -7,6 +7,7 @@
 // Usage: bench_bang [n_base] [spread] [pq|build] [--sift DIR] [--lists N] [--probes P]
 //                   [--verbose] [--extend F] [--by-row] [--page-mib P] [--passes N]
 //                   [--build-l L] [--candidates C] [--sift-mixture DIR]
+//                   [--storage auto|float|bytes] [--device-gib G]
 // Defaults 1000000, 0.15 (bench_ivf's dataset). A third argument "pq" skips the
 // stepwise kernel and IVF-Flat; "build" stops after the persistent kernel's table.
 // --sift DIR: the first n_base rows of DIR/base.bvecs (or .fvecs) and 10000 of
@@ -22,6 +23,12 @@
 // --by-row: the clustered set drawn by datasets::clusteredByRow (a thread a share of the
 // rows; the same distribution, other numbers) instead of datasets::clustered (one
 // thread): for 100M, where one thread takes minutes.
+// --storage: GpuIndexBangConfig::vectorStorage (default auto: bytes for byte-valued data
+// such as SIFT and the mixture). --device-gib G: the run holds all but G GiB of the
+// device's free memory from its start, as a GPU with G GiB would leave it (80 GB H100:
+// --device-gib 79).
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -105,6 +112,7 @@ int main(int argc, char** argv) {
     bool verbose = false;
     double extendFraction = 0;
     bool byRow = false;
+    double deviceGib = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--sift" && i + 1 < argc) {
@@ -129,6 +137,13 @@ int main(int argc, char** argv) {
             byRow = true;
         } else if (a == "--extend" && i + 1 < argc) {
             extendFraction = std::atof(argv[++i]);
+        } else if (a == "--storage" && i + 1 < argc) {
+            const std::string name = argv[++i];
+            bangCfg.vectorStorage = name == "float" ? BangVectorStorage::kFloat
+                    : name == "bytes"               ? BangVectorStorage::kBytes
+                                                    : BangVectorStorage::kAuto;
+        } else if (a == "--device-gib" && i + 1 < argc) {
+            deviceGib = std::atof(argv[++i]);
         } else {
             args.push_back(argv[i]);
         }
@@ -145,6 +160,26 @@ int main(int argc, char** argv) {
     GpuResources res;
     bench::Ceilings ceil = bench::measureCeilings(res);
     bench::printDevice(res, ceil);
+    // Device memory held back for the whole run (--device-gib), outside the pool.
+    struct HeldBack {
+        void* p = nullptr;
+        ~HeldBack() {
+            cudaFree(p);
+        }
+    } heldBack;
+    if (deviceGib > 0) {
+        size_t freeBytes = 0, totalBytes = 0;
+        FAISS_EXT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+        const size_t keep = size_t(deviceGib * 1073741824.0);
+        if (freeBytes > keep) {
+            FAISS_EXT_CUDA_CHECK(cudaMalloc(&heldBack.p, freeBytes - keep));
+        }
+        FAISS_EXT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+        std::printf(
+                "device memory held back: %.1f GiB; %.1f GiB free for the run (--device-gib "
+                "%.1f)\n",
+                (totalBytes - freeBytes) / 1073741824.0, freeBytes / 1073741824.0, deviceGib);
+    }
     int d = 128;
     std::vector<float> xb, xq;
     if (!mixtureDir.empty()) {
@@ -213,8 +248,13 @@ int main(int argc, char** argv) {
     bang.add(nb, xb.data());
     const double buildS = secondsSince(t0);
     FAISS_EXT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &peak));
+    // The estimate for the storage the rows took (kAuto's own figure counts floats).
+    GpuIndexBangConfig storedCfg = bangCfg;
+    storedCfg.vectorStorage =
+            bang.storesBytes() ? BangVectorStorage::kBytes : BangVectorStorage::kFloat;
     const BangMemoryEstimate estimate =
-            GpuIndexBang::estimateMemory(nb, d, faiss::METRIC_L2, bangCfg, res.config());
+            GpuIndexBang::estimateMemory(nb, d, faiss::METRIC_L2, storedCfg, res.config());
+    const int rowBytes = bang.storesBytes() ? d : d * 4;
     const BangBuildConfig& c = bang.bangConfig().build;
     std::printf(
             "\nGpuIndexBang build (add): %.1f s = k-NN candidates %.1f s (GPU) + refinement "
@@ -226,9 +266,9 @@ int main(int argc, char** argv) {
             (long long)bangCandidateLists(nb, c.candidateLists), c.candidateProbes, c.passes,
             c.searchL, (long long)bang.entryPoint());
     std::printf(
-            "device memory %.1f MiB = %.1f bytes/vector (vector %d + norm 4 + graph %d)\n",
-            bang.deviceMemoryBytes() / 1048576.0, double(bang.deviceMemoryBytes()) / nb, d * 4,
-            c.graphDegree * 4);
+            "device memory %.1f MiB = %.1f bytes/vector (vector %d (%s) + norm 4 + graph %d)\n",
+            bang.deviceMemoryBytes() / 1048576.0, double(bang.deviceMemoryBytes()) / nb, rowBytes,
+            bang.storesBytes() ? "bytes" : "floats", c.graphDegree * 4);
     std::printf(
             "build peak device memory %.1f MiB (pool high-water mark); "
             "GpuIndexBang::estimateMemory: %.1f MiB (%.2fx), the index %.1f MiB\n",
@@ -277,7 +317,7 @@ int main(int argc, char** argv) {
             "searches; recall@10 over all %lld queries; floor: at most iterations x mean degree "
             "rows of %d bytes read per query (an upper bound: rows already seen are "
             "skipped, rows shared by queries come from L2) / %.2f TB/s.\n\n",
-            (long long)nq1, (long long)nq, d * 4, ceil.bytesPerSec / 1e12);
+            (long long)nq1, (long long)nq, rowBytes, ceil.bytesPerSec / 1e12);
     std::printf(
             "| kernel | L | recall@10 | mean iterations | batch 10000 QPS | batch 10000 ms | "
             "floor ms | batch 1 ms | batch 1 QPS |\n|---|---|---|---|---|---|---|---|---|\n");
@@ -306,7 +346,8 @@ int main(int argc, char** argv) {
                         bang, stepwise, qDev.data() + size_t(rep++ % nq) * d, 1, k, L, dD.data(),
                         dI.data(), nullptr);
             }));
-            const double floorMs = meanIt * meanDegree * d * 4.0 * nq / ceil.bytesPerSec * 1e3;
+            const double floorMs =
+                    meanIt * meanDegree * double(rowBytes) * nq / ceil.bytesPerSec * 1e3;
             std::printf(
                     "| %s | %d | %.4f | %.1f | %.0f | %.2f | %.3f | %.3f | %.0f |\n", name, L,
                     recall, meanIt, nq / (ms * 1e-3), ms, floorMs, ms1, 1e3 / ms1);

@@ -65,6 +65,15 @@ GpuIndexBangConfig checkedConfig(const GpuIndexBangConfig& c, int d) {
             c.vectorPlacement == BangVectorPlacement::kDevice || c.pqSubquantizers > 0,
             "vectorPlacement=kHost needs PQ mode (pqSubquantizers > 0): exact mode reads "
             "full vectors for every distance of the walk");
+    FAISS_THROW_IF_NOT_FMT(
+            c.vectorStorage == BangVectorStorage::kAuto ||
+                    c.vectorStorage == BangVectorStorage::kFloat ||
+                    c.vectorStorage == BangVectorStorage::kBytes,
+            "vectorStorage=%d is not a BangVectorStorage", int(c.vectorStorage));
+    FAISS_THROW_IF_NOT_MSG(
+            c.vectorStorage != BangVectorStorage::kBytes || c.pqSubquantizers == 0,
+            "vectorStorage=kBytes needs exact mode (pqSubquantizers=0): PQ mode keeps float "
+            "vectors for its re-rank");
     return c;
 }
 
@@ -79,7 +88,34 @@ faiss::MetricType checkedMetric(faiss::MetricType m, const GpuIndexBangConfig& c
             "sub-quantizers, more than %d",
             c.pqSubquantizers, bangStoredPqM(c.pqSubquantizers, m),
             kernels::kBangMaxPqSubquantizers);
+    FAISS_THROW_IF_NOT_MSG(
+            c.vectorStorage != BangVectorStorage::kBytes || m == faiss::METRIC_L2,
+            "vectorStorage=kBytes needs METRIC_L2: inner product stores transformed vectors");
     return m;
+}
+
+/// How an index of this config and metric stores its device rows: floats wherever bytes
+/// do not apply (bangBytesApply).
+BangVectorStorage storedStorage(const GpuIndexBangConfig& c, faiss::MetricType m) {
+    return bangBytesApply(c.pqSubquantizers, m) ? c.vectorStorage : BangVectorStorage::kFloat;
+}
+
+/// Refuses a build of `total` vectors whose peak (estimateMemory for the storage its rows
+/// took) the device cannot hold, counting the rows already allocated (`held` bytes) as
+/// available.
+void checkBuildFits(const GpuIndexBang& index, int64_t total, bool bytes, size_t held) {
+    GpuIndexBangConfig config = index.bangConfig();
+    config.vectorStorage = bytes ? BangVectorStorage::kBytes : BangVectorStorage::kFloat;
+    const size_t need =
+            GpuIndexBang::estimateMemory(
+                    total, index.d, index.metric_type, config, index.resources().config())
+                    .buildDeviceBytes;
+    const size_t available = index.resources().availableDeviceBytes() + held;
+    FAISS_THROW_IF_NOT_FMT(
+            need <= available,
+            "add: building the graph of %lld vectors needs about %.2f GiB of device memory at "
+            "its peak (GpuIndexBang::estimateMemory), %.2f GiB are available",
+            (long long)total, need / 1073741824.0, available / 1073741824.0);
 }
 
 /// add's build over the stored vectors that remain (removed ones dropped) and x, into
@@ -129,6 +165,9 @@ BangBuildTimes rebuildInto(
         rows = all.data();
     }
     next.setVectors(total, rows);
+    // Refused before any work when the device cannot hold the build beside the index it
+    // replaces; known once the rows are stored (as floats or bytes).
+    checkBuildFits(index, total, next.bytesStored(), next.deviceBytes());
     const BangBuildTimes t = buildBangGraph(
             res, next, rows, config.build, config.pageBytes,
             progress.part(0, index.pqMode() ? 0.8 : 1.0));
@@ -183,7 +222,8 @@ GpuIndexBang::GpuIndexBang(
                   resources,
                   storedDim_,
                   config.build.graphDegree,
-                  bangStoredPqM(config.pqSubquantizers, metric))) {
+                  bangStoredPqM(config.pqSubquantizers, metric),
+                  storedStorage(config, metric))) {
     // The largest worklist must fit; PQ mode adds its table (M KiB).
     const int M = config.pqSubquantizers;
     const size_t need = kernels::bangPersistentSmemBytes(
@@ -249,7 +289,7 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
             (long long)kBangPqMinVectors, (long long)total);
     const Progress progress(verbose, "GpuIndexBang::add");
     // Everything is built aside; the index changes only once nothing can fail.
-    BangGraph next(res_, storedDim_, graphDegree(), state_->pqSubquantizers());
+    BangGraph next(res_, storedDim_, graphDegree(), state_->pqSubquantizers(), state_->storage());
     bool extend = ntotal > 0 && state_->tombstoneCount() == 0;
     // Inner product extends only within the transform's M2 (norms up to the largest
     // stored), with the new rows transformed first.
@@ -274,18 +314,6 @@ void GpuIndexBang::addImpl_(int64_t n, const float* x, const int64_t*) {
                 "add: the vectors placed on the host need %.2f GiB of page-locked host "
                 "memory, %.2f GiB are available (MemAvailable)",
                 need / 1073741824.0, available / 1073741824.0);
-    }
-    if (!extend) {
-        // A rebuild's peak, beside the index it replaces: refused before any work when
-        // the device cannot hold it.
-        const size_t need =
-                estimateMemory(total, d, metric_type, bangConfig_, res_.config()).buildDeviceBytes;
-        const size_t available = res_.availableDeviceBytes();
-        FAISS_THROW_IF_NOT_FMT(
-                need <= available,
-                "add: building the graph of %lld vectors needs about %.2f GiB of device "
-                "memory at its peak (GpuIndexBang::estimateMemory), %.2f GiB are available",
-                (long long)total, need / 1073741824.0, available / 1073741824.0);
     }
     if (extend) {
         t = extendInto(next, *this, n, transformed.empty() ? x : transformed.data(), progress);
@@ -336,7 +364,7 @@ void GpuIndexBang::setGraph(
     checkHostPointer(x, "setGraph");
     checkHostPointer(graph, "setGraph graph");
     checkFinite(n, d, x, "setGraph");
-    BangGraph next(res_, storedDim_, R, state_->pqSubquantizers());
+    BangGraph next(res_, storedDim_, R, state_->pqSubquantizers(), state_->storage());
     // Inner product: the transformed rows (impl/BangInnerProduct.h) are stored and coded.
     float normSq = 0;
     std::vector<float> transformed;
@@ -455,6 +483,10 @@ size_t GpuIndexBang::deviceMemoryBytes() const {
 
 size_t GpuIndexBang::hostMemoryBytes() const {
     return state_->hostBytes();
+}
+
+bool GpuIndexBang::storesBytes() const {
+    return !state_->vectorsOnHost() && state_->bytesStored();
 }
 
 size_t GpuIndexBang::traversalBytesPerVector() const {

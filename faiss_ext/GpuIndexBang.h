@@ -114,6 +114,8 @@ class GpuIndexBang : public GpuIndex {
     /// Bytes of the index in page-locked host memory: the full vectors under
     /// BangVectorPlacement::kHost, else 0.
     size_t hostMemoryBytes() const;
+    /// Whether the vectors are stored as bytes now (GpuIndexBangConfig::vectorStorage).
+    bool storesBytes() const;
 
     /// Nodes of the graph: ntotal plus the removed ones not yet compacted by an add.
     int64_t nodeCount() const;

@@ -165,6 +165,23 @@ enum class BangVectorPlacement {
     kHost,
 };
 
+/// How GpuIndexBang stores its full vectors on the device
+/// (GpuIndexBangConfig::vectorStorage). Bytes hold vectors whose every component is an
+/// integer in [0, 255] (SIFT and its kind) in a quarter of the memory; every kernel reads
+/// a byte as the float it stands for, so the graph, the distances and the results are
+/// exactly those of the same vectors stored as floats. Exact mode with METRIC_L2 only:
+/// PQ mode and inner product store floats.
+enum class BangVectorStorage {
+    /// As bytes when every component of every vector is an integer in [0, 255], else as
+    /// floats (default).
+    kAuto,
+    /// As floats.
+    kFloat,
+    /// As bytes: add refuses vectors with a component that is not an integer in
+    /// [0, 255].
+    kBytes,
+};
+
 struct GpuIndexBangConfig : GpuIndexConfig {
     /// The graph build.
     BangBuildConfig build;
@@ -181,6 +198,9 @@ struct GpuIndexBangConfig : GpuIndexConfig {
     /// Where the full vectors live between adds (BangVectorPlacement); kHost needs PQ
     /// mode. GpuIndexBang::deviceMemoryBytes and hostMemoryBytes say where the bytes are.
     BangVectorPlacement vectorPlacement = BangVectorPlacement::kDevice;
+    /// Floats or bytes on the device (BangVectorStorage); kBytes needs exact mode and
+    /// METRIC_L2, kAuto gives floats outside them.
+    BangVectorStorage vectorStorage = BangVectorStorage::kAuto;
 };
 
 } // namespace faiss_ext

@@ -33,11 +33,18 @@ void bangHubRows(int64_t n, int64_t H, int64_t* rows, cudaStream_t stream);
 constexpr int kBangCentroidChunks = 512;
 
 /// centroid[j] (d floats, device) = the mean of component j over the n >= 1 rows of x (n
-/// x d, row-major, device): each chunk of rows summed in double in row order into
-/// partial, then the chunks in order (the same bits every run). The build's medoid is
-/// the stored vector nearest it.
+/// x d, row-major, device; floats or bytes, the same centroid): each chunk of rows summed
+/// in double in row order into partial, then the chunks in order (the same bits every
+/// run). The build's medoid is the stored vector nearest it.
 void bangCentroid(
         const float* x,
+        int64_t n,
+        int d,
+        double* partial,
+        float* centroid,
+        cudaStream_t stream);
+void bangCentroid(
+        const uint8_t* x,
         int64_t n,
         int d,
         double* partial,

@@ -35,7 +35,10 @@ constexpr int64_t kBangPruneMaxPageNodes = int64_t(1) << 30;
 /// segments[0] = 0, segments[nodes] = entries). Ids outside [0, n), and the node
 /// itself, are ignored; an id may repeat.
 struct BangPrunePage {
-    const float* vectors = nullptr; ///< n x d, row-major (16-byte aligned)
+    /// n x d, row-major: floats (16-byte aligned), or bytes in byteVectors instead (every
+    /// component an integer in [0, 255]; 4-byte aligned; vectors null): the same graph.
+    const float* vectors = nullptr;
+    const uint8_t* byteVectors = nullptr;
     int64_t n = 0;
     int d = 0;
     int64_t v0 = 0;

@@ -18,7 +18,10 @@ constexpr int kBangMaxL = 1024;
 
 /// The graph and vectors one search walks, in device memory.
 struct BangGraphView {
-    const float* vectors = nullptr; ///< n x d, row-major
+    /// n x d, row-major: the rows as floats, or (exact mode only) as bytes in
+    /// byteVectors instead (every component an integer in [0, 255], vectors null).
+    const float* vectors = nullptr;
+    const uint8_t* byteVectors = nullptr;
     const int32_t* graph = nullptr; ///< n x R neighbour ids, -1 after the last one
     int64_t n = 0;                  ///< >= 1, < 2^31
     int d = 0;
@@ -27,7 +30,7 @@ struct BangGraphView {
     /// PQ mode (pqM >= 1): traversal distances are ADC sums over these codes (n x pqM
     /// bytes) and centroids (pqM x 256 x d / pqM floats, faiss::ProductQuantizer's
     /// layout), and the final worklist is re-ranked with exact distances from
-    /// `vectors`. 0: exact distances throughout.
+    /// `vectors` (float rows). 0: exact distances throughout.
     int pqM = 0;
     const uint8_t* codes = nullptr;
     const float* pqCentroids = nullptr;

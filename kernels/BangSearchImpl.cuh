@@ -1,11 +1,11 @@
 // Device code of the BANG greedy search (see bang_search.cu for the algorithm), one
-// search loop for both distance modes: kPq = false walks with exact squared L2
-// distances from the full vectors, kPq = true with ADC distances from PQ codes and a
-// per-query table in shared memory (BangPq.h), then re-ranks the final worklist with
-// exact distances. The steps of one iteration, then the persistent kernel the library
+// search loop for every walk (Walk): exact squared L2 distances from the full vectors
+// stored as floats or as bytes (RowLoad.cuh: the same distances), or ADC distances from
+// PQ codes and a per-query table in shared memory (BangPq.h), then an exact re-rank of
+// the final worklist. The steps of one iteration, then the persistent kernel the library
 // runs. Included by bang_search.cu (declarations of the launchers only: see the extern
-// templates at the end), by the two files that instantiate them, bang_search_exact.cu
-// and bang_search_pq.cu, and by the bench-only stepwise kernel
+// templates at the end), by the files that instantiate them, bang_search_exact.cu,
+// bang_search_bytes.cu and bang_search_pq.cu, and by the bench-only stepwise kernel
 // (bang_search_stepwise.cu), which runs the same steps one launch at a time.
 #pragma once
 
@@ -22,6 +22,7 @@
 #include "BangPq.h"
 #include "BangSearch.h"
 #include "IdFilter.cuh"
+#include "RowLoad.cuh"
 #include "Select.h"
 #include "SmemLimit.cuh"
 
@@ -34,6 +35,15 @@ static_assert(kGroup == kBangPqLanes, "ADC sums use the groups' lanes");
 constexpr int kGroups = kBangThreads / kGroup;
 /// Blocks per SM the register budget is held to (65536 / (6 * 256) = 42 registers).
 constexpr int kBangMinBlocks = 6;
+
+/// How a search walks the graph: exact distances from the rows stored as floats or as
+/// bytes, or ADC distances from PQ codes (re-ranked exactly from the float rows).
+enum class Walk { kFloatRows, kByteRows, kPq };
+
+/// The walk of a view.
+inline Walk walkOf(const BangGraphView& g) {
+    return g.pqM > 0 ? Walk::kPq : g.byteVectors != nullptr ? Walk::kByteRows : Walk::kFloatRows;
+}
 
 /// Byte offsets of one block's shared state.
 struct Layout {
@@ -148,11 +158,13 @@ __device__ __forceinline__ void groupReducePair(float& acc0, float& acc1) {
 /// two rows per group, so that both rows' loads are in flight together. Every lane of
 /// the warp must call it (the reductions shuffle over the whole warp). An invalid row
 /// is not read and its result is meaningless. All 8 lanes return the sums. A row's sum
-/// is formed in the same order whatever the other row is.
+/// is formed in the same order whatever the other row is, and whether the rows are
+/// floats or bytes (T).
+template <typename T>
 __device__ __forceinline__ void groupL2Pair(
         const float* q,
-        const float* __restrict__ x0,
-        const float* __restrict__ x1,
+        const T* __restrict__ x0,
+        const T* __restrict__ x1,
         int d,
         int sub,
         bool valid0,
@@ -161,14 +173,12 @@ __device__ __forceinline__ void groupL2Pair(
         float& out1) {
     float acc0 = 0.f, acc1 = 0.f;
     if ((d & 3) == 0) {
-        const float4* a4 = reinterpret_cast<const float4*>(x0);
-        const float4* b4 = reinterpret_cast<const float4*>(x1);
         const float4* q4 = reinterpret_cast<const float4*>(q);
         const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 4
         for (int j = sub; j < (d >> 2); j += kGroup) {
-            const float4 a = valid0 ? __ldg(a4 + j) : zero;
-            const float4 b = valid1 ? __ldg(b4 + j) : zero;
+            const float4 a = valid0 ? loadRow4(x0, j) : zero;
+            const float4 b = valid1 ? loadRow4(x1, j) : zero;
             const float4 c = q4[j];
             float t = c.x - a.x;
             acc0 = fmaf(t, t, acc0);
@@ -190,8 +200,8 @@ __device__ __forceinline__ void groupL2Pair(
     } else {
 #pragma unroll 4
         for (int j = sub; j < d; j += kGroup) {
-            const float a = valid0 ? __ldg(x0 + j) : 0.f;
-            const float b = valid1 ? __ldg(x1 + j) : 0.f;
+            const float a = valid0 ? loadRow1(x0, j) : 0.f;
+            const float b = valid1 ? loadRow1(x1, j) : 0.f;
             float t = q[j] - a;
             acc0 = fmaf(t, t, acc0);
             t = q[j] - b;
@@ -241,8 +251,8 @@ __device__ __forceinline__ void groupAdcPair(
     out1 = acc1;
 }
 
-/// Traversal distances of nodes id0 and id1 (-1: none) in the search's mode.
-template <bool kPq>
+/// Traversal distances of nodes id0 and id1 (-1: none) in the search's walk.
+template <Walk W>
 __device__ __forceinline__ void traversalPair(
         const Smem& s,
         const BangGraphView& g,
@@ -252,10 +262,14 @@ __device__ __forceinline__ void traversalPair(
         float& d0,
         float& d1) {
     const int64_t r0 = id0 < 0 ? 0 : id0, r1 = id1 < 0 ? 0 : id1;
-    if constexpr (kPq) {
+    if constexpr (W == Walk::kPq) {
         groupAdcPair(
                 s.table, g.codes + r0 * g.pqM, g.codes + r1 * g.pqM, g.pqM, sub, id0 >= 0, id1 >= 0,
                 d0, d1);
+    } else if constexpr (W == Walk::kByteRows) {
+        groupL2Pair(
+                s.q, g.byteVectors + r0 * g.d, g.byteVectors + r1 * g.d, g.d, sub, id0 >= 0,
+                id1 >= 0, d0, d1);
     } else {
         groupL2Pair(
                 s.q, g.vectors + r0 * g.d, g.vectors + r1 * g.d, g.d, sub, id0 >= 0, id1 >= 0, d0,
@@ -265,9 +279,9 @@ __device__ __forceinline__ void traversalPair(
 
 /// PQ mode: fills the query's ADC table (the query must be loaded and visible). Ends
 /// with a barrier. Exact mode: nothing.
-template <bool kPq>
+template <Walk W>
 __device__ void buildTable(const Smem& s, const BangGraphView& g) {
-    if constexpr (kPq) {
+    if constexpr (W == Walk::kPq) {
         const int dsub = g.d / g.pqM;
         for (int e = threadIdx.x; e < g.pqM * kBangPqCentroids; e += kBangThreads) {
             const int m = e / kBangPqCentroids;
@@ -332,11 +346,11 @@ __device__ inline int32_t queryEntry(const BangGraphView& g, const BangSearchArg
 /// `entry` as the only worklist entry, marked in the filter. The worklist must be clear
 /// (and visible: call after a barrier), and in PQ mode the table built. Ends with a
 /// barrier.
-template <bool kPq>
+template <Walk W>
 __device__ void seedEntry(const Smem& s, const BangGraphView& g, int32_t entry, uint32_t* bloom) {
     if (threadIdx.x < 32) {
         float dist, unused;
-        traversalPair<kPq>(s, g, entry, -1, threadIdx.x % kGroup, dist, unused);
+        traversalPair<W>(s, g, entry, -1, threadIdx.x % kGroup, dist, unused);
         if (threadIdx.x == 0) {
             s.keys[0] = bangKey(dist, entry);
             bloomSet(bloom, uint32_t(entry));
@@ -441,7 +455,7 @@ __device__ inline void mergeCandidates(Smem& s, int L, int P) {
 /// One iteration after the parent was chosen: filter, distances, merge.
 /// All the filter's tests come before its insertions (a barrier apart), so the result
 /// does not depend on thread timing. Ends with a barrier.
-template <bool kPq>
+template <Walk W>
 __device__ void expandParent(
         Smem& s,
         const BangGraphView& g,
@@ -477,7 +491,7 @@ __device__ void expandParent(
         const int32_t id0 = slot0 < P ? s.candId[slot0] : -1;
         const int32_t id1 = slot1 < P ? s.candId[slot1] : -1;
         float d0, d1;
-        traversalPair<kPq>(s, g, id0, id1, sub, d0, d1);
+        traversalPair<W>(s, g, id0, id1, sub, d0, d1);
         if (sub == 0) {
             if (slot0 < P) {
                 s.cand[slot0] = id0 >= 0 ? bangKey(d0, id0) : kBangEmptyKey;
@@ -553,17 +567,17 @@ __device__ inline void writeResults(const uint64_t* keys, int k, float* outD, in
     }
 }
 
-/// Sub-quantizers of the table a search in this mode holds in shared memory.
-template <bool kPq>
+/// Sub-quantizers of the table a search of this walk holds in shared memory.
+template <Walk W>
 __host__ __device__ inline int tableM(const BangGraphView& g) {
-    return kPq ? g.pqM : 0;
+    return W == Walk::kPq ? g.pqM : 0;
 }
 
-template <bool kPq>
+template <Walk W>
 __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
         persistentKernel(BangGraphView g, BangSearchArgs a) {
     extern __shared__ __align__(16) char smem[];
-    Smem s = carve(smem, a.L, g.R, g.d, true, tableM<kPq>(g), a.allow);
+    Smem s = carve(smem, a.L, g.R, g.d, true, tableM<W>(g), a.allow);
     const int64_t q = blockIdx.x;
     for (int i = threadIdx.x; i < kBangBloomWords; i += kBangThreads) {
         s.bloom[i] = 0;
@@ -572,8 +586,8 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
     const bool bad = loadQuery(s, a.queries + q * g.d, g.d);
     int iterations = 0;
     if (!bad) {
-        buildTable<kPq>(s, g);
-        seedEntry<kPq>(s, g, queryEntry(g, a, q), s.bloom);
+        buildTable<W>(s, g);
+        seedEntry<W>(s, g, queryEntry(g, a, q), s.bloom);
         while (true) {
             const int pos = selectParent(s, a.L);
             if (pos < 0) {
@@ -587,9 +601,9 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
                 }
             }
             ++iterations;
-            expandParent<kPq>(s, g, s.bloom, parent, a.L);
+            expandParent<W>(s, g, s.bloom, parent, a.L);
         }
-        if constexpr (kPq) {
+        if constexpr (W == Walk::kPq) {
             if (s.res) {
                 rerankExactList(s, g, a.L, s.res, s.resNext);
             } else {
@@ -603,20 +617,24 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
     }
 }
 
-/// The launcher of one mode (arguments checked by the caller in bang_search.cu).
-template <bool kPq>
+/// The launcher of one walk (arguments checked by the caller in bang_search.cu).
+template <Walk W>
 void persistentLaunch(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream) {
-    const size_t smem = layoutFor(a.L, g.R, g.d, true, tableM<kPq>(g), a.allow != nullptr).total;
-    raiseDynamicSmemLimit(persistentKernel<kPq>, smem);
-    persistentKernel<kPq><<<unsigned(a.nq), kBangThreads, smem, stream>>>(g, a);
+    const size_t smem = layoutFor(a.L, g.R, g.d, true, tableM<W>(g), a.allow != nullptr).total;
+    raiseDynamicSmemLimit(persistentKernel<W>, smem);
+    persistentKernel<W><<<unsigned(a.nq), kBangThreads, smem, stream>>>(g, a);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
-extern template void persistentLaunch<false>(
+extern template void persistentLaunch<Walk::kFloatRows>(
         const BangGraphView&,
         const BangSearchArgs&,
         cudaStream_t);
-extern template void persistentLaunch<true>(
+extern template void persistentLaunch<Walk::kByteRows>(
+        const BangGraphView&,
+        const BangSearchArgs&,
+        cudaStream_t);
+extern template void persistentLaunch<Walk::kPq>(
         const BangGraphView&,
         const BangSearchArgs&,
         cudaStream_t);

@@ -61,7 +61,8 @@ __global__ void hubRowsKernel(int64_t n, int64_t H, int64_t* rows) {
 }
 
 // Block c sums rows [c n / chunks, (c + 1) n / chunks), a thread per component.
-__global__ void centroidChunksKernel(const float* x, int64_t n, int d, double* partial) {
+template <typename T>
+__global__ void centroidChunksKernel(const T* x, int64_t n, int d, double* partial) {
     const int64_t c = blockIdx.x;
     const int64_t v0 = c * n / kBangCentroidChunks, v1 = (c + 1) * n / kBangCentroidChunks;
     for (int j = threadIdx.x; j < d; j += blockDim.x) {
@@ -168,8 +169,11 @@ void bangHubRows(int64_t n, int64_t H, int64_t* rows, cudaStream_t stream) {
     }
 }
 
-void bangCentroid(
-        const float* x,
+namespace {
+
+template <typename T>
+void centroidOf(
+        const T* x,
         int64_t n,
         int d,
         double* partial,
@@ -181,6 +185,28 @@ void bangCentroid(
     centroidKernel<<<unsigned((d + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
             partial, n, d, centroid);
     FAISS_EXT_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace
+
+void bangCentroid(
+        const float* x,
+        int64_t n,
+        int d,
+        double* partial,
+        float* centroid,
+        cudaStream_t stream) {
+    centroidOf(x, n, d, partial, centroid, stream);
+}
+
+void bangCentroid(
+        const uint8_t* x,
+        int64_t n,
+        int d,
+        double* partial,
+        float* centroid,
+        cudaStream_t stream) {
+    centroidOf(x, n, d, partial, centroid, stream);
 }
 
 size_t bangPassOffsetsTempBytes(int64_t n) {

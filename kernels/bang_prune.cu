@@ -19,7 +19,8 @@
 // memory, a larger one in global memory, so no node's candidate count is limited by
 // shared memory (the second prune's reverse edges are unbounded: a hub can be the
 // neighbour of very many nodes); shared memory also holds the staged rows (the node's,
-// then a round's pivots').
+// then a round's pivots'). The rows are read as floats or as bytes (RowLoad.cuh: the
+// same values, so the same graph); staged rows are floats either way.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -34,6 +35,7 @@
 #include "BangBloom.h"
 #include "BangPrune.h"
 #include "BlockSelect.cuh"
+#include "RowLoad.cuh"
 #include "SmemLimit.cuh"
 
 namespace faiss_ext {
@@ -69,13 +71,14 @@ int prunePivots(int d) {
 /// order depends on d only, and (a - b)^2 == (b - a)^2, so d(a, b) == d(b, a) bit for bit,
 /// and the one-row case (groupL2) sums exactly as the pivot rounds do. Every lane of the
 /// warp must call it with the same `count` (rows summed, <= P; the shuffles span the
-/// warp); a lane with want 0 reads nothing. All 8 lanes return the sums.
-template <int P>
+/// warp); a lane with want 0 reads nothing. All 8 lanes return the sums. b's components
+/// are floats or bytes (T).
+template <int P, typename T>
 __device__ __forceinline__ void groupL2Rows(
         const float* rows,
         int stride,
         int count,
-        const float* __restrict__ b,
+        const T* __restrict__ b,
         int d,
         int sub,
         unsigned want,
@@ -86,9 +89,8 @@ __device__ __forceinline__ void groupL2Rows(
     }
     if (want != 0u) {
         if ((d & 3) == 0) {
-            const float4* b4 = reinterpret_cast<const float4*>(b);
             for (int j = sub; j < (d >> 2); j += kLanes) {
-                const float4 q = __ldg(b4 + j);
+                const float4 q = loadRow4(b, j);
 #pragma unroll
                 for (int a = 0; a < P; ++a) {
                     if ((want >> a) & 1u) {
@@ -106,7 +108,7 @@ __device__ __forceinline__ void groupL2Rows(
             }
         } else {
             for (int j = sub; j < d; j += kLanes) {
-                const float q = __ldg(b + j);
+                const float q = loadRow1(b, j);
 #pragma unroll
                 for (int a = 0; a < P; ++a) {
                     if ((want >> a) & 1u) {
@@ -129,9 +131,10 @@ __device__ __forceinline__ void groupL2Rows(
 
 /// groupL2Rows of one row a (shared memory): the distance of a candidate to its node. An
 /// invalid lane reads nothing and returns 0.
+template <typename T>
 __device__ __forceinline__ float groupL2(
         const float* a,
-        const float* __restrict__ b,
+        const T* __restrict__ b,
         int d,
         int sub,
         bool valid) {
@@ -140,24 +143,23 @@ __device__ __forceinline__ float groupL2(
     return dist[0];
 }
 
-/// Copies row `row` of x (d floats) into shared memory; the caller synchronises.
-__device__ __forceinline__ void stageRow(
-        float* dst,
-        const float* __restrict__ x,
-        int64_t row,
-        int d) {
-    const float* src = x + size_t(row) * size_t(d);
+/// Copies row `row` of x (d components) into shared memory as floats; the caller
+/// synchronises.
+template <typename T>
+__device__ __forceinline__ void stageRow(float* dst, const T* __restrict__ x, int64_t row, int d) {
+    const T* src = x + size_t(row) * size_t(d);
     for (int j = threadIdx.x; j < d; j += kThreads) {
-        dst[j] = src[j];
+        dst[j] = float(src[j]);
     }
 }
 
 /// out[j] = bangKey(d(node, id), id) for the m candidate ids of node v (ids[j]), or
 /// kBangEmptyKey for an id outside [0, n) or the node itself. `row`: the node's vector
 /// in shared memory. Every thread of the block calls it.
+template <typename T>
 __device__ __forceinline__ void candidateKeys(
         const float* row,
-        const float* __restrict__ x,
+        const T* __restrict__ x,
         int64_t n,
         int d,
         int64_t v,
@@ -179,8 +181,9 @@ __device__ __forceinline__ void candidateKeys(
 /// keys[e] for every entry e of the nodes with more than kBangPruneSharedSortMax
 /// candidates (candidateKeys; the prune block of a smaller node makes its own). One block
 /// per node.
+template <typename T>
 __global__ void __launch_bounds__(kThreads) keysKernel(
-        const float* __restrict__ x,
+        const T* __restrict__ x,
         int64_t n,
         int d,
         int64_t v0,
@@ -210,8 +213,9 @@ __global__ void __launch_bounds__(kThreads) keysKernel(
 /// plain loads and stores, ordered by __syncthreads. An entry's byte is 0 when it is dead,
 /// else bit 0 set, and during a round bit a set when pivot a (1 .. 7) occludes it.
 /// pivots: rows staged a RobustPrune round (prunePivots(d)).
+template <typename T>
 __global__ void __launch_bounds__(kThreads) pruneKernel(
-        const float* __restrict__ x,
+        const T* __restrict__ x,
         int64_t n,
         int d,
         int64_t v0,
@@ -353,7 +357,7 @@ __global__ void __launch_bounds__(kThreads) pruneKernel(
         for (int t = threadIdx.x; t < np * d; t += kThreads) {
             const int a = t / d, c = t - a * d;
             pivotRows[a * stride + c] =
-                    x[size_t(bangKeyId(key[pivotPos[a]])) * size_t(d) + size_t(c)];
+                    float(x[size_t(bangKeyId(key[pivotPos[a]])) * size_t(d) + size_t(c)]);
         }
         __syncthreads();
         // Each alive entry after pivot 0 against the pivots before it, one group an entry:
@@ -489,8 +493,10 @@ unsigned strideBlocks(int64_t total) {
 }
 
 void checkPage(const BangPrunePage& p) {
-    FAISS_ASSERT(p.vectors != nullptr && p.n >= 1 && p.n <= INT_MAX && p.d >= 1);
+    FAISS_ASSERT((p.vectors == nullptr) != (p.byteVectors == nullptr));
+    FAISS_ASSERT(p.n >= 1 && p.n <= INT_MAX && p.d >= 1);
     FAISS_ASSERT(reinterpret_cast<uintptr_t>(p.vectors) % 16 == 0);
+    FAISS_ASSERT(reinterpret_cast<uintptr_t>(p.byteVectors) % 4 == 0);
     FAISS_ASSERT(p.v0 >= 0 && p.nodes >= 1 && p.v0 + p.nodes <= p.n);
     FAISS_ASSERT(p.nodes <= kBangPruneMaxPageNodes && p.segments != nullptr);
     FAISS_ASSERT(p.entries >= 0 && p.entries <= kBangPruneMaxPageEntries);
@@ -526,16 +532,19 @@ size_t bangPruneSortTempBytes(int64_t entries, int64_t nodes) {
     return bytes;
 }
 
-void bangPrunePage(
+namespace {
+
+/// bangPrunePage over rows x of type T (page.vectors or page.byteVectors).
+template <typename T>
+void prunePage(
         const BangPrunePage& page,
+        const T* x,
         const BangPruneWork& work,
         int R,
         float alpha,
         bool copyWhenFits,
         int32_t* graph,
         cudaStream_t stream) {
-    checkPage(page);
-    FAISS_ASSERT(R >= 1 && graph != nullptr);
     const unsigned grid = unsigned(page.nodes);
     const uint64_t* sorted = work.keys;
     if (page.longest > kBangPruneSharedSortMax) {
@@ -544,10 +553,9 @@ void bangPrunePage(
         FAISS_ASSERT(work.keys != nullptr && work.keysAlt != nullptr && work.alive != nullptr);
         FAISS_ASSERT(work.sortTempBytes >= bangPruneSortTempBytes(page.entries, page.nodes));
         const size_t keysSmem = pruneSmemBytes(page.d, 1, 0);
-        raiseDynamicSmemLimit(keysKernel, keysSmem);
-        keysKernel<<<grid, kThreads, keysSmem, stream>>>(
-                page.vectors, page.n, page.d, page.v0, page.segments, page.ids, page.order,
-                work.keys);
+        raiseDynamicSmemLimit(keysKernel<T>, keysSmem);
+        keysKernel<T><<<grid, kThreads, keysSmem, stream>>>(
+                x, page.n, page.d, page.v0, page.segments, page.ids, page.order, work.keys);
         FAISS_EXT_CUDA_CHECK_LAUNCH();
         cub::DoubleBuffer<uint64_t> keys(work.keys, work.keysAlt);
         size_t tempBytes = work.sortTempBytes;
@@ -560,11 +568,30 @@ void bangPrunePage(
             page.longest > 0 ? nextPow2(std::min(page.longest, kBangPruneSharedSortMax)) : 0;
     const int pivots = prunePivots(page.d);
     const size_t smem = pruneSmemBytes(page.d, pivots, sharedCap);
-    raiseDynamicSmemLimit(pruneKernel, smem);
-    pruneKernel<<<grid, kThreads, smem, stream>>>(
-            page.vectors, page.n, page.d, page.v0, page.segments, page.ids, page.order, sorted,
-            work.alive, sharedCap, pivots, R, alpha, copyWhenFits, graph);
+    raiseDynamicSmemLimit(pruneKernel<T>, smem);
+    pruneKernel<T><<<grid, kThreads, smem, stream>>>(
+            x, page.n, page.d, page.v0, page.segments, page.ids, page.order, sorted, work.alive,
+            sharedCap, pivots, R, alpha, copyWhenFits, graph);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
+}
+
+} // namespace
+
+void bangPrunePage(
+        const BangPrunePage& page,
+        const BangPruneWork& work,
+        int R,
+        float alpha,
+        bool copyWhenFits,
+        int32_t* graph,
+        cudaStream_t stream) {
+    checkPage(page);
+    FAISS_ASSERT(R >= 1 && graph != nullptr);
+    if (page.byteVectors != nullptr) {
+        prunePage(page, page.byteVectors, work, R, alpha, copyWhenFits, graph, stream);
+    } else {
+        prunePage(page, page.vectors, work, R, alpha, copyWhenFits, graph, stream);
+    }
 }
 
 void bangCountInEdges(

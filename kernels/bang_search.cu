@@ -1,13 +1,15 @@
 // BANG greedy graph search: one thread block per query walks the graph from the entry
 // point. Each iteration (fused): pick the best unvisited worklist entry as parent, drop
 // its neighbours already seen (per-query Bloom filter), compute the others' traversal
-// distances (8 lanes per neighbour: exact squared L2 with float4 loads, two rows per
-// group in flight, or in PQ mode ADC sums over the query's table in shared memory) as
+// distances (8 lanes per neighbour: exact squared L2 with float4 loads, or 4-byte loads
+// of byte rows, two rows per group in flight, or in PQ mode ADC sums over the query's
+// table in shared memory) as
 // (distance, id) keys, and merge them into the sorted worklist of L entries by rank
 // (each key's rank among the candidates plus among the worklist: no sort). The search
 // ends when every worklist entry has been expanded; PQ mode then re-ranks the final
 // worklist with exact distances. The kernels are in BangSearchImpl.cuh, instantiated
-// per mode in bang_search_exact.cu and bang_search_pq.cu; this file checks arguments
+// per walk in bang_search_exact.cu, bang_search_bytes.cu and bang_search_pq.cu; this
+// file checks arguments
 // and dispatches. (The bench-only stepwise variant is BangStepwise.h.)
 #include <climits>
 
@@ -38,6 +40,8 @@ __global__ void distanceTableKernel(
 
 void checkArgs(const BangGraphView& g, const BangSearchArgs& a) {
     FAISS_ASSERT(g.n >= 1 && g.n <= INT_MAX && g.d >= 1);
+    FAISS_ASSERT((g.vectors == nullptr) != (g.byteVectors == nullptr));
+    FAISS_ASSERT(g.byteVectors == nullptr || g.pqM == 0);
     FAISS_ASSERT(g.R >= 1 && g.R <= kBangMaxDegree);
     FAISS_ASSERT(g.entry >= 0 && g.entry < g.n);
     FAISS_ASSERT(g.pqM >= 0 && g.pqM <= kBangMaxPqSubquantizers);
@@ -56,10 +60,16 @@ size_t bangPersistentSmemBytes(int L, int R, int d, int pqM, bool filtered) {
 void bangSearchPersistent(const BangGraphView& g, const BangSearchArgs& a, cudaStream_t stream) {
     checkArgs(g, a);
     FAISS_ASSERT(a.visited == nullptr || a.maxVisited >= 1);
-    if (g.pqM > 0) {
-        bang::persistentLaunch<true>(g, a, stream);
-    } else {
-        bang::persistentLaunch<false>(g, a, stream);
+    switch (bang::walkOf(g)) {
+        case bang::Walk::kFloatRows:
+            bang::persistentLaunch<bang::Walk::kFloatRows>(g, a, stream);
+            break;
+        case bang::Walk::kByteRows:
+            bang::persistentLaunch<bang::Walk::kByteRows>(g, a, stream);
+            break;
+        case bang::Walk::kPq:
+            bang::persistentLaunch<bang::Walk::kPq>(g, a, stream);
+            break;
     }
 }
 

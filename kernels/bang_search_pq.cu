@@ -1,5 +1,5 @@
 // The persistent BANG search kernel with PQ (ADC) traversal distances and the exact
-// re-rank (one instantiation per file, so that the 2-core CI compiles the modes in
+// re-rank (one instantiation per file, so that the 2-core CI compiles the walks in
 // parallel).
 #include "BangSearchImpl.cuh"
 
@@ -7,7 +7,10 @@ namespace faiss_ext {
 namespace kernels {
 namespace bang {
 
-template void persistentLaunch<true>(const BangGraphView&, const BangSearchArgs&, cudaStream_t);
+template void persistentLaunch<Walk::kPq>(
+        const BangGraphView&,
+        const BangSearchArgs&,
+        cudaStream_t);
 
 } // namespace bang
 } // namespace kernels

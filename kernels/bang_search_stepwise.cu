@@ -1,6 +1,6 @@
 // The bench-only stepwise BANG search (BangStepwise.h): the steps of one iteration
-// from BangSearchImpl.cuh, one launch per iteration, the state in global memory. Both
-// distance modes are instantiated here.
+// from BangSearchImpl.cuh, one launch per iteration, the state in global memory. Every
+// walk is instantiated here.
 #include <algorithm>
 #include <climits>
 
@@ -51,7 +51,7 @@ __device__ inline void storeWorklist(const Smem& s, const StepState& st, int64_t
 
 /// One iteration of every unfinished query. Only ever sets *continueFlag. PQ mode
 /// rebuilds the query's table in every launch (it does not persist between them).
-template <bool kPq>
+template <Walk W>
 __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
         stepKernel(BangGraphView g, BangSearchArgs a, StepState st, int* continueFlag, int first) {
     const int64_t q = blockIdx.x;
@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
         return;
     }
     extern __shared__ __align__(16) char smem[];
-    Smem s = carve(smem, a.L, g.R, g.d, false, tableM<kPq>(g));
+    Smem s = carve(smem, a.L, g.R, g.d, false, tableM<W>(g));
     uint32_t* bloom = st.bloom + q * kBangBloomWords;
     const bool bad = loadQuery(s, a.queries + q * g.d, g.d);
     if (first) {
@@ -83,9 +83,9 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
         }
         __syncthreads();
     }
-    buildTable<kPq>(s, g);
+    buildTable<W>(s, g);
     if (first) {
-        seedEntry<kPq>(s, g, queryEntry(g, a, q), bloom);
+        seedEntry<W>(s, g, queryEntry(g, a, q), bloom);
     }
     int pos = selectParent(s, a.L);
     if (pos >= 0) {
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
             s.vis[pos] = 1;
             st.iters[q] += 1;
         }
-        expandParent<kPq>(s, g, bloom, parent, a.L);
+        expandParent<W>(s, g, bloom, parent, a.L);
         pos = selectParent(s, a.L);
     }
     storeWorklist(s, st, q, a.L);
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(kBangThreads, kBangMinBlocks)
 
 /// After the last step: one block per query writes its k best (PQ mode: after the
 /// exact re-rank) and its iteration count.
-template <bool kPq>
+template <Walk W>
 __global__ void __launch_bounds__(kBangThreads)
         stepFinishKernel(BangGraphView g, BangSearchArgs a, StepState st) {
     extern __shared__ __align__(16) char smem[];
@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(kBangThreads)
     // loadQuery's barrier also makes the keys visible; a query with a NaN has an
     // empty worklist, which the re-rank leaves empty.
     loadQuery(s, a.queries + q * g.d, g.d);
-    if constexpr (kPq) {
+    if constexpr (W == Walk::kPq) {
         rerankExact(s, g, a.L);
     }
     writeResults(s.keys, a.k, a.outD + q * a.k, a.outI + q * a.k);
@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kBangThreads)
     }
 }
 
-template <bool kPq>
+template <Walk W>
 void stepwiseLaunch(
         const BangGraphView& g,
         const BangSearchArgs& a,
@@ -139,11 +139,11 @@ void stepwiseLaunch(
         cudaStream_t stream) {
     const StepState st = carveState(state, a.nq, a.L);
     FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(st.bloom, 0, size_t(a.nq) * kBangBloomWords * 4, stream));
-    const size_t smem = layoutFor(a.L, g.R, g.d, false, tableM<kPq>(g)).total;
-    raiseDynamicSmemLimit(stepKernel<kPq>, smem);
+    const size_t smem = layoutFor(a.L, g.R, g.d, false, tableM<W>(g)).total;
+    raiseDynamicSmemLimit(stepKernel<W>, smem);
     for (int first = 1;; first = 0) {
         FAISS_EXT_CUDA_CHECK(cudaMemsetAsync(continueFlagDevice, 0, sizeof(int), stream));
-        stepKernel<kPq><<<unsigned(a.nq), kBangThreads, smem, stream>>>(
+        stepKernel<W><<<unsigned(a.nq), kBangThreads, smem, stream>>>(
                 g, a, st, continueFlagDevice, first);
         FAISS_EXT_CUDA_CHECK_LAUNCH();
         int more = 0;
@@ -155,8 +155,8 @@ void stepwiseLaunch(
         }
     }
     const size_t finishSmem = layoutFor(a.L, g.R, g.d, false, 0).total;
-    raiseDynamicSmemLimit(stepFinishKernel<kPq>, finishSmem);
-    stepFinishKernel<kPq><<<unsigned(a.nq), kBangThreads, finishSmem, stream>>>(g, a, st);
+    raiseDynamicSmemLimit(stepFinishKernel<W>, finishSmem);
+    stepFinishKernel<W><<<unsigned(a.nq), kBangThreads, finishSmem, stream>>>(g, a, st);
     FAISS_EXT_CUDA_CHECK_LAUNCH();
 }
 
@@ -187,10 +187,18 @@ void bangSearchStepwise(
         p.outD = a.outD + size_t(q0) * a.k;
         p.outI = a.outI + size_t(q0) * a.k;
         p.iterations = a.iterations ? a.iterations + q0 : nullptr;
-        if (g.pqM > 0) {
-            bang::stepwiseLaunch<true>(g, p, state.data(), flag.data(), stream);
-        } else {
-            bang::stepwiseLaunch<false>(g, p, state.data(), flag.data(), stream);
+        switch (bang::walkOf(g)) {
+            case bang::Walk::kFloatRows:
+                bang::stepwiseLaunch<bang::Walk::kFloatRows>(
+                        g, p, state.data(), flag.data(), stream);
+                break;
+            case bang::Walk::kByteRows:
+                bang::stepwiseLaunch<bang::Walk::kByteRows>(
+                        g, p, state.data(), flag.data(), stream);
+                break;
+            case bang::Walk::kPq:
+                bang::stepwiseLaunch<bang::Walk::kPq>(g, p, state.data(), flag.data(), stream);
+                break;
         }
     }
 }

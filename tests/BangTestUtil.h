@@ -1,6 +1,8 @@
 // Helpers shared by the GpuIndexBang GPU suites (exact and PQ mode).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -15,6 +17,17 @@
 
 namespace faiss_ext {
 namespace test {
+
+/// x mapped linearly onto [0, 255] and rounded: byte-valued rows of the same shape, which
+/// GpuIndexBang stores as bytes (BangVectorStorage).
+inline std::vector<float> byteValued(std::vector<float> x) {
+    const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+    const float low = *lo, scale = *hi > *lo ? 255.f / (*hi - *lo) : 0.f;
+    for (float& v : x) {
+        v = std::round((v - low) * scale);
+    }
+    return x;
+}
 
 /// The search kernel a test runs: the persistent one the library runs, or the
 /// stepwise comparison kernel (kernels/BangStepwise.h).

@@ -1,6 +1,7 @@
-// Index files in the layouts of format versions 1 to 6 (impl/IndexImage.h), which the
+// Index files in the layouts of format versions 1 to 7 (impl/IndexImage.h), which the
 // library reads but no longer writes: versions 1 and 2 written here field by field,
-// apart from the library's writer, version 6 as the current file less Flat's copy flag,
+// apart from the library's writer, version 7 as the current file less Bang's vector
+// storage, version 6 as a version 7 file less Flat's copy flag,
 // version 5 as a version 6 file less Bang's vector placement, version 4 as a version 5
 // file less Bang's candidate source, version 3 as a version 4 file without its
 // checksums; where the sections of a file lie; whole files of the current version in
@@ -177,10 +178,17 @@ inline std::vector<uint8_t> withoutFields(
 
 } // namespace legacy
 
-/// The version 6 file of the same index as `file` (the current version, 7): Flat's
-/// fields section loses the config's copy flag (the byte before ntotal).
+/// The version 7 file of the same index as `file` (the current version, 8): Bang's
+/// fields section less the config's vectorStorage (the 4 bytes before search_L, ntotal
+/// and entry).
+inline std::vector<uint8_t> version7File(const std::vector<uint8_t>& file) {
+    return legacy::withoutFields(file, 7, IndexKind::kBang, 4, 4 + 8 + 8);
+}
+
+/// The version 6 file of the same index as `file` (the current version): version 7's
+/// Flat fields section less the config's copy flag (the byte before ntotal).
 inline std::vector<uint8_t> version6File(const std::vector<uint8_t>& file) {
-    return legacy::withoutFields(file, 6, IndexKind::kFlat, 1, 8);
+    return legacy::withoutFields(version7File(file), 6, IndexKind::kFlat, 1, 8);
 }
 
 /// The version 5 file of the same index as `file` (the current version): version 6's

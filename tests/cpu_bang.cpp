@@ -330,11 +330,17 @@ TEST(BangBuild, IvfSelfKnnPagesAndChunksFitTheirBudgets) {
     const int64_t n = 1000000;
     const size_t lists = 1000 * (128 + 1) * 4 + 2001 * 8;
     EXPECT_EQ(
-            ivfSelfKnnPeakBytes(n, 128, 65, 1000, 4, 256 * MiB, 1024 * MiB),
+            ivfSelfKnnPeakBytes(n, 128, false, 65, 1000, 4, 256 * MiB, 1024 * MiB),
             lists + size_t(n) * (65 * 4 + 128 * 4 + 12) + size_t(n) * perQuery + 1024 * MiB);
+    // Rows stored as bytes: a quarter of the sorted rows, plus a page of float queries and a
+    // list's floats (half the temporaries).
+    EXPECT_EQ(
+            ivfSelfKnnPeakBytes(n, 128, true, 65, 1000, 4, 256 * MiB, 1024 * MiB),
+            lists + size_t(n) * (65 * 4 + 128 + 12) + size_t(n) * perQuery + 256 * MiB + 512 * MiB +
+                    1024 * MiB);
     // Small rows and k: the sort of the rows by list (four ids a vector) is the peak.
     EXPECT_EQ(
-            ivfSelfKnnPeakBytes(n, 1, 1, 1, 1, MiB, MiB),
+            ivfSelfKnnPeakBytes(n, 1, false, 1, 1, 1, MiB, MiB),
             (1 * 2) * 4 + 3 * 8 + size_t(n) * 32 + MiB);
 }
 
@@ -428,6 +434,42 @@ TEST(BangMemory, EstimateCountsTheIndexAndBoundsTheBuild) {
             big.buildDeviceBytes / 1073741824.0, big.buildHostBytes / 1073741824.0);
 }
 
+TEST(BangMemory, BytesStoredCountAQuarterOfTheRows) {
+    GpuIndexBangConfig floats, bytes, automatic;
+    floats.vectorStorage = BangVectorStorage::kFloat;
+    bytes.vectorStorage = BangVectorStorage::kBytes;
+    // From 10M the rows saved outweigh the conversions' pages (a page and half the
+    // temporaries: 0.75 GiB here).
+    const int64_t n = 10000000;
+    const int d = 128;
+    const BangMemoryEstimate f = GpuIndexBang::estimateMemory(n, d, faiss::METRIC_L2, floats);
+    const BangMemoryEstimate b = GpuIndexBang::estimateMemory(n, d, faiss::METRIC_L2, bytes);
+    EXPECT_EQ(f.deviceBytes - b.deviceBytes, size_t(n) * d * 3);
+    EXPECT_LT(b.buildDeviceBytes, f.buildDeviceBytes);
+    // kAuto counts floats: it cannot know the data.
+    EXPECT_EQ(
+            GpuIndexBang::estimateMemory(n, d, faiss::METRIC_L2, automatic).buildDeviceBytes,
+            f.buildDeviceBytes);
+    // kBytes is refused where bytes do not apply (PQ mode, inner product), as the
+    // constructor refuses it.
+    GpuIndexBangConfig pqBytes = bytes;
+    pqBytes.pqSubquantizers = 32;
+    EXPECT_THROW(
+            GpuIndexBang::estimateMemory(n, d, faiss::METRIC_L2, pqBytes), faiss::FaissException);
+    EXPECT_THROW(
+            GpuIndexBang::estimateMemory(n, d, faiss::METRIC_INNER_PRODUCT, bytes),
+            faiss::FaissException);
+    GpuIndexBangConfig bad;
+    bad.vectorStorage = BangVectorStorage(7);
+    EXPECT_THROW(GpuIndexBang::estimateMemory(n, d, faiss::METRIC_L2, bad), faiss::FaissException);
+    // Issue 15's 100M x 128 in exact mode with bytes, within an 80 GB H100's ~79 GiB.
+    const BangMemoryEstimate big = GpuIndexBang::estimateMemory(10 * n, d, faiss::METRIC_L2, bytes);
+    std::printf(
+            "100M x 128, exact, bytes: index %.1f GiB device; build peak %.1f GiB device\n",
+            big.deviceBytes / 1073741824.0, big.buildDeviceBytes / 1073741824.0);
+    EXPECT_LT(big.buildDeviceBytes, size_t(79) << 30);
+}
+
 TEST(BangMemory, HostMemoryAvailableFromMeminfo) {
     const std::string meminfo =
             "MemTotal:       131072000 kB\nMemFree:         1000000 kB\n"
@@ -498,8 +540,10 @@ TEST(BangImage, RoundTripAndRefusals) {
     im.config.build.candidateLists = 12;
     im.config.build.candidateProbes = 5;
     im.config.pageBytes = size_t(9) << 20;
-    // The image layer keeps any placement; the index constructor checks it with the mode.
+    // The image layer keeps any placement and storage; the index constructor checks them
+    // with the mode.
     im.config.vectorPlacement = BangVectorPlacement::kHost;
+    im.config.vectorStorage = BangVectorStorage::kBytes;
     im.searchL = 33;
     im.ntotal = 3;
     im.entry = 1;
@@ -526,6 +570,7 @@ TEST(BangImage, RoundTripAndRefusals) {
         EXPECT_EQ(back.config.pageBytes, size_t(9) << 20);
         EXPECT_EQ(back.config.pqSubquantizers, 0);
         EXPECT_EQ(back.config.vectorPlacement, BangVectorPlacement::kHost);
+        EXPECT_EQ(back.config.vectorStorage, BangVectorStorage::kBytes);
         EXPECT_EQ(back.searchL, 33);
         EXPECT_EQ(back.ntotal, 3);
         EXPECT_EQ(back.entry, 1);
@@ -559,6 +604,20 @@ TEST(BangImage, RoundTripAndRefusals) {
     bad = im;
     bad.config.vectorPlacement = BangVectorPlacement(2);
     refuses(bad);
+    bad = im;
+    bad.config.vectorStorage = BangVectorStorage(3);
+    refuses(bad);
+    // Version 7 (no storage) loads with floats, the storage its indexes had, and the rest
+    // as is.
+    {
+        const std::vector<uint8_t> old = test::version7File(s.bytes);
+        const BangImage back = test::decodeFile(IndexKind::kBang, readBangImage, old, old.size());
+        EXPECT_EQ(back.config.vectorStorage, BangVectorStorage::kFloat);
+        EXPECT_EQ(back.config.vectorPlacement, BangVectorPlacement::kHost);
+        EXPECT_EQ(back.searchL, 33);
+        EXPECT_EQ(back.entry, 1);
+        EXPECT_EQ(back.graph, im.graph);
+    }
     // Version 5 (no placement) loads with the vectors on the device and the rest as is.
     {
         const std::vector<uint8_t> old = test::version5File(s.bytes);

@@ -16,6 +16,7 @@
 
 #include <faiss_ext/GpuIndexFlat.h>
 #include <faiss_ext/GpuIndexIVFFlat.h>
+#include <faiss_ext/impl/BangRows.h>
 #include <faiss_ext/impl/IvfSelfKnn.h>
 
 #include "BangTestUtil.h"
@@ -44,12 +45,16 @@ std::vector<int64_t> selfKnn(
         const GpuResources& res,
         const std::vector<float>& x,
         const SelfKnnCase& c,
-        bool trainOnDevice = false) {
+        bool trainOnDevice = false,
+        BangVectorStorage storage = BangVectorStorage::kFloat) {
     auto xDev = res.alloc<float>(x.size());
     copyToDevice(xDev.data(), x.data(), x.size(), res.stream());
+    BangRows rows(res, c.d);
+    rows.assign({{c.n, xDev.data(), nullptr}}, storage);
+    EXPECT_EQ(rows.isBytes(), storage == BangVectorStorage::kBytes);
     const DeviceBuffer<int32_t> ids = ivfSelfKnn(
-            res, xDev.data(), c.n, c.d, trainOnDevice ? xDev.data() : x.data(), c.k, c.nlist,
-            c.nprobe, c.product, c.pageBytes, Progress(false, "test"));
+            res, rows.view(), trainOnDevice ? xDev.data() : x.data(), c.k, c.nlist, c.nprobe,
+            c.product, c.pageBytes, Progress(false, "test"));
     const std::vector<int32_t> narrow =
             copyToHostVector(ids.data(), size_t(c.n) * c.k, res.stream());
     return std::vector<int64_t>(narrow.begin(), narrow.end());
@@ -346,23 +351,46 @@ TEST(IvfSelfKnn, DeviceMemoryWithinThePeakBound) {
     // floor of kIvfSelfKnnPairsPerList pairs a list holds every query).
     SelfKnnCase c{smallUnderSanitizer(60000, 6000), 32, 33, smallUnderSanitizer(245, 77), 8};
     c.pageBytes = size_t(8) << 20;
-    const std::vector<float> x = clusteredRows(c.n, c.d, testSeed() + 8);
-    auto xDev = res.alloc<float>(x.size());
-    copyToDevice(xDev.data(), x.data(), x.size(), res.stream());
-    const PoolPeak pool(res);
-    {
-        const DeviceBuffer<int32_t> ids = ivfSelfKnn(
-                res, xDev.data(), c.n, c.d, x.data(), c.k, c.nlist, c.nprobe, c.product,
-                c.pageBytes, Progress(false, "test"));
-        res.synchronize();
+    const std::vector<float> x = byteValued(clusteredRows(c.n, c.d, testSeed() + 8));
+    for (BangVectorStorage storage : {BangVectorStorage::kFloat, BangVectorStorage::kBytes}) {
+        const bool bytes = storage == BangVectorStorage::kBytes;
+        SCOPED_TRACE(bytes ? "bytes" : "floats");
+        BangRows rows(res, c.d);
+        rows.assign({{c.n, x.data(), nullptr}}, storage);
+        const PoolPeak pool(res);
+        {
+            const DeviceBuffer<int32_t> ids = ivfSelfKnn(
+                    res, rows.view(), x.data(), c.k, c.nlist, c.nprobe, c.product, c.pageBytes,
+                    Progress(false, "test"));
+            res.synchronize();
+        }
+        const uint64_t peak = pool.bytes();
+        const size_t bound = ivfSelfKnnPeakBytes(
+                c.n, c.d, bytes, c.k, c.nlist, c.nprobe, c.pageBytes, rc.tempMemoryBytes);
+        std::printf("peak %.1f MiB, bound %.1f MiB\n", peak / 1048576.0, bound / 1048576.0);
+        EXPECT_LE(peak, bound);
+        // The arrays (all but the page, the temporaries and the conversions) are all held
+        // at once.
+        const size_t page =
+                size_t(ivfSelfKnnPageQueries(c.n, c.k, c.nprobe, c.nlist, c.pageBytes)) *
+                ivfSelfKnnBytesPerPageQuery(c.k, c.nprobe);
+        const size_t converted = bytes ? c.pageBytes + rc.tempMemoryBytes / 2 : 0;
+        EXPECT_GE(peak, bound - page - rc.tempMemoryBytes - converted);
     }
-    const uint64_t peak = pool.bytes();
-    const size_t bound =
-            ivfSelfKnnPeakBytes(c.n, c.d, c.k, c.nlist, c.nprobe, c.pageBytes, rc.tempMemoryBytes);
-    std::printf("peak %.1f MiB, bound %.1f MiB\n", peak / 1048576.0, bound / 1048576.0);
-    EXPECT_LE(peak, bound);
-    // The arrays (all but the page and the temporaries) are all held at once.
-    const size_t page = size_t(ivfSelfKnnPageQueries(c.n, c.k, c.nprobe, c.nlist, c.pageBytes)) *
-            ivfSelfKnnBytesPerPageQuery(c.k, c.nprobe);
-    EXPECT_GE(peak, bound - page - rc.tempMemoryBytes);
+}
+
+// Rows stored as bytes are multiplied as the floats they stand for: the same ids.
+TEST(IvfSelfKnn, ByteRowsGiveTheIdsOfFloatRows) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    SelfKnnCase c{smallUnderSanitizer(20000, 3000), 128, 33, 100, 4};
+    c.pageBytes = size_t(1) << 20; // pages of 2048 rows in the lists' search
+    const std::vector<float> x = byteValued(clusteredRows(c.n, c.d, testSeed() + 9));
+    for (kernels::GemmProduct product :
+         {kernels::GemmProduct::kFloat32, kernels::GemmProduct::kTF32}) {
+        c.product = product;
+        EXPECT_EQ(
+                selfKnn(res, x, c, false, BangVectorStorage::kBytes),
+                selfKnn(res, x, c, false, BangVectorStorage::kFloat));
+    }
 }

@@ -33,7 +33,7 @@
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangPrune.h>
 #include <faiss_ext/impl/BangPruneGpu.h>
-#include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/impl/BangRows.h>
 #include <kernels/BangPrune.h>
 
 #include "Synthetic.h"
@@ -123,6 +123,7 @@ std::vector<float> normalVectors(std::mt19937_64& rng, int64_t n, int d) {
     return x;
 }
 
+/// The GPU prune over the rows x stored as `storage` says (kBytes: x must be bytes).
 std::vector<int32_t> gpuPrune(
         const GpuResources& res,
         const std::vector<float>& x,
@@ -131,10 +132,12 @@ std::vector<int32_t> gpuPrune(
         const BangCandidateLists& lists,
         int R,
         float alpha,
-        const std::vector<int32_t>* order = nullptr) {
-    FlatStorage storage(res, d);
-    storage.append(n, x.data());
-    return pruneCandidateGraphGpu(res, storage, lists, R, alpha, order);
+        const std::vector<int32_t>* order = nullptr,
+        BangVectorStorage storage = BangVectorStorage::kFloat) {
+    BangRows rows(res, d);
+    rows.assign({{n, x.data(), nullptr}}, storage);
+    EXPECT_EQ(rows.isBytes(), storage == BangVectorStorage::kBytes);
+    return pruneCandidateGraphGpu(res, rows, lists, R, alpha, order);
 }
 
 /// 0 .. n - 1 shuffled: an order of the prunes unrelated to the ids.
@@ -343,6 +346,35 @@ TEST(GpuBangPrune, SharedAndGlobalSortsGiveTheSameGraph) {
         const std::vector<int32_t> global = gpuPrune(res, x, n, d, padded, 64, 1.2f);
         EXPECT_EQ(differingRows(global, shared, n, 64, "d=" + std::to_string(d)), 0);
         EXPECT_EQ(malformedRows(shared, n, 64), 0);
+    }
+}
+
+// Rows stored as bytes are read as the floats they stand for, in the same order: the
+// same graph bit for bit, in both sorts (a node above kBangPruneSharedSortMax), at a d
+// whose sums are not exact in float (960 x 255^2 > 2^24) and at one that is not a
+// multiple of 4.
+TEST(GpuBangPrune, ByteRowsGiveTheGraphOfFloatRows) {
+    FAISS_EXT_REQUIRE_GPU();
+    GpuResources res;
+    std::mt19937_64 rng(testSeed() + 46);
+    for (int d : {7, 128, 960}) {
+        const int64_t n = smallUnderSanitizer(1500, 300);
+        CandidateSpec spec;
+        spec.maxCandidates = 150;
+        spec.fans = 100;
+        spec.wide = kernels::kBangPruneSharedSortMax + 200;
+        BangCandidateLists lists, unused;
+        makeCandidates(rng, n, spec, lists, unused);
+        std::vector<float> x(size_t(n) * d);
+        for (float& v : x) {
+            v = float(rng() % 256);
+        }
+        const std::string what = "d=" + std::to_string(d);
+        const std::vector<int32_t> floats = gpuPrune(res, x, n, d, lists, 64, 1.2f);
+        const std::vector<int32_t> bytes =
+                gpuPrune(res, x, n, d, lists, 64, 1.2f, nullptr, BangVectorStorage::kBytes);
+        EXPECT_EQ(differingRows(bytes, floats, n, 64, what), 0) << what;
+        EXPECT_EQ(malformedRows(bytes, n, 64), 0) << what;
     }
 }
 

@@ -41,26 +41,57 @@ class PhaseClock {
     std::chrono::steady_clock::time_point t0_;
 };
 
+/// Device float rows of a view a page at a time: the view's own rows when stored as
+/// floats, else converted into one page buffer. Float and byte rows are read in the same
+/// pages, so that both give the same searches.
+class FloatPages {
+   public:
+    /// Pages of at most `page` rows.
+    FloatPages(const BangRowsView& rows, int64_t page)
+            : rows_(rows),
+              buffer_(rows.res->alloc<float>(rows.isBytes() ? size_t(page) * rows.dim() : 0)) {}
+
+    /// Rows [i0, i0 + m) as floats (m at most the page).
+    const float* rows(int64_t i0, int64_t m) {
+        if (!rows_.isBytes()) {
+            return rows_.floats() + size_t(i0) * rows_.dim();
+        }
+        rows_.toDeviceFloats(i0, m, buffer_.data());
+        return buffer_.data();
+    }
+
+   private:
+    BangRowsView rows_;
+    DeviceBuffer<float> buffer_;
+};
+
+/// Query rows a page of knnIds takes: pageBytes of distances, or of float rows.
+int64_t knnPageRows(int64_t nq, int d, int k, size_t pageBytes) {
+    const size_t perRow = std::max(size_t(k), size_t(d)) * 4;
+    return std::max<int64_t>(1, std::min<int64_t>(nq, int64_t(pageBytes / perRow)));
+}
+
 /// Ids of the k nearest base rows of each query row, all in device memory: nq x k
-/// (int64 as FlatSearch gives them), searched in pages of pageBytes of distances.
+/// (int64 as FlatSearch gives them), searched in pages of pageBytes of distances or of
+/// float queries.
 DeviceBuffer<int64_t> knnIds(
         const GpuResources& res,
-        const float* queries,
-        int64_t nq,
+        const BangRowsView& queries,
         const float* base,
         const float* baseNorms,
         int64_t nb,
-        int d,
         int k,
         size_t pageBytes) {
+    const int64_t nq = queries.size();
+    const int d = queries.dim();
     auto ids = res.alloc<int64_t>(size_t(nq) * k);
-    const int64_t page =
-            std::max<int64_t>(1, std::min<int64_t>(nq, int64_t(pageBytes / (size_t(k) * 4))));
+    const int64_t page = knnPageRows(nq, d, k, pageBytes);
     auto dDev = res.alloc<float>(size_t(page) * k);
+    FloatPages pages(queries, page);
     for (int64_t q0 = 0; q0 < nq; q0 += page) {
         FlatSearchInput in;
-        in.queries = queries + size_t(q0) * d;
         in.nq = std::min(page, nq - q0);
+        in.queries = pages.rows(q0, in.nq);
         in.base = base;
         in.baseNorms = baseNorms;
         in.nb = nb;
@@ -71,26 +102,33 @@ DeviceBuffer<int64_t> knnIds(
     return ids;
 }
 
-/// The K1 nearest of n vectors (device rows `vectors`, squared norms `norms`) to each
-/// of them (itself included), n x K1 int32 in device memory: exact, or from IVF lists
+/// The K1 nearest of the n vectors `vectors` (device rows, floats or bytes) to each of
+/// them (itself included), n x K1 int32 in device memory: exact, or from IVF lists
 /// (ivfSelfKnn) when bangCandidateLists(n, p.candidateLists) says so (trainX: the same
 /// rows, host or device).
 DeviceBuffer<int32_t> nearestAmong(
         GpuResources& res,
-        const float* vectors,
-        const float* norms,
-        int64_t n,
-        int d,
+        const BangRowsView& vectors,
         const float* trainX,
         int K1,
         const BangBuildConfig& p,
         size_t pageBytes,
         const Progress& progress) {
+    const int64_t n = vectors.size();
     const int64_t lists = bangCandidateLists(n, p.candidateLists);
     DeviceBuffer<int32_t> nn;
     if (lists == 0) {
+        // Every row is a base row of every page: rows stored as bytes are converted whole
+        // (the exact k-NN is for small n: kBangIvfCandidatesFrom).
+        DeviceBuffer<float> converted =
+                res.alloc<float>(vectors.isBytes() ? size_t(n) * vectors.dim() : 0);
+        const float* base = vectors.floats();
+        if (vectors.isBytes()) {
+            vectors.toDeviceFloats(0, n, converted.data());
+            base = converted.data();
+        }
         const DeviceBuffer<int64_t> exact =
-                knnIds(res, vectors, n, vectors, norms, n, d, K1, pageBytes);
+                knnIds(res, vectors, base, vectors.norms(), n, K1, pageBytes);
         nn = res.alloc<int32_t>(exact.size());
         kernels::narrowIds(exact.data(), int64_t(exact.size()), nn.data(), res.stream());
     } else {
@@ -99,8 +137,8 @@ DeviceBuffer<int32_t> nearestAmong(
         // 2.3 -> 1.0 s, the graph's recall@10 unchanged; on byte data such as SIFT the
         // products are exact; benchs/NOTES.md, thirtieth session).
         nn = ivfSelfKnn(
-                res, vectors, n, d, trainX, K1, lists, p.candidateProbes,
-                kernels::GemmProduct::kTF32, pageBytes, progress.part(0, 0.7));
+                res, vectors, trainX, K1, lists, p.candidateProbes, kernels::GemmProduct::kTF32,
+                pageBytes, progress.part(0, 0.7));
     }
     progress.reportAfter(
             res.stream(),
@@ -116,7 +154,7 @@ DeviceBuffer<int32_t> nearestAmong(
 /// every prune of the build.
 BangDeviceCandidates firstCandidates(
         GpuResources& res,
-        const FlatStorage& storage,
+        const BangRows& storage,
         const float* xHost,
         const BangBuildConfig& p,
         size_t pageBytes,
@@ -131,16 +169,15 @@ BangDeviceCandidates firstCandidates(
 
     DeviceBuffer<int32_t> nn;
     if (K1 > 0) {
-        nn = nearestAmong(
-                res, storage.vectors(), storage.norms(), n, d, xHost, K1, p, pageBytes, progress);
+        nn = nearestAmong(res, storage.view(), xHost, K1, p, pageBytes, progress);
     }
-    FlatStorage hubs(res, d);
-    hubs.append(H, bangHubRowsOf(xHost, n, d, H).data());
+    BangRows hubs(res, d);
+    hubs.assign({{H, bangHubRowsOf(xHost, n, d, H).data(), nullptr}}, BangVectorStorage::kFloat);
     const DeviceBuffer<int64_t> toHub =
-            knnIds(res, storage.vectors(), n, hubs.vectors(), hubs.norms(), H, d, hubK, pageBytes);
+            knnIds(res, storage.view(), hubs.floats(), hubs.norms(), H, hubK, pageBytes);
     progress.reportAfter(res.stream(), "candidates: each vector's nearest hubs", 0.75);
     const DeviceBuffer<int64_t> hubToHub =
-            knnIds(res, hubs.vectors(), H, hubs.vectors(), hubs.norms(), H, d, hubHubK, pageBytes);
+            knnIds(res, hubs.view(), hubs.floats(), hubs.norms(), H, hubHubK, pageBytes);
     progress.reportAfter(res.stream(), "candidates: the hubs' nearest hubs", 0.8);
     // Each node's nearest hub: column 0 of toHub.
     std::vector<int64_t> nearestHub(static_cast<size_t>(n));
@@ -165,16 +202,43 @@ BangDeviceCandidates firstCandidates(
     return lists;
 }
 
-int64_t medoidOf(const GpuResources& res, const FlatStorage& storage, size_t pageBytes) {
+/// The row nearest the rows' centroid (the first of the nearest page's on a tie between
+/// pages), the rows searched in pages of pageBytes of float rows.
+int64_t medoidOf(const GpuResources& res, const BangRows& storage, size_t pageBytes) {
     const int64_t n = storage.size();
     const int d = storage.dim();
     auto partial = res.alloc<double>(size_t(kernels::kBangCentroidChunks) * d);
     auto cDev = res.alloc<float>(size_t(d));
-    kernels::bangCentroid(storage.vectors(), n, d, partial.data(), cDev.data(), res.stream());
-    const DeviceBuffer<int64_t> m =
-            knnIds(res, cDev.data(), 1, storage.vectors(), storage.norms(), n, d, 1, pageBytes);
+    if (storage.isBytes()) {
+        kernels::bangCentroid(storage.bytes(), n, d, partial.data(), cDev.data(), res.stream());
+    } else {
+        kernels::bangCentroid(storage.floats(), n, d, partial.data(), cDev.data(), res.stream());
+    }
+    const int64_t page = knnPageRows(n, d, 1, pageBytes);
+    FloatPages pages(storage.view(), page);
+    auto dist = res.alloc<float>(1);
+    auto id = res.alloc<int64_t>(1);
     int64_t medoid = -1;
-    copyToHost(&medoid, m.data(), 1, res.stream());
+    float best = 0.f;
+    for (int64_t b0 = 0; b0 < n; b0 += page) {
+        FlatSearchInput in;
+        in.queries = cDev.data();
+        in.nq = 1;
+        in.nb = std::min(page, n - b0);
+        in.base = pages.rows(b0, in.nb);
+        in.baseNorms = storage.norms() + b0;
+        in.d = d;
+        in.metric = faiss::METRIC_L2;
+        flatSearch(res, in, 1, dist.data(), id.data());
+        float pageDist = 0.f;
+        int64_t pageId = -1;
+        copyToHost(&pageDist, dist.data(), 1, res.stream());
+        copyToHost(&pageId, id.data(), 1, res.stream());
+        if (pageId >= 0 && (medoid < 0 || pageDist < best)) {
+            medoid = b0 + pageId;
+            best = pageDist;
+        }
+    }
     return medoid >= 0 ? medoid : 0;
 }
 
@@ -232,6 +296,22 @@ std::pair<BangDeviceCandidates, DeviceBuffer<int64_t>> allocateParentLists(
     return {std::move(lists), std::move(offsets)};
 }
 
+/// Rows [v0, v0 + m) of `rows` as float queries in device memory: the rows themselves,
+/// or (stored as bytes) converted into `converted`.
+const float* queryRows(
+        const GpuResources& res,
+        const BangRows& rows,
+        int64_t v0,
+        int64_t m,
+        DeviceBuffer<float>& converted) {
+    if (!rows.isBytes()) {
+        return rows.floats() + size_t(v0) * rows.dim();
+    }
+    converted = res.alloc<float>(size_t(m) * rows.dim());
+    rows.view(v0, m).toDeviceFloats(0, m, converted.data());
+    return converted.data();
+}
+
 /// One refinement pass's candidates of nodes v0 .. v0 + m - 1, in device memory: the
 /// parents each one's search expanded in the graph `work` holds (from its entry point),
 /// plus its current neighbours (kernels::bangFillPassCandidates).
@@ -244,8 +324,9 @@ BangDeviceCandidates searchCandidates(
     const int R = p.graphDegree;
     const int maxVisited = 2 * p.searchL;
     const kernels::BangGraphView g = work.exactView();
-    const VisitedParents parents =
-            searchVisited(res, g, g.vectors + size_t(v0) * g.d, m, p.searchL, maxVisited);
+    DeviceBuffer<float> converted;
+    const VisitedParents parents = searchVisited(
+            res, g, queryRows(res, work.vectors(), v0, m, converted), m, p.searchL, maxVisited);
     auto [lists, offsets] = allocateParentLists(res, parents, m, maxVisited, R);
     kernels::bangFillPassCandidates(
             parents.visited.data(), parents.iterations.data(), maxVisited, g.graph + size_t(v0) * R,
@@ -317,7 +398,7 @@ BangBuildTimes buildBangGraph(
         size_t pageBytes,
         const Progress& progress,
         int64_t passNodes) {
-    const FlatStorage& storage = work.vectors();
+    const BangRows& storage = work.vectors();
     const int64_t n = storage.size();
     FAISS_ASSERT(
             n >= 1 && p.graphDegree == work.degree() && p.candidates >= 1 && p.passes >= 0 &&
@@ -377,6 +458,9 @@ BangBuildTimes buildBangGraph(
                 "graph: pass " + std::to_string(pass + 1) + " searches, stage", 3 + 2 * pass,
                 stages);
         stage(4 + 2 * pass).report("prune: candidates pruned", 0.4);
+        // The searches are done: the graph they walked is not read again (the reverse
+        // edges read the new one), and its n x R ids make room for the reverse edges'.
+        work.releaseGraph();
         pruneWithReverseEdges(
                 res, storage, p.graphDegree, p.alpha, 0, &order, next.data(), stage(4 + 2 * pass));
         graph = std::move(next);
@@ -396,14 +480,14 @@ BangBuildTimes extendBangGraph(
         const BangBuildConfig& p,
         size_t pageBytes,
         const Progress& progress) {
-    const FlatStorage& storage = work.vectors();
+    const BangRows& storage = work.vectors();
     const int64_t n = storage.size(), oldN = old.size(), m = n - oldN;
-    const int d = storage.dim();
     FAISS_ASSERT(
             oldN >= 1 && m >= 1 && p.graphDegree == work.degree() && old.degree() == work.degree());
     BangBuildTimes t;
     PhaseClock clock(res.stream());
-    const float* newRows = storage.vectors() + size_t(oldN) * d;
+    DeviceBuffer<float> converted;
+    const float* newRows = queryRows(res, storage, oldN, m, converted);
     // Stages: the first links (k-NN, searches, prune), then one per pass.
     const double stages = 1.0 + p.passes;
     // The new vectors' nearest among themselves: what the old graph cannot offer them.
@@ -411,14 +495,14 @@ BangBuildTimes extendBangGraph(
     DeviceBuffer<int32_t> nn;
     if (K1 > 0) {
         nn = nearestAmong(
-                res, newRows, storage.norms() + oldN, m, d, newX, K1, p, pageBytes,
-                progress.part(0, 0.3 / stages));
+                res, storage.view(oldN, m), newX, K1, p, pageBytes, progress.part(0, 0.3 / stages));
     }
     clock.lap(t.knnSeconds);
     // Their routes through the old graph, over work's first oldN rows (the old rows, on
     // the device whatever old's placement).
     kernels::BangGraphView g = old.exactView();
-    g.vectors = storage.vectors();
+    g.vectors = storage.floats();
+    g.byteVectors = storage.bytes();
     const int maxVisited = 2 * p.searchL;
     const VisitedParents parents = searchVisited(res, g, newRows, m, p.searchL, maxVisited);
     auto [lists, offsets] = allocateParentLists(res, parents, m, maxVisited, K1);

@@ -1,5 +1,6 @@
 // GpuIndexBang's payload, a piece at a time: the vectors straight from and to their
-// place (the device, or with BangVectorPlacement::kHost the mapped host rows), the
+// place (the device, as floats or bytes, or with BangVectorPlacement::kHost the mapped
+// host rows), the
 // graph and the PQ codes from and to the device.
 #include <algorithm>
 #include <memory>
@@ -20,14 +21,17 @@ namespace faiss_ext {
 namespace {
 
 /// The vectors as added (n x d): the stored rows themselves when they are the vectors
-/// (L2), else (inner product) copyNodeVectors's rows without the transform's component.
+/// as floats (L2), else (inner product, or rows stored as bytes) copyNodeVectors's rows
+/// (without the transform's component, or converted to floats).
 ArrayOut<float> vectorsOut(const GpuIndexBang& index) {
     const BangGraph& state = GpuIndexBangAccess::deviceState(index);
     const int64_t n = index.nodeCount();
     const int d = index.d;
-    if (state.dim() == d) {
-        return state.vectorsOnHost() ? hostArrayOut(state.hostRows(), n, d)
-                                     : deviceArrayOut(index.resources(), state.rows(), n, d);
+    if (state.vectorsOnHost()) {
+        return hostArrayOut(state.hostRows(), n, d);
+    }
+    if (state.dim() == d && !state.bytesStored()) {
+        return deviceArrayOut(index.resources(), state.vectors().floats(), n, d);
     }
     ArrayOut<float> a;
     a.rows = n;
@@ -51,15 +55,14 @@ class BangStateReader {
               f_(f),
               width_(GpuIndexBangAccess::deviceState(index).dim()),
               M_(GpuIndexBangAccess::deviceState(index).pqSubquantizers()),
+              storage_(GpuIndexBangAccess::deviceState(index).storage()),
               onHost_(f.config.vectorPlacement == BangVectorPlacement::kHost),
-              deviceRows_(res_, width_),
+              deviceRows_(res_, width_, onHost_ ? 0 : f.ntotal, storage_),
               graph_(res_.alloc<int32_t>(size_t(f.ntotal) * f.config.build.graphDegree)),
               codes_(res_.alloc<uint8_t>(size_t(f.ntotal) * M_)),
               removed_(size_t(kernels::idFilterWords(f.ntotal)), 0u) {
         if (onHost_) {
             hostRows_ = MappedHostBuffer<float>(size_t(f.ntotal) * width_, res_.stream());
-        } else {
-            deviceRows_.reserve(f.ntotal);
         }
     }
 
@@ -93,11 +96,11 @@ class BangStateReader {
 
     /// The state, once every array is in.
     BangGraph finish() {
-        BangGraph state(res_, width_, f_.config.build.graphDegree, M_);
+        BangGraph state(res_, width_, f_.config.build.graphDegree, M_, storage_);
         if (onHost_) {
             state.setVectorsOnHost(std::move(hostRows_));
         } else {
-            state.setVectors(std::move(deviceRows_));
+            state.setVectors(deviceRows_.finish());
         }
         state.setGraph(std::move(graph_), f_.entry);
         if (M_ > 0) {
@@ -124,7 +127,7 @@ class BangStateReader {
         if (onHost_) {
             std::copy_n(x, size_t(n) * width_, hostRows_.data() + size_t(row0) * width_);
         } else {
-            deviceRows_.append(n, x);
+            deviceRows_.put(n, x);
         }
     }
 
@@ -132,9 +135,10 @@ class BangStateReader {
     const BangFields& f_;
     const int width_; ///< of the stored rows: d, or the inner product's transform
     const int M_;     ///< stored sub-quantizers (0: exact mode)
+    const BangVectorStorage storage_;
     const bool onHost_;
     double maxNormSq_ = 0;
-    FlatStorage deviceRows_;
+    BangRowsWriter deviceRows_; ///< the rows placed on the device, floats or bytes
     MappedHostBuffer<float> hostRows_;
     DeviceBuffer<int32_t> graph_;
     std::vector<float> centroids_;

@@ -107,7 +107,7 @@ void bangExactAllowed(
     for (int64_t c0 = 0; c0 < m; c0 += chunk) {
         const int64_t n = std::min(chunk, m - c0);
         const int64_t* ids = nodes.data() + c0;
-        kernels::gatherRows(g.rows(), ids, n, d, x.data(), stream);
+        g.gatherRows(ids, n, x.data());
         kernels::rowSquaredNorms(x.data(), n, d, norms.data(), stream);
         FlatSearchInput in;
         in.queries = queries;

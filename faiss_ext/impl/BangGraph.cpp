@@ -20,8 +20,23 @@ namespace faiss_ext {
 
 namespace {
 
-/// The rows and norms of the bangEntryHubCount(n) entry hubs of n device rows.
-FlatStorage entryHubRows(const GpuResources& res, const FlatStorage& rows) {
+/// gatherRows from device rows of either storage.
+void gatherDeviceRows(
+        const BangRows& rows,
+        const int64_t* ids,
+        int64_t n,
+        float* out,
+        cudaStream_t stream) {
+    if (rows.isBytes()) {
+        kernels::gatherRows(rows.bytes(), ids, n, rows.dim(), out, stream);
+    } else {
+        kernels::gatherRows(rows.floats(), ids, n, rows.dim(), out, stream);
+    }
+}
+
+/// The rows (as floats) and norms of the bangEntryHubCount(n) entry hubs of n device
+/// rows.
+FlatStorage entryHubRows(const GpuResources& res, const BangRows& rows) {
     FlatStorage hubs(res, rows.dim());
     const int64_t n = rows.size();
     if (n == 0) {
@@ -31,36 +46,32 @@ FlatStorage entryHubRows(const GpuResources& res, const FlatStorage& rows) {
     auto idx = res.alloc<int64_t>(size_t(H));
     kernels::bangHubRows(n, H, idx.data(), res.stream());
     auto x = res.alloc<float>(size_t(H) * rows.dim());
-    kernels::gatherRows(rows.vectors(), idx.data(), H, rows.dim(), x.data(), res.stream());
+    gatherDeviceRows(rows, idx.data(), H, x.data(), res.stream());
     hubs.append(H, x.data());
     return hubs;
 }
 
 } // namespace
 
-BangGraph::BangGraph(const GpuResources& res, int d, int R, int pqM)
-        : res_(&res), R_(R), pqM_(pqM), vectors_(res, d), hubs_(res, d) {}
+BangGraph::BangGraph(const GpuResources& res, int d, int R, int pqM, BangVectorStorage storage)
+        : res_(&res), R_(R), pqM_(pqM), storage_(storage), vectors_(res, d), hubs_(res, d) {}
 
 void BangGraph::setVectors(int64_t n, const float* x) {
-    setRows_(0, nullptr, n, x);
-}
-
-void BangGraph::setVectors(const BangGraph& first, int64_t n, const float* x) {
-    setRows_(first.size(), first.rows(), n, x);
-}
-
-void BangGraph::setRows_(int64_t firstN, const float* first, int64_t n, const float* x) {
-    FlatStorage fresh(*res_, dim());
-    if (firstN > 0) {
-        fresh.append(firstN, first);
-    }
-    if (n > 0) {
-        fresh.append(n, x);
-    }
+    BangRows fresh(*res_, dim());
+    fresh.assign({{n, x, nullptr}}, storage_);
     setVectors(std::move(fresh));
 }
 
-void BangGraph::setVectors(FlatStorage rows) {
+void BangGraph::setVectors(const BangGraph& first, int64_t n, const float* x) {
+    const BangRows::Source firstRows = first.vectorsOnHost()
+            ? BangRows::Source{first.size(), first.hostRows(), nullptr}
+            : first.vectors_.source();
+    BangRows fresh(*res_, dim());
+    fresh.assign({firstRows, {n, x, nullptr}}, storage_);
+    setVectors(std::move(fresh));
+}
+
+void BangGraph::setVectors(BangRows rows) {
     FAISS_ASSERT(rows.dim() == dim());
     FlatStorage hubs = entryHubRows(*res_, rows);
     vectors_ = std::move(rows);
@@ -103,7 +114,7 @@ void BangGraph::placeVectorsOnHost() {
         return;
     }
     MappedHostBuffer<float> rows(size_t(size()) * dim(), res_->stream());
-    copyToHost(rows.data(), vectors_.vectors(), rows.size(), res_->stream());
+    vectors_.copyRowsToHost(0, size(), rows.data());
     hostRows_ = std::move(rows);
     vectors_.clear();
 }
@@ -154,6 +165,10 @@ void BangGraph::setGraph(DeviceBuffer<int32_t> graph, int64_t entry) {
     FAISS_ASSERT(graph.size() == size_t(size()) * R_);
     graph_ = std::move(graph);
     entry_ = entry;
+}
+
+void BangGraph::releaseGraph() {
+    graph_ = DeviceBuffer<int32_t>();
 }
 
 void BangGraph::setPq(const BangPqTables& tables) {
@@ -208,10 +223,19 @@ void BangGraph::clear() {
     dropGraph_();
 }
 
+void BangGraph::gatherRows(const int64_t* ids, int64_t n, float* out) const {
+    if (vectorsOnHost()) {
+        kernels::gatherRows(hostRows_.deviceData(), ids, n, dim(), out, res_->stream());
+    } else {
+        gatherDeviceRows(vectors_, ids, n, out, res_->stream());
+    }
+}
+
 kernels::BangGraphView BangGraph::exactView() const {
     FAISS_ASSERT(size() >= 1 && graph_.size() == size_t(size()) * R_);
     kernels::BangGraphView g;
-    g.vectors = rows();
+    g.vectors = vectorsOnHost() ? hostRows_.deviceData() : vectors_.floats();
+    g.byteVectors = vectorsOnHost() ? nullptr : vectors_.bytes();
     g.graph = graph_.data();
     g.n = size();
     g.d = dim();

@@ -1,5 +1,5 @@
-// GpuIndexBang's device state, as IvfLists is GpuIndexIVFFlat's: the vectors (with
-// their norms, for the build's exact k-NN; or, placed on the host, in mapped host
+// GpuIndexBang's device state, as IvfLists is GpuIndexIVFFlat's: the vectors (floats or
+// bytes with their norms: BangRows.h; or, placed on the host, floats in mapped host
 // memory), the rows of the entry hubs, the graph, the entry point and, in PQ mode, the
 // codebooks and codes; the search view over them and the search. The index
 // class and the graph build reach the search kernels only through this owner.
@@ -13,6 +13,7 @@
 
 #include <faiss_ext/GpuResources.h>
 #include <faiss_ext/IndexConfig.h>
+#include <faiss_ext/impl/BangRows.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/impl/MappedHostBuffer.h>
 #include <kernels/BangSearch.h>
@@ -47,8 +48,14 @@ int64_t bangEntryHubCount(int64_t n);
 class BangGraph {
    public:
     /// An empty state for d-dimensional vectors, graphs of degree R and pqM
-    /// sub-quantizers (0: exact mode).
-    BangGraph(const GpuResources& res, int d, int R, int pqM);
+    /// sub-quantizers (0: exact mode), its device rows stored as `storage` says
+    /// (kBytes and kAuto only where bangBytesApply).
+    BangGraph(
+            const GpuResources& res,
+            int d,
+            int R,
+            int pqM,
+            BangVectorStorage storage = BangVectorStorage::kFloat);
     BangGraph(BangGraph&&) = default;
     BangGraph& operator=(BangGraph&&) = default;
 
@@ -58,10 +65,10 @@ class BangGraph {
     /// The same with the rows of `first` (either placement) followed by n rows of x
     /// (host or device).
     void setVectors(const BangGraph& first, int64_t n, const float* x);
-    /// Takes over `rows` (of dim() components, on the device) as the vectors: the entry
-    /// hubs' rows are gathered from them; the graph and PQ state of the old ones are
-    /// dropped. A failure leaves the state as it was.
-    void setVectors(FlatStorage rows);
+    /// Takes over `rows` (of dim() components) as the vectors: the entry hubs' rows are
+    /// gathered from them; the graph and PQ state of the old ones are dropped. A failure
+    /// leaves the state as it was.
+    void setVectors(BangRows rows);
     /// Replaces the vectors with n host rows kept in mapped host memory only (no device
     /// copy; the entry hubs' rows gathered on the host): setGraph of an index placed on
     /// the host, so it never holds its rows on the device. Allocates first.
@@ -78,6 +85,9 @@ class BangGraph {
     void setGraph(const int32_t* graph, int64_t entry);
     /// The same from a device array of size() x R ids, taken over without a copy.
     void setGraph(DeviceBuffer<int32_t> graph, int64_t entry);
+    /// Frees the graph (a build pass whose searches are done); the state cannot be
+    /// searched until the next setGraph.
+    void releaseGraph();
     /// PQ mode: replaces the codebooks (pqM x 256 x d / pqM) and codes (size() x pqM).
     void setPq(const BangPqTables& tables);
     /// The same from device arrays, taken over without a copy.
@@ -138,15 +148,21 @@ class BangGraph {
     }
     /// The stored vectors and their squared norms, on the device (not placed on the
     /// host: the graph build's work state).
-    const FlatStorage& vectors() const {
+    const BangRows& vectors() const {
         FAISS_ASSERT(!vectorsOnHost());
         return vectors_;
     }
-    /// The stored rows (size() x dim()) as kernels and copies address them, in either
-    /// placement.
-    const float* rows() const {
-        return vectorsOnHost() ? hostRows_.deviceData() : vectors_.vectors();
+    /// How the rows are stored (BangVectorStorage): kAuto and kBytes may store bytes.
+    BangVectorStorage storage() const {
+        return storage_;
     }
+    /// Whether the rows are stored as bytes.
+    bool bytesStored() const {
+        return vectors_.isBytes();
+    }
+    /// Rows ids[0 .. n) (device ids) as floats into device memory out (n x dim()), in
+    /// either placement and storage.
+    void gatherRows(const int64_t* ids, int64_t n, float* out) const;
     /// The rows placed on the host as the host addresses them (null on the device).
     const float* hostRows() const {
         return hostRows_.data();
@@ -188,8 +204,6 @@ class BangGraph {
     }
 
    private:
-    /// setVectors of firstN rows at first (host or device) followed by n rows of x.
-    void setRows_(int64_t firstN, const float* first, int64_t n, const float* x);
     /// Drops the graph, the PQ state, the entry point and the tombstones (new vectors).
     void dropGraph_();
     void clearTombstones_();
@@ -197,7 +211,8 @@ class BangGraph {
     const GpuResources* res_;
     int R_;
     int pqM_;
-    FlatStorage vectors_;              ///< on the device; empty when placed on the host
+    BangVectorStorage storage_;
+    BangRows vectors_;                 ///< on the device; empty when placed on the host
     MappedHostBuffer<float> hostRows_; ///< placed on the host: size() x dim()
     FlatStorage hubs_;                 ///< the entry hubs' rows (nearestHubs)
     DeviceBuffer<int32_t> graph_;      ///< size() x R

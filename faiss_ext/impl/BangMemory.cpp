@@ -8,6 +8,7 @@
 #include <faiss_ext/impl/BangBuild.h>
 #include <faiss_ext/impl/BangGraph.h>
 #include <faiss_ext/impl/BangInnerProduct.h>
+#include <faiss_ext/impl/BangRows.h>
 #include <faiss_ext/impl/IvfSelfKnn.h>
 #include <kernels/BangPq.h>
 
@@ -27,10 +28,13 @@ BangMemoryEstimate estimateBangMemory(
     const bool onHost = config.vectorPlacement == BangVectorPlacement::kHost;
     const size_t R = size_t(b.graphDegree);
     const size_t temp = tempMemoryBytes, pageBytes = config.pageBytes;
+    // kAuto counts floats (an upper bound): bytes only where the data turns out so.
+    const bool bytes = config.vectorStorage == BangVectorStorage::kBytes &&
+            bangBytesApply(config.pqSubquantizers, metric);
 
-    // The built index (BangGraph): rows and norms (or the rows in host memory), the
-    // entry hubs' rows and norms, the graph, the PQ codes and codebooks.
-    const size_t rows = N * size_t(w) * 4, norms = N * 4;
+    // The built index (BangGraph): rows (floats or bytes) and norms (or the rows in host
+    // memory), the entry hubs' rows and norms, the graph, the PQ codes and codebooks.
+    const size_t rows = N * size_t(w) * (bytes ? 1 : 4), norms = N * 4;
     const size_t entryHubs = size_t(bangEntryHubCount(n)) * size_t(w + 1) * 4;
     const size_t graph = N * R * 4;
     const size_t pq = M > 0 ? N * M + size_t(kernels::kBangPqCentroids) * size_t(w) * 4 : 0;
@@ -49,28 +53,36 @@ BangMemoryEstimate estimateBangMemory(
     };
     const size_t offsets = (N + 1) * 8;
     const size_t nn = N * K1 * 4; // int32 ids
+    // Byte rows that a GEMM or a search reads as floats are converted a page at a time:
+    // a page of pageBytes (the hubs' queries, the medoid's base), all of them for the
+    // exact k-NN, a pass's range of queries.
+    const size_t floatRows = N * size_t(w) * 4;
+    const size_t convertedPage = bytes ? std::min(floatRows, pageBytes) : 0;
     // Candidates: the k-NN, exact (int64 ids, then narrowed) or from sqrt(n) IVF lists
     // (ivfSelfKnn: a copy of the rows sorted by list, pages of ivfSelfKnnPageQueries).
     const int64_t lists = bangCandidateLists(n, b.candidateLists);
     const size_t knn = base +
-            (lists == 0 ? 2 * nn + nn + page(K1) + temp
+            (lists == 0 ? (bytes ? floatRows : 0) + 2 * nn + nn + page(K1) + temp
                         : ivfSelfKnnPeakBytes(
-                                  n, w, int(K1), lists, b.candidateProbes, pageBytes, temp));
+                                  n, w, bytes, int(K1), lists, b.candidateProbes, pageBytes, temp));
     // Then each vector's nearest hubs, the hubs' nearest hubs and the first lists.
     const size_t firstLists = 4 * (N * (K1 + hubK) + size_t(H) * hubHubK) + offsets;
     const size_t hubs = base + nn + N * hubK * 8 + size_t(H) * size_t(w + 1) * 4 +
-            size_t(H) * hubHubK * 8 + page(std::max(hubK, hubHubK)) + firstLists + temp;
+            size_t(H) * hubHubK * 8 + page(std::max(hubK, hubHubK)) + convertedPage + firstLists +
+            temp;
     // A prune: its candidate lists and the graph it writes, then (the candidates freed)
     // in-degrees, reverse edges (at most n R) and their offsets; pages of temporaries.
     auto prune = [&](size_t candidates, size_t kept) {
         return base + kept + graph + temp + std::max(candidates, N * 4 + offsets + N * R * 4);
     };
     // A refinement pass, beside the graph it starts from and the one it writes: its
-    // nodes searched and their lists made and pruned a range at a time (bangPassNodes),
-    // then the reverse edges and the second prune over the whole new graph.
+    // nodes searched and their lists made and pruned a range at a time (bangPassNodes);
+    // then, the graph it started from freed, the reverse edges and the second prune over
+    // the whole new graph.
     const size_t range = size_t(bangPassNodes(n, b, temp));
-    const size_t passRanges = base + 2 * graph + range * bangPassBytesPerNode(b) + temp;
-    const size_t passReverse = base + 2 * graph + N * 4 + offsets + N * R * 4 + temp;
+    const size_t passRanges = base + 2 * graph +
+            range * (bangPassBytesPerNode(b) + (bytes ? size_t(w) * 4 : 0)) + temp;
+    const size_t passReverse = base + graph + N * 4 + offsets + N * R * 4 + temp;
     // PQ mode trains on the built graph's state (k-means pages) and uploads the codes.
     const size_t pqTrain = M > 0 ? base + graph + pq + pageBytes + temp : 0;
     e.buildDeviceBytes = std::max(

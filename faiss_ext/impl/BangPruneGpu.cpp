@@ -5,7 +5,7 @@
 
 #include <faiss/impl/FaissAssert.h>
 
-#include <faiss_ext/impl/FlatStorage.h>
+#include <faiss_ext/impl/BangRows.h>
 #include <faiss_ext/impl/ResourcesAccess.h>
 #include <kernels/BangPrune.h>
 
@@ -74,12 +74,13 @@ struct PageBuffers {
     }
 
     kernels::BangPrunePage page(
-            const FlatStorage& vectors,
+            const BangRows& vectors,
             const BangPrunePageRange& r,
             int64_t firstNode,
             const int32_t* pageIds) const {
         kernels::BangPrunePage p;
-        p.vectors = vectors.vectors();
+        p.vectors = vectors.floats();
+        p.byteVectors = vectors.bytes();
         p.n = vectors.size();
         p.d = vectors.dim();
         p.v0 = firstNode + r.begin;
@@ -216,7 +217,7 @@ void checkPruneSmem(const GpuResources& res, int d) {
 
 void pruneCandidatesInto(
         const GpuResources& res,
-        const FlatStorage& vectors,
+        const BangRows& vectors,
         const BangDeviceCandidates& candidates,
         int R,
         float alpha,
@@ -250,7 +251,7 @@ void pruneCandidatesInto(
 
 void pruneWithReverseEdges(
         const GpuResources& res,
-        const FlatStorage& vectors,
+        const BangRows& vectors,
         int R,
         float alpha,
         int64_t firstNode,
@@ -308,7 +309,7 @@ void pruneWithReverseEdges(
 
 DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         const GpuResources& res,
-        const FlatStorage& vectors,
+        const BangRows& vectors,
         BangDeviceCandidates candidates,
         int R,
         float alpha,
@@ -340,7 +341,7 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
 
 std::vector<int32_t> pruneCandidateGraphGpu(
         const GpuResources& res,
-        const FlatStorage& vectors,
+        const BangRows& vectors,
         const BangCandidateLists& candidates,
         int R,
         float alpha,

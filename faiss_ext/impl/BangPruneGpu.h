@@ -14,7 +14,7 @@
 
 namespace faiss_ext {
 
-class FlatStorage;
+class BangRows;
 
 /// Nodes [begin, end) of one page of the GPU prune and their candidate entries.
 struct BangPrunePageRange {
@@ -62,7 +62,8 @@ struct BangDeviceCandidates {
 };
 
 /// pruneCandidateGraph (impl/BangPrune.h) on the GPU, over the vectors `vectors` holds
-/// (row v is node v; n = vectors.size() < 2^31): the n x R graph in device memory, rows
+/// (row v is node v; n = vectors.size() < 2^31; floats or bytes, the same graph): the
+/// n x R graph in device memory, rows
 /// padded with -1, neighbours in ascending (distance, id) order. The same graph as the
 /// host's up to the rounding of distances, which the GPU sums in another (fixed) order:
 /// where two distances, or a distance and alpha times another, are that close, the
@@ -88,7 +89,7 @@ struct BangDeviceCandidates {
 /// in L2.
 DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
         const GpuResources& res,
-        const FlatStorage& vectors,
+        const BangRows& vectors,
         BangDeviceCandidates candidates,
         int R,
         float alpha,
@@ -106,7 +107,7 @@ DeviceBuffer<int32_t> pruneCandidateGraphOnDevice(
 /// lists made and dropped in its turn.
 void pruneCandidatesInto(
         const GpuResources& res,
-        const FlatStorage& vectors,
+        const BangRows& vectors,
         const BangDeviceCandidates& candidates,
         int R,
         float alpha,
@@ -119,7 +120,7 @@ void pruneCandidatesInto(
 /// extension) added to every row, and the rows longer than R pruned again, in place.
 void pruneWithReverseEdges(
         const GpuResources& res,
-        const FlatStorage& vectors,
+        const BangRows& vectors,
         int R,
         float alpha,
         int64_t firstNode,
@@ -131,7 +132,7 @@ void pruneWithReverseEdges(
 /// pinned staging), the graph copied back to the host.
 std::vector<int32_t> pruneCandidateGraphGpu(
         const GpuResources& res,
-        const FlatStorage& vectors,
+        const BangRows& vectors,
         const BangCandidateLists& candidates,
         int R,
         float alpha,

@@ -24,6 +24,8 @@ constexpr uint32_t kBangCandidateSourceVersion = 5;
 constexpr uint32_t kBangPlacementVersion = 6;
 /// The first version that saves GpuIndexFlatConfig's float16Copy and int8Copy.
 constexpr uint32_t kFlatFloat16CopyVersion = 7;
+/// The first version that saves GpuIndexBangConfig's vectorStorage.
+constexpr uint32_t kBangVectorStorageVersion = 8;
 
 // Sections (version 4 on): u64 length, u32 CRC32C of the section's bytes followed by
 // the length's 8 bytes, then the bytes.
@@ -250,6 +252,7 @@ void putConfig(ByteSink& out, const GpuIndexBangConfig& c) {
     putConfig(out, c.build);
     put<int32_t>(out, c.pqSubquantizers);
     put<uint32_t>(out, uint32_t(c.vectorPlacement));
+    put<uint32_t>(out, uint32_t(c.vectorStorage));
 }
 
 int getPqSubquantizers(ByteSource& in, int d) {
@@ -267,6 +270,10 @@ void getConfig(ByteSource& in, GpuIndexBangConfig& c, int d, uint32_t version) {
     if (version >= kBangPlacementVersion) {
         c.vectorPlacement = getEnum<BangVectorPlacement>(in, 2, "vectorPlacement");
     }
+    // Earlier files keep floats: the storage they were written with.
+    c.vectorStorage = version >= kBangVectorStorageVersion
+            ? getEnum<BangVectorStorage>(in, 3, "vectorStorage")
+            : BangVectorStorage::kFloat;
 }
 
 } // namespace

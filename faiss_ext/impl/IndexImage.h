@@ -66,7 +66,7 @@
 namespace faiss_ext {
 
 /// The version written; every version from kIndexFormatOldestVersion up is read.
-constexpr uint32_t kIndexFormatVersion = 7;
+constexpr uint32_t kIndexFormatVersion = 8;
 constexpr uint32_t kIndexFormatOldestVersion = 1;
 
 enum class IndexKind : uint32_t {

@@ -7,6 +7,7 @@
 
 #include <faiss/impl/FaissAssert.h>
 
+#include <faiss_ext/impl/BangRows.h>
 #include <faiss_ext/impl/FlatSearch.h>
 #include <faiss_ext/impl/FlatStorage.h>
 #include <faiss_ext/impl/KMeans.h>
@@ -92,27 +93,46 @@ FlatStorage trainCentroids(
     return centroids;
 }
 
-/// The nprobe nearest lists of each of the m query rows, nearest first (m x nprobe,
-/// device).
+/// The nprobe nearest lists of each of rows i0 .. i0 + m - 1, nearest first (m x nprobe,
+/// device), searched in pages of pageBytes of float rows (rows stored as bytes are
+/// converted a page at a time; float rows are searched in the same pages, so that both
+/// storages give the same lists).
 DeviceBuffer<int64_t> nearestLists(
         const GpuResources& res,
-        const float* queries,
+        const BangRowsView& rows,
+        int64_t i0,
         int64_t m,
-        int d,
         const FlatStorage& centroids,
-        int nprobe) {
+        int nprobe,
+        size_t pageBytes) {
+    const int d = rows.dim();
+    const int64_t page =
+            std::max<int64_t>(1, std::min<int64_t>(m, int64_t(pageBytes / (size_t(d) * 4))));
     auto lists = res.alloc<int64_t>(size_t(m) * nprobe);
-    auto unused = res.alloc<float>(size_t(m) * nprobe);
-    flatSearch(
-            res, exactL2(queries, m, centroids.vectors(), centroids.norms(), centroids.size(), d),
-            nprobe, unused.data(), lists.data());
+    auto unused = res.alloc<float>(size_t(page) * nprobe);
+    auto converted = res.alloc<float>(rows.isBytes() ? size_t(page) * d : 0);
+    for (int64_t p0 = 0; p0 < m; p0 += page) {
+        const int64_t pm = std::min(page, m - p0);
+        const float* queries = converted.data();
+        if (rows.isBytes()) {
+            rows.toDeviceFloats(i0 + p0, pm, converted.data());
+        } else {
+            queries = rows.floats() + size_t(i0 + p0) * d;
+        }
+        flatSearch(
+                res,
+                exactL2(queries, pm, centroids.vectors(), centroids.norms(), centroids.size(), d),
+                nprobe, unused.data(), lists.data() + size_t(p0) * nprobe);
+    }
     return lists;
 }
 
-/// The n vectors in the order of their nearest centroid's list: rows, squared norms and
-/// original ids, where each list starts (host, nlist + 1) and the longest list's length.
+/// The n vectors in the order of their nearest centroid's list: rows (floats, or bytes
+/// as stored), squared norms and original ids, where each list starts (host, nlist + 1)
+/// and the longest list's length.
 struct SortedLists {
     DeviceBuffer<float> rows;
+    DeviceBuffer<uint8_t> byteRows;
     DeviceBuffer<float> norms;
     DeviceBuffer<int64_t> ids;
     std::vector<int64_t> starts;
@@ -121,25 +141,31 @@ struct SortedLists {
 
 SortedLists sortByNearestCentroid(
         const GpuResources& res,
-        const float* vectors,
-        int64_t n,
-        int d,
+        const BangRowsView& rows,
         const FlatStorage& centroids,
+        size_t pageBytes,
         int64_t* startsDev) {
     cudaStream_t stream = res.stream();
+    const int64_t n = rows.size();
+    const int d = rows.dim();
     const int64_t nlist = centroids.size();
     SortedLists s;
     s.ids = res.alloc<int64_t>(size_t(n));
     kernels::repeatedRowIds(0, n, 1, s.ids.data(), stream);
     s.starts = groupByList(
-            res, nearestLists(res, vectors, n, d, centroids, 1), s.ids, nlist, startsDev);
+            res, nearestLists(res, rows, 0, n, centroids, 1, pageBytes), s.ids, nlist, startsDev);
     for (int64_t l = 0; l < nlist; ++l) {
         s.longest = std::max(s.longest, s.starts[size_t(l) + 1] - s.starts[size_t(l)]);
     }
-    s.rows = res.alloc<float>(size_t(n) * d);
-    kernels::gatherRows(vectors, s.ids.data(), n, d, s.rows.data(), stream);
+    if (rows.isBytes()) {
+        s.byteRows = res.alloc<uint8_t>(size_t(n) * d);
+        kernels::gatherRows(rows.bytes(), s.ids.data(), n, d, s.byteRows.data(), stream);
+    } else {
+        s.rows = res.alloc<float>(size_t(n) * d);
+        kernels::gatherRows(rows.floats(), s.ids.data(), n, d, s.rows.data(), stream);
+    }
     s.norms = res.alloc<float>(size_t(n));
-    kernels::rowSquaredNorms(s.rows.data(), n, d, s.norms.data(), stream);
+    kernels::gatherRows(rows.norms(), s.ids.data(), n, 1, s.norms.data(), stream);
     return s;
 }
 
@@ -156,15 +182,14 @@ struct PagePairs {
 
 PagePairs probePairs(
         const GpuResources& res,
-        const float* vectors,
+        const BangRowsView& rows,
         int64_t q0,
         int64_t m,
-        int d,
         const FlatStorage& centroids,
         int nprobe,
+        size_t pageBytes,
         int64_t* startsDev) {
-    DeviceBuffer<int64_t> lists =
-            nearestLists(res, vectors + size_t(q0) * d, m, d, centroids, nprobe);
+    DeviceBuffer<int64_t> lists = nearestLists(res, rows, q0, m, centroids, nprobe, pageBytes);
     kernels::markLaterProbes(lists.data(), m, nprobe, centroids.size(), res.stream());
     PagePairs p;
     p.queries = res.alloc<int64_t>(size_t(m) * nprobe);
@@ -179,8 +204,7 @@ PagePairs probePairs(
 /// with each query's k-th running key as the selection's bound.
 void searchPageLists(
         const GpuResources& res,
-        const float* vectors,
-        int d,
+        const BangRowsView& vectors,
         int k,
         const SortedLists& sorted,
         const PagePairs& pairs,
@@ -189,6 +213,7 @@ void searchPageLists(
         float* runD,
         int32_t* runI) {
     cudaStream_t stream = res.stream();
+    const int d = vectors.dim();
     const int64_t nlist = int64_t(sorted.starts.size()) - 1;
     FAISS_ASSERT(int64_t(pairs.starts.size()) == 2 * nlist + 1);
     int64_t most = 0;
@@ -202,6 +227,9 @@ void searchPageLists(
     auto chunkI = res.alloc<int64_t>(size_t(rows) * k);
     auto bounds = res.alloc<float>(size_t(rows));
     auto keys = res.alloc<float>(size_t(rows) * sorted.longest);
+    // Lists stored as bytes are multiplied as floats, a list at a time.
+    const bool bytes = vectors.isBytes();
+    auto listFloats = res.alloc<float>(bytes ? size_t(sorted.longest) * d : 0);
     for (int64_t pl = 0; pl < 2 * nlist; ++pl) {
         const bool nearest = pl < nlist;
         const int64_t l = nearest ? pl : pl - nlist;
@@ -215,10 +243,20 @@ void searchPageLists(
         // Only keys below a query's running k-th can enter its best k (on a tie the
         // running entry stays first): the short path's row bound.
         const bool bounded = !nearest && shortRows;
+        const float* listRows = bytes ? listFloats.data() : sorted.rows.data() + size_t(start) * d;
+        if (bytes && pairs.starts[size_t(pl)] < end) {
+            kernels::bytesToFloats(
+                    sorted.byteRows.data() + size_t(start) * d, size_t(len) * d, listFloats.data(),
+                    stream);
+        }
         for (int64_t c0 = pairs.starts[size_t(pl)]; c0 < end; c0 += rows) {
             const int64_t mc = std::min(rows, end - c0);
             const int64_t* queries = pairs.queries.data() + c0;
-            kernels::gatherRows(vectors, queries, mc, d, chunkQ.data(), stream);
+            if (bytes) {
+                kernels::gatherRows(vectors.bytes(), queries, mc, d, chunkQ.data(), stream);
+            } else {
+                kernels::gatherRows(vectors.floats(), queries, mc, d, chunkQ.data(), stream);
+            }
             if (bounded) {
                 kernels::runningBounds(runD, k, queries, q0, mc, bounds.data(), stream);
             }
@@ -228,8 +266,8 @@ void searchPageLists(
             // kShortSelectMaxCols (measured at 10M x 128: 18.8 s for the stage against
             // 20.0 s with the streaming block selection; benchs/NOTES.md).
             flatProductTile(
-                    res, faiss::METRIC_L2, chunkQ.data(), mc,
-                    sorted.rows.data() + size_t(start) * d, len, d, product, keys.data());
+                    res, faiss::METRIC_L2, chunkQ.data(), mc, listRows, len, d, product,
+                    keys.data());
             kernels::SelectRowsArgs sel;
             sel.dist = keys.data();
             sel.ldDist = len;
@@ -285,6 +323,7 @@ int64_t ivfSelfKnnChunkRows(int d, int k, int64_t listLength, size_t tempMemoryB
 size_t ivfSelfKnnPeakBytes(
         int64_t n,
         int d,
+        bool bytes,
         int k,
         int64_t nlist,
         int nprobe,
@@ -298,19 +337,22 @@ size_t ivfSelfKnnPeakBytes(
             (2 * size_t(nlist) + 1) * sizeof(int64_t);
     // The sort of the rows by list: the lists and the ids, double-buffered.
     const size_t sorting = lists + N * 4 * sizeof(int64_t) + tempMemoryBytes;
-    // The pages, beside the ids found and the sorted rows, norms and ids.
-    const size_t sortedRows = N * (size_t(d) * sizeof(float) + sizeof(float) + sizeof(int64_t));
-    const size_t pages =
-            lists + N * size_t(k) * sizeof(int32_t) + sortedRows + page + tempMemoryBytes;
+    // The pages, beside the ids found and the sorted rows, norms and ids; byte rows
+    // convert a page of the nearest lists' queries (pageBytes) and a list (counted as
+    // half the temporaries: no more than the chunk's keys while a chunk holds d rows).
+    const size_t rowBytes = bytes ? size_t(d) : size_t(d) * sizeof(float);
+    const size_t sortedRows = N * (rowBytes + sizeof(float) + sizeof(int64_t));
+    const size_t converted =
+            bytes ? std::min(N * size_t(d) * 4, pageBytes) + tempMemoryBytes / 2 : 0;
+    const size_t pages = lists + N * size_t(k) * sizeof(int32_t) + sortedRows + page + converted +
+            tempMemoryBytes;
     const size_t kMeans = lists + pageBytes + tempMemoryBytes;
     return std::max({sorting, pages, kMeans});
 }
 
 DeviceBuffer<int32_t> ivfSelfKnn(
         const GpuResources& res,
-        const float* vectors,
-        int64_t n,
-        int d,
+        const BangRowsView& vectors,
         const float* trainX,
         int k,
         int64_t nlist,
@@ -318,6 +360,8 @@ DeviceBuffer<int32_t> ivfSelfKnn(
         kernels::GemmProduct product,
         size_t pageBytes,
         const Progress& progress) {
+    const int64_t n = vectors.size();
+    const int d = vectors.dim();
     FAISS_THROW_IF_NOT_FMT(
             n >= 1 && n <= INT_MAX && nlist >= 1 && nlist <= n && k >= 1 && nprobe >= 1,
             "ivfSelfKnn: bad shape n=%lld nlist=%lld k=%d nprobe=%d", (long long)n,
@@ -333,7 +377,7 @@ DeviceBuffer<int32_t> ivfSelfKnn(
             trainCentroids(res, trainX, n, d, nlist, pageBytes, progress.part(0, 0.4));
     auto startsDev = res.alloc<int64_t>(2 * size_t(nlist) + 1); // nlist + 1 for the rows
     const SortedLists sorted =
-            sortByNearestCentroid(res, vectors, n, d, centroids, startsDev.data());
+            sortByNearestCentroid(res, vectors, centroids, pageBytes, startsDev.data());
     progress.reportAfter(stream, "vectors sorted into their lists", 0.45);
 
     auto ids = res.alloc<int32_t>(size_t(n) * k);
@@ -342,11 +386,11 @@ DeviceBuffer<int32_t> ivfSelfKnn(
     for (int64_t q0 = 0; q0 < n; q0 += pageQueries) {
         const int64_t m = std::min(pageQueries, n - q0);
         const PagePairs pairs =
-                probePairs(res, vectors, q0, m, d, centroids, nprobe, startsDev.data());
+                probePairs(res, vectors, q0, m, centroids, nprobe, pageBytes, startsDev.data());
         auto runD = res.alloc<float>(size_t(m) * k);
         int32_t* runI = ids.data() + size_t(q0) * k;
         kernels::fillMissingRunning(runD.data(), runI, m * k, stream);
-        searchPageLists(res, vectors, d, k, sorted, pairs, q0, product, runD.data(), runI);
+        searchPageLists(res, vectors, k, sorted, pairs, q0, product, runD.data(), runI);
         pageProgress.step("lists searched, page", q0 / pageQueries + 1, pages);
     }
     return ids;

@@ -15,6 +15,8 @@
 
 namespace faiss_ext {
 
+struct BangRowsView;
+
 /// Device bytes each query of a page holds at most: 32 a probe (the probed list and the
 /// query id, sorted double-buffered; before the sort the probes' lists and distances
 /// take 12, after it the sorted query ids 8) and 4 for each of its running k best
@@ -44,20 +46,23 @@ size_t ivfSelfKnnBytesPerChunkRow(int d, int k, int64_t listLength);
 int64_t ivfSelfKnnChunkRows(int d, int k, int64_t listLength, size_t tempMemoryBytes);
 
 /// An upper bound on the device memory ivfSelfKnn takes at its peak, its n x k int32 ids
-/// included: the rows sorted by list (their norms and ids), the centroids, the lists'
-/// starts, plus a page (ivfSelfKnnPageQueries) and the temporaries (tempMemoryBytes), or
-/// during the sort of the rows its four id arrays; its k-means pages by pageBytes.
+/// included: the rows sorted by list (their norms and ids; bytes: the rows are stored
+/// as bytes, with their float conversions), the centroids, the lists' starts, plus a
+/// page (ivfSelfKnnPageQueries) and the temporaries (tempMemoryBytes), or during the
+/// sort of the rows its four id arrays; its k-means pages by pageBytes.
 size_t ivfSelfKnnPeakBytes(
         int64_t n,
         int d,
+        bool bytes,
         int k,
         int64_t nlist,
         int nprobe,
         size_t pageBytes,
         size_t tempMemoryBytes);
 
-/// Ids of approximately the k nearest of n vectors (device rows `vectors`, n x d) to
-/// each of them, itself included, in device memory: n x k int32 (n <= INT_MAX), best
+/// Ids of approximately the k nearest of the n vectors `vectors` (device rows, floats or
+/// bytes: the same ids) to each of them, itself included, in device memory: n x k int32
+/// (n <= INT_MAX), best
 /// first, -1 where the probed lists hold fewer than k. Lists: k-means (gpuKMeans,
 /// GpuIndexIVFFlat's parameters) of nlist centroids on trainX (the same rows, host or
 /// device memory), each vector in its nearest centroid's list; a vector's neighbours
@@ -66,15 +71,14 @@ size_t ivfSelfKnnPeakBytes(
 /// In pages of ivfSelfKnnPageQueries; each page's (query, list) pairs are sorted by list
 /// and each list's queries searched against its rows in chunks of ivfSelfKnnChunkRows
 /// (a GEMM of their keys, then each row's k smallest), their results merged into the
-/// queries' running best. Deterministic.
+/// queries' running best; each vector's lists are found in pages of pageBytes of float
+/// rows. Deterministic.
 /// A vector's list is among its probes (so its row holds it) unless its two nearest
 /// centroids tie within the rounding of two GEMMs of different shapes and nprobe is 1.
 /// Reports the k-means, the sorted lists and each page to `progress`.
 DeviceBuffer<int32_t> ivfSelfKnn(
         const GpuResources& res,
-        const float* vectors,
-        int64_t n,
-        int d,
+        const BangRowsView& vectors,
         const float* trainX,
         int k,
         int64_t nlist,

@@ -41,6 +41,25 @@ std::string placementName(BangVectorPlacement placement) {
     return placement == BangVectorPlacement::kHost ? "host" : "device";
 }
 
+BangVectorStorage storageFromName(const std::string& name) {
+    if (name == "auto") {
+        return BangVectorStorage::kAuto;
+    }
+    if (name == "float") {
+        return BangVectorStorage::kFloat;
+    }
+    if (name == "bytes") {
+        return BangVectorStorage::kBytes;
+    }
+    throw py::value_error("vector_storage='" + name + "': use 'auto', 'float' or 'bytes'");
+}
+
+std::string storageName(BangVectorStorage storage) {
+    return storage == BangVectorStorage::kFloat    ? "float"
+            : storage == BangVectorStorage::kBytes ? "bytes"
+                                                   : "auto";
+}
+
 } // namespace
 
 void bindBang(py::module_& m) {
@@ -80,11 +99,14 @@ void bindBang(py::module_& m) {
             "the search walks "
             "with ADC distances and re-ranks its final worklist exactly); "
             "vector_placement='host' (PQ mode only) keeps the full vectors in page-locked "
-            "host memory, which the re-rank reads over the bus.")
+            "host memory, which the re-rank reads over the bus. vector_storage: 'auto' "
+            "(default) stores vectors whose every component is an integer in [0, 255] as "
+            "bytes (exact mode, L2: the same results in a quarter of the memory), 'float' "
+            "always floats, 'bytes' refuses other values.")
             .def(py::init([](PyGpuResources& res, int d, int R, int metric, float alpha,
                              int buildCandidates, int buildPasses, int buildL, int64_t buildLists,
                              int buildProbes, int searchL, size_t pageBytes, int pqSubquantizers,
-                             const std::string& vectorPlacement) {
+                             const std::string& vectorPlacement, const std::string& vectorStorage) {
                      GpuIndexBangConfig config;
                      config.build.graphDegree = R;
                      config.build.alpha = alpha;
@@ -96,6 +118,7 @@ void bindBang(py::module_& m) {
                      config.pageBytes = pageBytes;
                      config.pqSubquantizers = pqSubquantizers;
                      config.vectorPlacement = placementFromName(vectorPlacement);
+                     config.vectorStorage = storageFromName(vectorStorage);
                      DeviceCall call(res);
                      auto index =
                              std::make_unique<GpuIndexBang>(res, d, checkMetric(metric), config);
@@ -113,6 +136,7 @@ void bindBang(py::module_& m) {
                  py::arg("search_L") = 64, py::arg("page_bytes") = GpuIndexBangConfig().pageBytes,
                  py::arg("pq_subquantizers") = GpuIndexBangConfig().pqSubquantizers,
                  py::arg("vector_placement") = placementName(GpuIndexBangConfig().vectorPlacement),
+                 py::arg("vector_storage") = storageName(GpuIndexBangConfig().vectorStorage),
                  py::keep_alive<1, 2>())
             .def_readwrite(
                     "search_L", &GpuIndexBang::search_L,
@@ -129,6 +153,15 @@ void bindBang(py::module_& m) {
                         return placementName(index.bangConfig().vectorPlacement);
                     },
                     "Where the full vectors live: 'device' or 'host'.")
+            .def_property_readonly(
+                    "vector_storage",
+                    [](const GpuIndexBang& index) {
+                        return storageName(index.bangConfig().vectorStorage);
+                    },
+                    "How the device rows are stored: 'auto', 'float' or 'bytes'.")
+            .def_property_readonly(
+                    "stores_bytes", &GpuIndexBang::storesBytes,
+                    "Whether the vectors are stored as bytes now.")
             .def(
                     "estimate_memory",
                     [](const GpuIndexBang& index, int64_t n) {

@@ -190,6 +190,40 @@ def test_pq_mode_with_the_vectors_in_host_memory(res, rng, tmp_path):
         faiss_ext.GpuIndexBang(res, d, pq_subquantizers=M, vector_placement="disk")
 
 
+def test_byte_valued_vectors_are_stored_as_bytes(res, rng, tmp_path):
+    d, nb, nq = 32, small_under_sanitizer(4000, 300), small_under_sanitizer(100, 20)
+    centres = rng.random((50, d), dtype=np.float32)
+    xb = np.round(clustered(rng, nb, d, centres) * 200).clip(0, 255).astype(np.float32)
+    xq = clustered(rng, nq, d, centres) * 200
+    auto = faiss_ext.GpuIndexBang(res, d, R=32, search_L=64)
+    floats = faiss_ext.GpuIndexBang(res, d, R=32, search_L=64, vector_storage="float")
+    assert auto.vector_storage == "auto" and floats.vector_storage == "float"
+    auto.add(xb)
+    floats.add(xb)
+    assert auto.stores_bytes and not floats.stores_bytes
+    assert floats.device_memory_bytes() - auto.device_memory_bytes() == nb * d * 3
+    D, I = auto.search(xq, 10)
+    Df, If = floats.search(xq, 10)
+    np.testing.assert_array_equal(I, If)
+    np.testing.assert_array_equal(D, Df)
+    np.testing.assert_array_equal(auto.reconstruct_n(0, nb), xb)
+
+    path = str(tmp_path / "bang_bytes.fx")
+    faiss_ext.write_index(auto, path)
+    loaded = faiss_ext.read_index(path, res)
+    assert loaded.stores_bytes and loaded.vector_storage == "auto"
+    D2, I2 = loaded.search(xq, 10)
+    np.testing.assert_array_equal(I2, I)
+    np.testing.assert_array_equal(D2, D)
+
+    strict = faiss_ext.GpuIndexBang(res, d, vector_storage="bytes")
+    with pytest.raises(faiss_ext.FaissException, match="kBytes"):
+        strict.add(xb + 0.5)
+    assert strict.ntotal == 0
+    with pytest.raises(ValueError, match="vector_storage"):
+        faiss_ext.GpuIndexBang(res, d, vector_storage="half")
+
+
 def test_inner_product_on_unit_vectors(res, rng):
     d, nb, nq = 24, small_under_sanitizer(8000, 300), small_under_sanitizer(200, 30)
     centres = rng.random((30, d), dtype=np.float32) - 0.5
