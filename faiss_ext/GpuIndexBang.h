@@ -43,7 +43,9 @@ struct BangMemoryEstimate {
 };
 
 /// Vectors and graph live on the GPU (impl/BangGraph.h; in PQ mode the full vectors can
-/// live in host memory instead: GpuIndexBangConfig::vectorPlacement). The first add() builds the
+/// live in host memory instead: GpuIndexBangConfig::vectorPlacement; in exact mode with
+/// L2, vectors whose every component is an integer in [0, 255] are stored as bytes, with
+/// the same results: GpuIndexBangConfig::vectorStorage). The first add() builds the
 /// graph over its vectors (impl/BangBuild.h): a first graph from k-NN candidates (exact,
 /// or from IVF lists from 200,000 vectors: BangBuildConfig::candidateLists) pruned by
 /// RobustPrune, then Vamana passes, everything per node on the GPU. A later add()
@@ -165,9 +167,11 @@ class GpuIndexBang : public GpuIndex {
     /// configuration, built on resources of `resources.tempMemoryBytes`, counted from
     /// the sizes of its arrays and of each build stage's (an upper bound on the build's
     /// device peak: its arrays within ~10%, the temporaries counted at their caps;
-    /// tests/gpu_bang_memory.cpp, bench_bang). An add that rebuilds the graph checks
-    /// buildDeviceBytes against the device memory available first and refuses with an
-    /// error naming both when it would not fit.
+    /// tests/gpu_bang_memory.cpp, bench_bang). vectorStorage kAuto counts floats (the
+    /// data decides), kBytes bytes. An add that rebuilds the graph checks buildDeviceBytes
+    /// (for the storage its rows took) against the device memory available once the rows
+    /// are stored, before any other work, and refuses with an error naming both when it
+    /// would not fit.
     static BangMemoryEstimate estimateMemory(
             int64_t n,
             int d,
