@@ -43,6 +43,7 @@
 #include <faiss_ext/GpuIndexIVFFlat.h>
 #include <faiss_ext/impl/BangBuild.h>
 #include <faiss_ext/impl/BangGraph.h>
+#include <faiss_ext/impl/HostMemory.h>
 #include <faiss_ext/impl/IndexAccess.h>
 #include <faiss_ext/utils/CudaCheck.h>
 #include <kernels/BangStepwise.h>
@@ -244,9 +245,15 @@ int main(int argc, char** argv) {
     uint64_t usedBefore = 0, peak = 0;
     FAISS_EXT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &usedBefore));
     FAISS_EXT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &peak));
+    // The add's host memory: the peak resident memory above what the process held before
+    // (its data and ground truth).
+    const size_t residentBefore = processStatusBytes("VmRSS");
+    const bool hostPeak = resetPeakResidentBytes();
     auto t0 = std::chrono::steady_clock::now();
     bang.add(nb, xb.data());
     const double buildS = secondsSince(t0);
+    const size_t addHostBytes =
+            processStatusBytes("VmHWM") - std::min(processStatusBytes("VmHWM"), residentBefore);
     FAISS_EXT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &peak));
     // The estimate for the storage the rows took (kAuto's own figure counts floats).
     GpuIndexBangConfig storedCfg = bangCfg;
@@ -275,6 +282,13 @@ int main(int argc, char** argv) {
             (peak - usedBefore) / 1048576.0, estimate.buildDeviceBytes / 1048576.0,
             double(estimate.buildDeviceBytes) / double(peak - usedBefore),
             estimate.deviceBytes / 1048576.0);
+    std::printf(
+            "host memory: %.1f MiB resident before the add (the vectors, queries and ground "
+            "truth); the add's peak above it %s%.1f MiB (estimateMemory: %.1f MiB beyond the "
+            "caller's vectors); the index %.1f MiB\n",
+            residentBefore / 1048576.0, hostPeak ? "" : "(peak not reset: an upper bound) ",
+            addHostBytes / 1048576.0, estimate.buildHostBytes / 1048576.0,
+            bang.hostMemoryBytes() / 1048576.0);
     double meanDegree = 0;
     {
         const std::vector<int32_t> g = bang.graph();

@@ -404,6 +404,8 @@ TEST(BangMemory, EstimateCountsTheIndexAndBoundsTheBuild) {
     // the bookkeeping of every node.
     EXPECT_LT(a.buildHostBytes, size_t(n) * d * 4);
     EXPECT_GE(a.buildHostBytes, size_t(n) * 16);
+    // The IVF lists' k-means copies its sample: 256 rows of each of sqrt(n) centroids.
+    EXPECT_GE(a.buildHostBytes, size_t(256) * 1000 * (d * 4 + 12));
     // The arrays grow with n, the temporaries' caps (1.25 GiB here) do not.
     const BangMemoryEstimate ten = GpuIndexBang::estimateMemory(10 * n, d, faiss::METRIC_L2, host);
     const double growth = double(ten.buildDeviceBytes) / double(b.buildDeviceBytes);
@@ -477,6 +479,10 @@ TEST(BangMemory, HostMemoryAvailableFromMeminfo) {
     EXPECT_EQ(memAvailableBytes(meminfo), size_t(65536000) * 1024);
     EXPECT_EQ(memAvailableBytes("MemTotal: 10 kB\n"), 0u);
     EXPECT_EQ(memAvailableBytes(""), 0u);
+    // This process's resident memory, and its peak at least that.
+    EXPECT_GT(processStatusBytes("VmRSS"), 0u);
+    EXPECT_GE(processStatusBytes("VmHWM"), processStatusBytes("VmRSS"));
+    EXPECT_EQ(processStatusBytes("NoSuchField"), 0u);
     // This machine's figure: something, or "unknown" (no check).
     EXPECT_GT(availableHostBytes(), 0u);
 }

@@ -5,10 +5,9 @@
 // under one more copy of the vectors above what it holds before and after the call (the
 // loaded index's own host rows included there).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/GpuIndexFlat.h>
+#include <faiss_ext/impl/HostMemory.h>
 #include <faiss_ext/index_io.h>
 
 #include "Synthetic.h"
@@ -27,47 +27,27 @@ using namespace faiss_ext::test;
 
 namespace {
 
-/// A /proc/self/status field ("VmRSS", "VmHWM") in bytes; 0 when missing.
-size_t statusBytes(const char* field) {
-    std::ifstream f("/proc/self/status");
-    std::string line;
-    const size_t n = std::strlen(field);
-    while (std::getline(f, line)) {
-        if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':') {
-            return size_t(std::strtoull(line.c_str() + n + 1, nullptr, 10)) * 1024;
-        }
-    }
-    return 0;
-}
-
-/// Sets the peak resident memory (VmHWM) to the resident memory now (Linux 4.0 on).
-bool resetPeakRss() {
-    std::ofstream f("/proc/self/clear_refs");
-    f << "5";
-    f.close();
-    return !f.fail();
-}
-
-/// Whether resetPeakRss works here: after 64 MiB touched and freed, the peak comes back
+/// Whether resetPeakResidentBytes works here: after 64 MiB touched and freed, the peak comes back
 /// to the resident memory.
 bool peakRssResets() {
     {
         std::vector<char> touched(size_t(64) << 20, 1);
         EXPECT_EQ(touched.back(), 1);
     }
-    return resetPeakRss() && statusBytes("VmHWM") < statusBytes("VmRSS") + (size_t(8) << 20);
+    return resetPeakResidentBytes() &&
+            processStatusBytes("VmHWM") < processStatusBytes("VmRSS") + (size_t(8) << 20);
 }
 
 /// The peak resident memory of a call above what the process holds before it and after
 /// it (what the call leaves, such as a loaded index's host rows, is not a copy).
 class TransientRss {
    public:
-    TransientRss() : before_(statusBytes("VmRSS")) {
-        EXPECT_TRUE(resetPeakRss());
+    TransientRss() : before_(processStatusBytes("VmRSS")) {
+        EXPECT_TRUE(resetPeakResidentBytes());
     }
     size_t bytes() const {
-        const size_t held = std::max(before_, statusBytes("VmRSS"));
-        const size_t peak = statusBytes("VmHWM");
+        const size_t held = std::max(before_, processStatusBytes("VmRSS"));
+        const size_t peak = processStatusBytes("VmHWM");
         return peak > held ? peak - held : 0;
     }
 
@@ -167,6 +147,41 @@ TEST(GpuIndexIoStreaming, BangOnTheHostSavesAndLoadsWithoutASecondHostCopy) {
     ASSERT_EQ(index->hostMemoryBytes(), size_t(n) * d * sizeof(float));
     expectStreamedRoundTrip(
             *index, res, xq, size_t(n) * d * sizeof(float), "bang_host_streamed.fx");
+}
+
+// Vectors stored as bytes on the device are written as floats a piece at a time and read
+// back into bytes a piece at a time.
+TEST(GpuIndexIoStreaming, BangOfBytesSavesAndLoadsWithoutASecondHostCopy) {
+    FAISS_EXT_REQUIRE_GPU();
+    if (!peakRssResets()) {
+        GTEST_SKIP() << "the peak resident memory cannot be reset here (/proc/self/clear_refs)";
+    }
+    GpuResources res;
+    const int d = 128, R = 32;
+    GpuIndexBangConfig config;
+    config.build.graphDegree = R;
+    auto make = [&](int64_t n) {
+        auto index = std::make_unique<GpuIndexBang>(res, d, faiss::METRIC_L2, config);
+        std::vector<float> x = datasets::uniform(n, d, testSeed() + 2);
+        for (float& v : x) {
+            v = std::floor(v * 256.f); // bytes
+        }
+        std::vector<int32_t> graph(size_t(n) * R);
+        for (int64_t v = 0; v < n; ++v) {
+            for (int j = 0; j < R; ++j) {
+                graph[size_t(v) * R + j] = int32_t((v + 1 + 7919 * int64_t(j)) % n);
+            }
+        }
+        index->setGraph(n, x.data(), graph.data(), 0);
+        return index;
+    };
+    const std::vector<float> xq = datasets::uniform(200, d, testSeed() + 3);
+    warmUp(*make(20000), res);
+    const int64_t n = 250000;
+    auto index = make(n);
+    ASSERT_TRUE(index->storesBytes());
+    expectStreamedRoundTrip(
+            *index, res, xq, size_t(n) * d * sizeof(float), "bang_bytes_streamed.fx");
 }
 
 TEST(GpuIndexIoStreaming, FlatSavesAndLoadsWithoutASecondHostCopy) {

@@ -90,11 +90,16 @@ BangMemoryEstimate estimateBangMemory(
              b.passes > 0 ? std::max(passRanges, passReverse) : size_t(0), pqTrain, e.deviceBytes});
 
     // Host: the caller's host rows are read in place (inner product: transformed into a
-    // new array); each node's nearest hub, the prune order and the lists' offsets, the
-    // PQ codes; the host placement's copy comes once the rows above are freed.
-    const size_t hostRows = metric == faiss::METRIC_INNER_PRODUCT ? rows : 0;
-    e.buildHostBytes =
-            std::max(hostRows + N * (8 + 4 + 4) + 3 * offsets + N * M, e.hostBytes + N * M);
+    // new array); the IVF lists' k-means copies its sample (faiss::Clustering: at most
+    // 256 rows a centroid, with their assignments); then each node's nearest hub, the
+    // prune order and the lists' offsets, the PQ codes; the host placement's copy comes
+    // once the rows above are freed.
+    const size_t hostRows = metric == faiss::METRIC_INNER_PRODUCT ? size_t(n) * w * 4 : 0;
+    const size_t kMeansSample =
+            lists > 0 ? std::min(N, size_t(256) * size_t(lists)) * (size_t(w) * 4 + 12) : 0;
+    e.buildHostBytes = std::max(
+            {hostRows + kMeansSample, hostRows + N * (8 + 4 + 4) + 3 * offsets + N * M,
+             e.hostBytes + N * M});
     return e;
 }
 
