@@ -1,13 +1,14 @@
 // GpuIndexBang with its vectors stored as bytes (BangVectorStorage): on byte-valued data
 // the same graph, entry point and search results (distances bit for bit, both search
 // kernels) as the same index storing floats, in a quarter of the rows' memory; through a
-// build from either candidate source, an extension, a fall back to floats, save and load;
-// and kBytes's refusals.
+// build from either candidate source, an extension, a fall back to floats, save and load,
+// filtered searches; and kBytes's refusals.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <faiss/impl/FaissAssert.h>
+#include <faiss/impl/IDSelector.h>
 
 #include <faiss_ext/GpuIndexBang.h>
 #include <faiss_ext/index_io.h>
@@ -48,6 +49,20 @@ void expectSameIndex(const GpuIndexBang& a, const GpuIndexBang& b, const std::ve
             EXPECT_EQ(x.D, y.D) << "L=" << L;
             EXPECT_EQ(x.iters, y.iters) << "L=" << L;
         }
+    }
+    // Filtered searches: a few allowed nodes (searched exactly, their rows gathered) and
+    // half of them (the walk keeps the allowed ones).
+    const int64_t nq = int64_t(xq.size()) / a.d, k = 10;
+    for (int64_t allowed : {int64_t(40), a.ntotal / 2}) {
+        faiss::IDSelectorRange sel(0, allowed);
+        SearchParametersBang params;
+        params.sel = &sel;
+        std::vector<float> da(size_t(nq) * k), db(da.size());
+        std::vector<int64_t> ia(da.size()), ib(da.size());
+        a.search(nq, xq.data(), k, da.data(), ia.data(), &params);
+        b.search(nq, xq.data(), k, db.data(), ib.data(), &params);
+        EXPECT_EQ(ia, ib) << allowed << " allowed";
+        EXPECT_EQ(da, db) << allowed << " allowed";
     }
 }
 
