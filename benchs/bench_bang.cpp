@@ -252,8 +252,8 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     bang.add(nb, xb.data());
     const double buildS = secondsSince(t0);
-    const size_t addHostBytes =
-            processStatusBytes("VmHWM") - std::min(processStatusBytes("VmHWM"), residentBefore);
+    const size_t hostPeakBytes = processStatusBytes("VmHWM");
+    const size_t addHostBytes = hostPeakBytes - std::min(hostPeakBytes, residentBefore);
     FAISS_EXT_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &peak));
     // The estimate for the storage the rows took (kAuto's own figure counts floats).
     GpuIndexBangConfig storedCfg = bangCfg;

@@ -113,6 +113,17 @@ void expectStreamedRoundTrip(
     EXPECT_EQ(after.D, before.D);
 }
 
+/// A graph of n nodes and degree R given whole: node v's neighbours v + 1 + 7919 j (mod n).
+std::vector<int32_t> stridedGraph(int64_t n, int R) {
+    std::vector<int32_t> graph(size_t(n) * R);
+    for (int64_t v = 0; v < n; ++v) {
+        for (int j = 0; j < R; ++j) {
+            graph[size_t(v) * R + j] = int32_t((v + 1 + 7919 * int64_t(j)) % n);
+        }
+    }
+    return graph;
+}
+
 } // namespace
 
 TEST(GpuIndexIoStreaming, BangOnTheHostSavesAndLoadsWithoutASecondHostCopy) {
@@ -127,17 +138,11 @@ TEST(GpuIndexIoStreaming, BangOnTheHostSavesAndLoadsWithoutASecondHostCopy) {
     config.vectorPlacement = BangVectorPlacement::kHost;
     config.build.graphDegree = R;
     // A graph given whole (setGraph trains the PQ): the file does not care how it was
-    // built, and the test stays quick. Node v's neighbours v + 1 + 7919 j (mod n).
+    // built, and the test stays quick.
     auto make = [&](int64_t n) {
         auto index = std::make_unique<GpuIndexBang>(res, d, faiss::METRIC_L2, config);
         const std::vector<float> x = datasets::clustered({n, d, 200, 0.1f, testSeed()});
-        std::vector<int32_t> graph(size_t(n) * R);
-        for (int64_t v = 0; v < n; ++v) {
-            for (int j = 0; j < R; ++j) {
-                graph[size_t(v) * R + j] = int32_t((v + 1 + 7919 * int64_t(j)) % n);
-            }
-        }
-        index->setGraph(n, x.data(), graph.data(), 0);
+        index->setGraph(n, x.data(), stridedGraph(n, R).data(), 0);
         return index;
     };
     const std::vector<float> xq = datasets::clustered({200, d, 200, 0.1f, testSeed()}, 1);
@@ -166,13 +171,7 @@ TEST(GpuIndexIoStreaming, BangOfBytesSavesAndLoadsWithoutASecondHostCopy) {
         for (float& v : x) {
             v = std::floor(v * 256.f); // bytes
         }
-        std::vector<int32_t> graph(size_t(n) * R);
-        for (int64_t v = 0; v < n; ++v) {
-            for (int j = 0; j < R; ++j) {
-                graph[size_t(v) * R + j] = int32_t((v + 1 + 7919 * int64_t(j)) % n);
-            }
-        }
-        index->setGraph(n, x.data(), graph.data(), 0);
+        index->setGraph(n, x.data(), stridedGraph(n, R).data(), 0);
         return index;
     };
     const std::vector<float> xq = datasets::uniform(200, d, testSeed() + 3);
